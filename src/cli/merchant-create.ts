@@ -1,0 +1,61 @@
+import path from "node:path";
+import type { Config } from "../config/config.js";
+import { openDatabase } from "../db/database.js";
+import { acquireEmbeddedLock, readEmbeddedLock } from "../db/embedded-lock.js";
+import { migrate } from "../db/migrate.js";
+import { runOperatorCommand } from "../operator/commands.js";
+import { sendControlCommand } from "../operator/control-client.js";
+import type { CreatedMerchant } from "../services/merchants.js";
+
+/**
+ * Runs an operator command wherever the data lives: on PostgreSQL directly; on the embedded
+ * database either through the running service's control socket or, when none runs, by opening it.
+ */
+export async function runOperator(
+  config: Config,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<unknown> {
+  if (config.database.url) {
+    const database = await openDatabase({
+      kind: "postgres",
+      url: config.database.url,
+      poolSize: 1,
+      applicationName: "stablegate-cli",
+    });
+    try {
+      return await runOperatorCommand(database.db, name, args);
+    } finally {
+      await database.close();
+    }
+  }
+  const holder = await readEmbeddedLock(config.dataDir);
+  if (holder?.controlSocket) return sendControlCommand(holder.controlSocket, name, args);
+  const lock = await acquireEmbeddedLock(config.dataDir, { role: "cli", controlSocket: null });
+  const database = await openDatabase({ kind: "pglite", dataDir: path.join(config.dataDir, "pglite") });
+  try {
+    await migrate(database.db);
+    return await runOperatorCommand(database.db, name, args);
+  } finally {
+    await database.close();
+    await lock.release();
+  }
+}
+
+export function printCreatedMerchant(m: CreatedMerchant, config: Config): string {
+  const lines = [
+    `Merchant ${m.id} created for ${m.email} (${m.companyName}).`,
+    "",
+    "API key pairs — the secrets are shown only now; store them in your server's secret store:",
+  ];
+  for (const k of m.keys) {
+    const base = k.environment === "sandbox" ? config.http.sandboxBaseUrl : config.http.productionBaseUrl;
+    lines.push(
+      "",
+      `  ${k.environment} (${base})`,
+      `    apikey:       ${k.apiKey}`,
+      `    x-api-secret: ${k.apiSecret}`,
+    );
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,187 @@
+import path from "node:path";
+import { envSchema } from "./schema.js";
+
+export const RATE_LIMIT_TIERS = [
+  "auth",
+  "financial",
+  "wallet",
+  "standard",
+  "dashboard",
+  "publicPage",
+] as const;
+export type RateLimitTier = (typeof RATE_LIMIT_TIERS)[number];
+
+export type Mode = "development" | "test" | "production";
+
+/** Secrets that are generated into DATA_DIR outside production mode and required in it. */
+export const GENERATED_SECRET_NAMES = [
+  "SECRET_ENCRYPTION_KEY",
+  "JWT_SECRET",
+  "INTERNAL_SHARED_SECRET",
+] as const;
+export type GeneratedSecretName = (typeof GENERATED_SECRET_NAMES)[number];
+
+export interface Config {
+  mode: Mode;
+  production: boolean;
+  logLevel: string;
+  http: {
+    host: string;
+    port: number;
+    sandboxPort: number;
+    productionBaseUrl: string;
+    sandboxBaseUrl: string;
+    trustProxy: boolean;
+    bodyLimitBytes: number;
+  };
+  dataDir: string;
+  database: { url: string | undefined; poolSize: number };
+  redisUrl: string | undefined;
+  smtpUrl: string | undefined;
+  rateLimit: { enabled: boolean; windowMs: number; limits: Record<RateLimitTier, number> };
+  webhooks: { retryScheduleSeconds: number[]; timeoutMs: number; ssrfAllowCidrs: string[] };
+  checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
+  chains: {
+    confirmations: { trc20: number | undefined; erc20: number | undefined };
+    production: ChainEndpoints;
+    sandbox: ChainEndpoints;
+  };
+  mnemonic: { value: string | undefined; file: string | undefined };
+  /** Secrets as configured; `resolveSecrets` fills the generated ones outside production. */
+  secrets: Record<GeneratedSecretName, string | undefined>;
+  docs: { user: string | undefined; password: string | undefined };
+  corsOrigins: string[];
+  otpTtlSeconds: number;
+  metricsToken: string | undefined;
+  shutdownTimeoutMs: number;
+}
+
+export interface ChainEndpoints {
+  erc20RpcUrl: string | undefined;
+  trc20ApiUrl: string | undefined;
+  usdtErc20Contract: string | undefined;
+  usdtTrc20Contract: string | undefined;
+}
+
+/** A start-up error that names the offending variable(s). */
+export class ConfigError extends Error {
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses the environment into the one configuration object. Pure: reads only `env`.
+ * Throws ConfigError naming every bad variable.
+ */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  // Empty strings mean "unset", as in most deployment tools.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? "(root)"), message: i.message })),
+    );
+  }
+  const e = parsed.data;
+  const problems: { variable: string; message: string }[] = [];
+  if (e.MASTER_MNEMONIC && e.MASTER_MNEMONIC_FILE) {
+    problems.push({
+      variable: "MASTER_MNEMONIC_FILE",
+      message: "set MASTER_MNEMONIC or MASTER_MNEMONIC_FILE, not both",
+    });
+  }
+  if (e.PORT !== 0 && e.PORT === e.SANDBOX_PORT) {
+    problems.push({ variable: "SANDBOX_PORT", message: "must differ from PORT" });
+  }
+  const production = e.NODE_ENV === "production";
+  if (production) {
+    for (const name of GENERATED_SECRET_NAMES) {
+      if (!e[name])
+        problems.push({ variable: name, message: "required in production mode (no generated secrets)" });
+    }
+    if (!e.MASTER_MNEMONIC && !e.MASTER_MNEMONIC_FILE) {
+      problems.push({
+        variable: "MASTER_MNEMONIC",
+        message: "MASTER_MNEMONIC or MASTER_MNEMONIC_FILE is required in production mode",
+      });
+    }
+  }
+  if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
+    problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const productionBaseUrl = stripSlash(e.PRODUCTION_BASE_URL ?? `http://localhost:${e.PORT}`);
+  const sandboxBaseUrl = stripSlash(e.SANDBOX_BASE_URL ?? `http://localhost:${e.SANDBOX_PORT}`);
+  return {
+    mode: e.NODE_ENV,
+    production,
+    logLevel: e.LOG_LEVEL,
+    http: {
+      host: e.HOST,
+      port: e.PORT,
+      sandboxPort: e.SANDBOX_PORT,
+      productionBaseUrl,
+      sandboxBaseUrl,
+      trustProxy: e.TRUST_PROXY,
+      bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    },
+    dataDir: path.resolve(e.DATA_DIR),
+    database: { url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE },
+    redisUrl: e.REDIS_URL,
+    smtpUrl: e.SMTP_URL,
+    rateLimit: {
+      enabled: e.RATE_LIMIT_ENABLED,
+      windowMs: e.RATE_LIMIT_WINDOW_SECONDS * 1000,
+      limits: {
+        auth: e.RATE_LIMIT_AUTH,
+        financial: e.RATE_LIMIT_FINANCIAL,
+        wallet: e.RATE_LIMIT_WALLET,
+        standard: e.RATE_LIMIT_STANDARD,
+        dashboard: e.RATE_LIMIT_DASHBOARD,
+        publicPage: e.RATE_LIMIT_PUBLIC_PAGE,
+      },
+    },
+    webhooks: {
+      retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      ssrfAllowCidrs: e.SSRF_ALLOW_CIDRS,
+    },
+    checkout: {
+      minExpirySeconds: e.CHECKOUT_MIN_EXPIRY_SECONDS,
+      latePaymentWatchHours: e.LATE_PAYMENT_WATCH_HOURS,
+    },
+    chains: {
+      confirmations: { trc20: e.CONFIRMATIONS_TRC20, erc20: e.CONFIRMATIONS_ERC20 },
+      production: {
+        erc20RpcUrl: e.ERC20_RPC_URL,
+        trc20ApiUrl: e.TRC20_API_URL,
+        usdtErc20Contract: e.USDT_ERC20_CONTRACT,
+        usdtTrc20Contract: e.USDT_TRC20_CONTRACT,
+      },
+      sandbox: {
+        erc20RpcUrl: e.SANDBOX_ERC20_RPC_URL,
+        trc20ApiUrl: e.SANDBOX_TRC20_API_URL,
+        usdtErc20Contract: e.SANDBOX_USDT_ERC20_CONTRACT,
+        usdtTrc20Contract: e.SANDBOX_USDT_TRC20_CONTRACT,
+      },
+    },
+    mnemonic: { value: e.MASTER_MNEMONIC, file: e.MASTER_MNEMONIC_FILE },
+    secrets: {
+      SECRET_ENCRYPTION_KEY: e.SECRET_ENCRYPTION_KEY,
+      JWT_SECRET: e.JWT_SECRET,
+      INTERNAL_SHARED_SECRET: e.INTERNAL_SHARED_SECRET,
+    },
+    docs: { user: e.DOCS_USER, password: e.DOCS_PASSWORD },
+    corsOrigins: e.CORS_ORIGINS ?? [productionBaseUrl, sandboxBaseUrl],
+    otpTtlSeconds: e.OTP_TTL_SECONDS,
+    metricsToken: e.METRICS_TOKEN,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  };
+}
+
+function stripSlash(u: string): string {
+  return u.replace(/\/+$/, "");
+}

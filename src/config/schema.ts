@@ -1,0 +1,85 @@
+import { z } from "zod";
+
+/**
+ * The configuration schema: every name of CONTRACT §10 plus the few operator settings the
+ * foundation needs. Parsed once at start-up by `loadConfig`; nothing else reads the environment.
+ */
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+const url = z.string().url();
+const optionalUrl = url.optional();
+const csv = z.string().transform((s) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0),
+);
+
+export const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+
+  PORT: port.default(8080),
+  SANDBOX_PORT: port.default(8081),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PRODUCTION_BASE_URL: optionalUrl,
+  SANDBOX_BASE_URL: optionalUrl,
+  TRUST_PROXY: bool.default("false"),
+  BODY_LIMIT_BYTES: positiveInt.default(65_536),
+
+  DATA_DIR: z.string().min(1).default("./data"),
+  DATABASE_URL: optionalUrl,
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  REDIS_URL: optionalUrl,
+  SMTP_URL: optionalUrl,
+
+  RATE_LIMIT_ENABLED: bool.default("true"),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(900),
+  RATE_LIMIT_AUTH: positiveInt.default(15),
+  RATE_LIMIT_FINANCIAL: positiveInt.default(30),
+  RATE_LIMIT_WALLET: positiveInt.default(20),
+  RATE_LIMIT_STANDARD: positiveInt.default(100),
+  RATE_LIMIT_DASHBOARD: positiveInt.default(200),
+  RATE_LIMIT_PUBLIC_PAGE: positiveInt.default(60),
+
+  WEBHOOK_RETRY_SCHEDULE: csv
+    .pipe(z.array(z.coerce.number().int().positive()).min(1))
+    .default("60,300,1800,7200,43200"),
+  WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
+  SSRF_ALLOW_CIDRS: csv.default(""),
+  CHECKOUT_MIN_EXPIRY_SECONDS: positiveInt.default(300),
+  LATE_PAYMENT_WATCH_HOURS: positiveInt.default(168),
+  CONFIRMATIONS_TRC20: positiveInt.optional(),
+  CONFIRMATIONS_ERC20: positiveInt.optional(),
+
+  ERC20_RPC_URL: optionalUrl,
+  TRC20_API_URL: optionalUrl,
+  SANDBOX_ERC20_RPC_URL: optionalUrl,
+  SANDBOX_TRC20_API_URL: optionalUrl,
+  USDT_ERC20_CONTRACT: z.string().default("0xdAC17F958D2ee523a2206206994597C13D831ec7"),
+  USDT_TRC20_CONTRACT: z.string().default("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"),
+  SANDBOX_USDT_ERC20_CONTRACT: z.string().optional(),
+  SANDBOX_USDT_TRC20_CONTRACT: z.string().optional(),
+
+  MASTER_MNEMONIC: z.string().optional(),
+  MASTER_MNEMONIC_FILE: z.string().optional(),
+  SECRET_ENCRYPTION_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, "must be 32 bytes as 64 hex characters")
+    .optional(),
+  JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  INTERNAL_SHARED_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+
+  DOCS_USER: z.string().optional(),
+  DOCS_PASSWORD: z.string().optional(),
+  CORS_ORIGINS: csv.optional(),
+  OTP_TTL_SECONDS: positiveInt.default(600),
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(25_000),
+});
+
+export type RawEnv = z.infer<typeof envSchema>;

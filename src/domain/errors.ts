@@ -1,0 +1,52 @@
+/**
+ * The closed list of error codes (CONTRACT §2). The domain raises `AppError` with one of these;
+ * `src/http/errors.ts` is the only place that maps a code to an HTTP status.
+ */
+export const ERROR_CODES = [
+  "VALIDATION_ERROR",
+  "INVALID_AUTH",
+  "FORBIDDEN",
+  "NOT_FOUND",
+  "INVALID_STATE",
+  "IDEMPOTENCY_CONFLICT",
+  "IDEMPOTENCY_MISMATCH",
+  "INSUFFICIENT_BALANCE",
+  "CHAIN_UNAVAILABLE",
+  "INTERNAL_ERROR",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    /** Whether a worker may retry the operation that raised it. */
+    readonly retryable = false,
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+
+  static validation(fields: FieldError[], message = "The request is invalid."): AppError {
+    return new AppError("VALIDATION_ERROR", message, { fields });
+  }
+
+  static invalidAuth(message = "Missing or invalid credentials."): AppError {
+    return new AppError("INVALID_AUTH", message);
+  }
+
+  static forbidden(message: string): AppError {
+    return new AppError("FORBIDDEN", message);
+  }
+
+  static notFound(message = "Not found."): AppError {
+    return new AppError("NOT_FOUND", message);
+  }
+}

@@ -1,0 +1,41 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
+import type { Config } from "../config/config.js";
+import type { Database } from "../db/database.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { RateLimitStore } from "../ratelimit/store.js";
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export type CheckStatus = "ok" | "degraded" | "down";
+
+/** One line of `/readyz`. A `critical` check that is down makes the instance not ready (503). */
+export interface ReadinessCheck {
+  name: string;
+  critical: boolean;
+  check(): Promise<{ status: CheckStatus; detail?: string }>;
+}
+
+export interface RouteDeps {
+  config: Config;
+  database: Database;
+  rateLimitStore: RateLimitStore;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  readiness: ReadinessCheck[];
+}

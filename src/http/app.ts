@@ -1,0 +1,89 @@
+import swagger from "@fastify/swagger";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify from "fastify";
+import { newId } from "../domain/ids.js";
+import type { App, RouteDeps } from "./app-types.js";
+import { LISTENER_ENV, type RawWithListener } from "./context.js";
+import { environmentResolver } from "./environment.js";
+import { makeErrorHandler, notFoundHandler } from "./errors.js";
+import { registerApiKeyAuth } from "./plugins/api-key-auth.js";
+import { registerMetrics } from "./plugins/metrics.js";
+import { registerRateLimit } from "./plugins/rate-limit.js";
+import { accountRoutes } from "./routes/account.js";
+import { disabledRoutes } from "./routes/disabled.js";
+import { docsRoutes } from "./routes/docs.js";
+import { healthRoutes } from "./routes/health.js";
+import { validatorCompiler } from "./validation.js";
+
+export interface BuildAppOptions {
+  /** Extra routes (tests register probes for the auth and rate-limit plugins this way). */
+  extraRoutes?: (app: App, deps: RouteDeps) => void;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the HTTP application (not listening): hooks, error handling, every route. */
+export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): Promise<App> {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    trustProxy: config.http.trustProxy,
+    bodyLimit: config.http.bodyLimitBytes,
+    requestIdHeader: false,
+    // A well-formed X-Request-Id from the caller is kept (for tracing across systems); otherwise ours.
+    genReqId: (req) => {
+      const incoming = req.headers["x-request-id"];
+      return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : newId("req");
+    },
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.setValidatorCompiler(validatorCompiler());
+  app.setErrorHandler(makeErrorHandler(config.http.bodyLimitBytes));
+  app.setNotFoundHandler(notFoundHandler);
+
+  const resolveEnvironment = environmentResolver(config);
+  app.decorateRequest("environment", "production");
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("X-Request-Id", request.id);
+    reply.header("X-Content-Type-Options", "nosniff");
+    request.environment = resolveEnvironment(request.host, (request.raw as RawWithListener)[LISTENER_ENV]);
+  });
+  registerRateLimit(app, config, deps.rateLimitStore, deps.clock);
+  registerApiKeyAuth(app, config, deps.database.db);
+  registerMetrics(app, deps.metrics);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "stablegate API",
+        version: "1.0.0",
+        description: "Stablecoin payment gateway: checkout sessions, withdrawals, payouts, signed webhooks.",
+      },
+      servers: [
+        { url: config.http.productionBaseUrl, description: "production" },
+        { url: config.http.sandboxBaseUrl, description: "sandbox" },
+      ],
+      components: {
+        securitySchemes: {
+          apiKey: { type: "apiKey", in: "header", name: "apikey" },
+          apiSecret: { type: "apiKey", in: "header", name: "x-api-secret" },
+        },
+      },
+    },
+  });
+
+  app.register(async (scoped) => {
+    const routes = scoped as unknown as App;
+    healthRoutes(routes, deps);
+    docsRoutes(routes, deps);
+    disabledRoutes(routes);
+    accountRoutes(routes, deps);
+    options.extraRoutes?.(routes, deps);
+  });
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,126 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { AppError, type ErrorCode, type FieldError } from "../domain/errors.js";
+
+/** The one mapping from error code to HTTP status (CONTRACT §2). Exhaustive by construction. */
+export function codeToStatus(code: ErrorCode): number {
+  switch (code) {
+    case "VALIDATION_ERROR":
+      return 400;
+    case "INVALID_AUTH":
+      return 401;
+    case "FORBIDDEN":
+      return 403;
+    case "NOT_FOUND":
+      return 404;
+    case "INVALID_STATE":
+    case "IDEMPOTENCY_CONFLICT":
+      return 409;
+    case "IDEMPOTENCY_MISMATCH":
+    case "INSUFFICIENT_BALANCE":
+      return 422;
+    case "CHAIN_UNAVAILABLE":
+      return 503;
+    case "INTERNAL_ERROR":
+      return 500;
+  }
+}
+
+export function errorBody(err: AppError) {
+  return { success: false as const, error: { code: err.code, message: err.message, details: err.details } };
+}
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Turns schema-validation issues into `details.fields` entries with plain field names. */
+export function fieldErrors(issues: AjvIssue[], part: string | undefined): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const issue of issues) {
+    let field = issue.instancePath
+      .split("/")
+      .filter(Boolean)
+      .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
+      .join(".");
+    if (issue.keyword === "required" && typeof issue.params.missingProperty === "string") {
+      field = field ? `${field}.${issue.params.missingProperty}` : issue.params.missingProperty;
+    } else if (
+      issue.keyword === "additionalProperties" &&
+      typeof issue.params.additionalProperty === "string"
+    ) {
+      field = field ? `${field}.${issue.params.additionalProperty}` : issue.params.additionalProperty;
+    }
+    if (!field) field = part ?? "body";
+    const message =
+      issue.keyword === "required"
+        ? "is required"
+        : issue.keyword === "additionalProperties"
+          ? "is not a known field"
+          : (issue.message ?? "is invalid");
+    const key = `${field}|${message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push({ field, message });
+    }
+  }
+  return out;
+}
+
+/** Translates anything thrown during a request into an AppError. Unknown errors become INTERNAL_ERROR. */
+export function toAppError(err: unknown, bodyLimit: number): AppError {
+  if (err instanceof AppError) return err;
+  const fe = err as Partial<FastifyError> & { validation?: AjvIssue[]; validationContext?: string };
+  if (Array.isArray(fe.validation)) {
+    return AppError.validation(fieldErrors(fe.validation, fe.validationContext));
+  }
+  switch (fe.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return AppError.validation(
+        [{ field: "body", message: `must be at most ${bodyLimit} bytes` }],
+        "Request body too large.",
+      );
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return AppError.validation(
+        [{ field: "Content-Type", message: "must be application/json" }],
+        "Unsupported Content-Type; send application/json.",
+      );
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return AppError.validation([{ field: "body", message: "must not be empty" }], "Request body is empty.");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return AppError.validation([{ field: "body", message: "must be valid JSON" }], "Malformed JSON body.");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return AppError.validation([{ field: "Content-Length", message: "does not match the body" }]);
+  }
+  if (err instanceof SyntaxError && fe.statusCode === 400) {
+    return AppError.validation([{ field: "body", message: "must be valid JSON" }], "Malformed JSON body.");
+  }
+  // Other client errors raised by Fastify itself (bad headers, aborted bodies, ...).
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    if (fe.statusCode === 404) return AppError.notFound();
+    return AppError.validation([{ field: "request", message: "is malformed" }], "Malformed request.");
+  }
+  return new AppError("INTERNAL_ERROR", "Internal server error.");
+}
+
+export function makeErrorHandler(bodyLimit: number) {
+  return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
+    const appErr = toAppError(err, bodyLimit);
+    const status = codeToStatus(appErr.code);
+    if (status >= 500) {
+      request.log.error({ err, code: appErr.code }, "request failed");
+    } else {
+      request.log.info({ code: appErr.code, msg: appErr.message }, "request rejected");
+    }
+    return reply.code(status).send(errorBody(appErr));
+  };
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  return reply
+    .code(404)
+    .send(errorBody(AppError.notFound(`No route ${request.method} ${request.url.split("?")[0]}.`)));
+}

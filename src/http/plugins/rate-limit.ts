@@ -1,0 +1,43 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Config, RateLimitTier } from "../../config/config.js";
+import type { Clock } from "../../lib/clock.js";
+import type { RateLimitStore } from "../../ratelimit/store.js";
+
+export const RATE_LIMIT_MESSAGE = "API rate limit exceeded, please retry later.";
+
+/** The tier of a request: the route's own, or for unmatched paths the tier of the area it names. */
+export function tierOf(request: FastifyRequest): RateLimitTier | false {
+  const configured = request.routeOptions.config?.tier;
+  if (configured !== undefined) return configured;
+  const url = request.url;
+  if (url.startsWith("/pay/")) return "publicPage";
+  if (url.startsWith("/api/v1/dashboard/") || url.startsWith("/api/v1/admin/")) return "dashboard";
+  return "standard";
+}
+
+/**
+ * Per client IP, per tier, sliding 15-minute window (SPEC §8, CONTRACT §7). Runs first, before
+ * authentication, so credential guessing is limited too; its headers are set before anything can
+ * fail, so every response — 2xx, 4xx and 5xx alike — carries them.
+ */
+export function registerRateLimit(app: FastifyInstance, config: Config, store: RateLimitStore, clock: Clock) {
+  if (!config.rateLimit.enabled) return;
+  const windowMs = config.rateLimit.windowMs;
+  const windowSeconds = Math.round(windowMs / 1000);
+
+  app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
+    const tier = tierOf(request);
+    if (tier === false) return;
+    const limit = config.rateLimit.limits[tier];
+    const result = await store.hit(`${tier}:${request.ip}`, limit, windowMs, clock.now());
+    const resetSeconds = Math.ceil(result.resetMs / 1000);
+    reply.header("RateLimit-Limit", String(limit));
+    reply.header("RateLimit-Remaining", String(Math.max(0, limit - result.count)));
+    reply.header("RateLimit-Reset", String(resetSeconds));
+    reply.header("RateLimit-Policy", `${limit};w=${windowSeconds}`);
+    if (!result.allowed) {
+      reply.header("Retry-After", String(Math.max(1, resetSeconds)));
+      return reply.code(429).send({ success: false, message: RATE_LIMIT_MESSAGE });
+    }
+  });
+}

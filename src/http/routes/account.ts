@@ -1,0 +1,44 @@
+import { Type } from "@sinclair/typebox";
+import { AppError } from "../../domain/errors.js";
+import { findMerchantById } from "../../repositories/merchants.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { principal } from "../plugins/api-key-auth.js";
+import { commonErrors, ok } from "../schemas/common.js";
+
+const Account = Type.Object({
+  clientId: Type.String({ description: "The merchant's identifier (clientId in webhooks)" }),
+  companyName: Type.String(),
+  email: Type.String(),
+  environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+  apiKeyId: Type.String({ description: "The key pair that authenticated this request" }),
+});
+
+/** `GET /api/v1/public/account`: who these credentials are — lets a merchant check a key pair. */
+export function accountRoutes(app: App, { database }: RouteDeps) {
+  app.get(
+    "/api/v1/public/account",
+    {
+      config: { auth: "apiKey", tier: "standard" },
+      schema: {
+        summary: "The merchant account the API key belongs to",
+        tags: ["Account"],
+        response: { 200: ok(Account), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const merchant = await findMerchantById(database.db, p.merchantId);
+      if (!merchant) throw AppError.invalidAuth();
+      return {
+        success: true as const,
+        data: {
+          clientId: merchant.id,
+          companyName: merchant.company_name,
+          email: merchant.email,
+          environment: p.environment,
+          apiKeyId: p.apiKeyId,
+        },
+      };
+    },
+  );
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+import { parseArgs } from "node:util";
+import { printCreatedMerchant, runOperator } from "./cli/merchant-create.js";
+import { ConfigError } from "./config/config.js";
+import { loadConfig } from "./config/load.js";
+import { DataDirInUseError } from "./db/embedded-lock.js";
+import { AppError } from "./domain/errors.js";
+import { RemoteCommandError } from "./operator/control-client.js";
+import { ROLES, type Role, startRole } from "./roles/processes.js";
+import type { CreatedMerchant } from "./services/merchants.js";
+
+const USAGE = `usage: stablegate [role] | stablegate <command>
+
+roles (default: serve)
+  serve      API + worker + migrations in one process (embedded defaults without configuration)
+  api        HTTP API only (needs DATABASE_URL; scale out freely)
+  worker     background jobs only (needs DATABASE_URL; scale out freely)
+  migrate    apply database migrations and exit
+
+operator commands
+  merchant create --email <email> --company <name> [--json]
+             create a merchant and print one API key pair per environment
+
+Configuration comes from environment variables (see README.md).`;
+
+async function main(argv: string[]): Promise<number> {
+  const [first = "serve", ...rest] = argv;
+  if (first === "help" || first === "--help" || first === "-h") {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const config = loadConfig();
+
+  if (first === "merchant") {
+    const [sub, ...flags] = rest;
+    if (sub !== "create") {
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    }
+    const { values } = parseArgs({
+      args: flags,
+      options: { email: { type: "string" }, company: { type: "string" }, json: { type: "boolean" } },
+    });
+    const created = (await runOperator(config, "merchant.create", {
+      email: values.email ?? "",
+      companyName: values.company ?? "",
+    })) as CreatedMerchant;
+    process.stdout.write(
+      `${values.json ? JSON.stringify(created, null, 2) : printCreatedMerchant(created, config)}\n`,
+    );
+    return 0;
+  }
+
+  if (!(ROLES as readonly string[]).includes(first)) {
+    process.stderr.write(`unknown role or command: ${first}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const proc = await startRole(first as Role, config);
+  if (first === "migrate") {
+    await proc.stop();
+    return 0;
+  }
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        proc.runtime.logger.warn({ signal }, "second signal: exiting now");
+        resolve(1);
+        return;
+      }
+      proc.stop().then(
+        () => resolve(0),
+        (err: unknown) => {
+          proc.runtime.logger.error({ err }, "error during shutdown");
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof ConfigError || err instanceof DataDirInUseError) {
+      console.error(`stablegate: ${err.message}`);
+      process.exit(2);
+    }
+    if (err instanceof AppError || err instanceof RemoteCommandError) {
+      const details = (err.details as { fields?: { field: string; message: string }[] }).fields;
+      console.error(
+        `stablegate: ${err.message}${details ? `\n${details.map((f) => `  ${f.field}: ${f.message}`).join("\n")}` : ""}`,
+      );
+      process.exit(2);
+    }
+    console.error("stablegate: fatal:", err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,163 @@
+import path from "node:path";
+import { Redis } from "ioredis";
+import type { Config } from "./config/config.js";
+import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
+import { type Database, openDatabase } from "./db/database.js";
+import { acquireEmbeddedLock } from "./db/embedded-lock.js";
+import type { ReadinessCheck, RouteDeps } from "./http/app-types.js";
+import { type Clock, systemClock } from "./lib/clock.js";
+import { createLogger, type Logger } from "./observability/logger.js";
+import { createMetrics, type Metrics } from "./observability/metrics.js";
+import { FallbackRateLimitStore } from "./ratelimit/fallback-store.js";
+import { MemoryRateLimitStore } from "./ratelimit/memory-store.js";
+import { RedisRateLimitStore } from "./ratelimit/redis-store.js";
+import type { RateLimitStore } from "./ratelimit/store.js";
+import { liveWorkers } from "./worker/heartbeat.js";
+
+/** Everything a process role needs, built once from the configuration. */
+export interface Runtime extends RouteDeps {
+  secrets: ResolvedSecrets;
+  redis: Redis | undefined;
+  /** The operator control socket path, when this process holds the embedded database. */
+  controlSocket: string | null;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  role: string;
+  logger?: Logger;
+  clock?: Clock;
+  /** Tests pass an already-open database (a per-file PostgreSQL database or in-memory PGlite). */
+  database?: Database;
+  metrics?: Metrics;
+}
+
+export function controlSocketPath(dataDir: string): string {
+  return path.join(dataDir, "control.sock");
+}
+
+export async function createRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const secrets = await resolveSecrets(config);
+  const closers: (() => Promise<void>)[] = [];
+
+  let database = options.database;
+  let controlSocket: string | null = null;
+  if (!database) {
+    if (config.database.url) {
+      database = await openDatabase({
+        kind: "postgres",
+        url: config.database.url,
+        poolSize: config.database.poolSize,
+        applicationName: `stablegate-${options.role}`,
+      });
+    } else {
+      controlSocket = controlSocketPath(config.dataDir);
+      const lock = await acquireEmbeddedLock(config.dataDir, { role: options.role, controlSocket });
+      try {
+        database = await openDatabase({ kind: "pglite", dataDir: path.join(config.dataDir, "pglite") });
+      } catch (err) {
+        await lock.release();
+        throw err;
+      }
+      closers.push(() => lock.release());
+    }
+    const db = database;
+    closers.unshift(() => db.close());
+  }
+
+  let redis: Redis | undefined;
+  let rateLimitStore: RateLimitStore;
+  if (config.redisUrl) {
+    redis = new Redis(config.redisUrl, {
+      lazyConnect: false,
+      enableOfflineQueue: false, // fail fast while disconnected; the fallback store takes over
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2_000,
+      retryStrategy: (times) => Math.min(times * 200, 2_000),
+    });
+    let lastLog = 0;
+    redis.on("error", (err: Error) => {
+      if (Date.now() - lastLog > 60_000) {
+        lastLog = Date.now();
+        logger.warn({ err: err.message }, "redis connection error");
+      }
+    });
+    const r = redis;
+    rateLimitStore = new FallbackRateLimitStore(new RedisRateLimitStore(r), logger);
+    closers.unshift(async () => {
+      r.disconnect();
+    });
+  } else {
+    rateLimitStore = new MemoryRateLimitStore();
+  }
+  const store = rateLimitStore;
+  closers.unshift(() => store.close());
+
+  const db = database;
+  const readiness: ReadinessCheck[] = [
+    {
+      name: "database",
+      critical: true,
+      async check() {
+        await db.ping();
+        return { status: "ok", detail: db.driver };
+      },
+    },
+    {
+      name: "rateLimitStore",
+      critical: false,
+      async check() {
+        if (!redis) return { status: "ok", detail: "memory (single instance)" };
+        try {
+          await Promise.race([
+            redis.ping(),
+            new Promise((_, reject) => setTimeout(() => reject(new Error("ping timed out")), 1_000).unref()),
+          ]);
+          return { status: "ok", detail: "redis" };
+        } catch (err) {
+          return {
+            status: "degraded",
+            detail: `redis unreachable (${err instanceof Error ? err.message : String(err)}); limiting per instance in memory`,
+          };
+        }
+      },
+    },
+    {
+      name: "workers",
+      critical: false,
+      async check() {
+        const n = await liveWorkers(db.db, new Date(clock.now()));
+        return n > 0
+          ? { status: "ok", detail: `${n} live` }
+          : { status: "degraded", detail: "no live worker" };
+      },
+    },
+  ];
+
+  let closed = false;
+  return {
+    config,
+    secrets,
+    logger,
+    clock,
+    database,
+    redis,
+    rateLimitStore,
+    metrics: options.metrics ?? createMetrics(),
+    readiness,
+    controlSocket,
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const close of closers) {
+        try {
+          await close();
+        } catch (err) {
+          logger.warn({ err }, "error while closing");
+        }
+      }
+    },
+  };
+}

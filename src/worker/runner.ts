@@ -1,0 +1,50 @@
+import type { Logger } from "pino";
+
+/** A periodic background job. `run` should return promptly once `signal` is aborted. */
+export interface Job {
+  name: string;
+  everyMs: number;
+  run(signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * Runs each job on its own interval (never overlapping itself). `stop()` stops scheduling and
+ * waits for the runs in progress to finish: graceful shutdown finishes in-flight work.
+ */
+export class JobRunner {
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #running = new Set<Promise<void>>();
+  readonly #abort = new AbortController();
+  #stopped = false;
+
+  constructor(
+    private readonly jobs: Job[],
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    for (const job of this.jobs) this.#schedule(job, 0);
+  }
+
+  #schedule(job: Job, delay: number): void {
+    if (this.#stopped) return;
+    const timer = setTimeout(() => {
+      const run = job
+        .run(this.#abort.signal)
+        .catch((err: unknown) => this.log.error({ err, job: job.name }, "job failed"))
+        .finally(() => {
+          this.#running.delete(run);
+          this.#schedule(job, job.everyMs);
+        });
+      this.#running.add(run);
+    }, delay);
+    this.#timers.set(job.name, timer);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const t of this.#timers.values()) clearTimeout(t);
+    this.#abort.abort();
+    await Promise.allSettled([...this.#running]);
+  }
+}
