@@ -85,7 +85,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
       }
     });
     const r = redis;
-    rateLimitStore = new FallbackRateLimitStore(new RedisRateLimitStore(r), logger);
+    // Commands fail fast while disconnected, so wait (briefly) for the first connection; if Redis
+    // is down at start-up the service starts anyway, limiting in memory until it comes back.
+    if (!(await connected(r, 2_000))) logger.warn("redis not reachable at start-up; limiting per instance in memory");
+    rateLimitStore = new FallbackRateLimitStore(new RedisRateLimitStore(r, `${config.redisKeyPrefix}rl:`), logger);
     closers.unshift(async () => {
       r.disconnect();
     });
@@ -160,4 +163,18 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
       }
     },
   };
+}
+
+function connected(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === "ready") return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      redis.off("ready", onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    redis.once("ready", onReady);
+  });
 }

@@ -37,6 +37,8 @@ export interface Config {
   dataDir: string;
   database: { url: string | undefined; poolSize: number };
   redisUrl: string | undefined;
+  /** Prefix of every Redis key, so one Redis can serve several deployments. */
+  redisKeyPrefix: string;
   smtpUrl: string | undefined;
   rateLimit: { enabled: boolean; windowMs: number; limits: Record<RateLimitTier, number> };
   webhooks: { retryScheduleSeconds: number[]; timeoutMs: number; ssrfAllowCidrs: string[] };
@@ -115,6 +117,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
 
   const productionBaseUrl = stripSlash(e.PRODUCTION_BASE_URL ?? `http://localhost:${e.PORT}`);
   const sandboxBaseUrl = stripSlash(e.SANDBOX_BASE_URL ?? `http://localhost:${e.SANDBOX_PORT}`);
+  if (new URL(productionBaseUrl).host === new URL(sandboxBaseUrl).host) {
+    // The Host of a request selects its environment behind a proxy, so the two must differ.
+    throw new ConfigError([{ variable: "SANDBOX_BASE_URL", message: "must have a different host than PRODUCTION_BASE_URL" }]);
+  }
   return {
     mode: e.NODE_ENV,
     production,
@@ -131,6 +137,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     dataDir: path.resolve(e.DATA_DIR),
     database: { url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE },
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
     smtpUrl: e.SMTP_URL,
     rateLimit: {
       enabled: e.RATE_LIMIT_ENABLED,

@@ -35,6 +35,7 @@ export const envSchema = z.object({
   DATABASE_URL: optionalUrl,
   DATABASE_POOL_SIZE: positiveInt.default(10),
   REDIS_URL: optionalUrl,
+  REDIS_KEY_PREFIX: z.string().default("stablegate:"),
   SMTP_URL: optionalUrl,
 
   RATE_LIMIT_ENABLED: bool.default("true"),

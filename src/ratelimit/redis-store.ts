@@ -22,7 +22,8 @@ if count < limit then
 end
 local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
 if oldest then
-  redis.call('PEXPIREAT', key, tonumber(oldest) + window + 1)
+  -- Relative expiry: the scores are the caller's clock, which need not be Redis's.
+  redis.call('PEXPIRE', key, tonumber(oldest) + window - now + 1)
 else
   oldest = now
 end

@@ -1,0 +1,130 @@
+import { Type } from "@sinclair/typebox";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { App } from "../../src/http/app-types.js";
+import { commonErrors, ok } from "../../src/http/schemas/common.js";
+import { call, startTestService, type TestService } from "../support/harness.js";
+
+// Probe routes exercising the shared error machinery (a body schema, an unexpected failure).
+function probes(app: App) {
+  app.post(
+    "/api/v1/public/test-echo",
+    {
+      config: { tier: "standard" },
+      schema: {
+        body: Type.Object(
+          { name: Type.String({ minLength: 1 }), count: Type.Integer({ minimum: 1 }), note: Type.Optional(Type.String()) },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(Type.Object({ name: Type.String(), count: Type.Integer() })), ...commonErrors },
+      },
+    },
+    async (request) => ({ success: true as const, data: { name: request.body.name, count: request.body.count } }),
+  );
+  app.get("/api/v1/public/test-explode", { config: { tier: "standard" } }, async () => {
+    throw new Error("database password is hunter2 at 10.0.0.5");
+  });
+}
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ extraRoutes: probes, env: { BODY_LIMIT_BYTES: "1024" } });
+});
+afterAll(() => svc?.close());
+
+const ECHO = "/api/v1/public/test-echo";
+
+function expectValidation(r: { status: number; body: any }) {
+  expect(r.status).toBe(400);
+  expect(r.body.success).toBe(false);
+  expect(r.body.error.code).toBe("VALIDATION_ERROR");
+  expect(typeof r.body.error.message).toBe("string");
+  expect(Array.isArray(r.body.error.details.fields)).toBe(true);
+  expect(r.body.error.details.fields.length).toBeGreaterThan(0);
+  return r.body.error.details.fields as { field: string; message: string }[];
+}
+
+describe("bad input gets 400 VALIDATION_ERROR with details.fields", () => {
+  it("accepts a valid body", async () => {
+    const r = await call(svc.urls.sandbox, ECHO, { json: { name: "a", count: 2 } });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ success: true, data: { name: "a", count: 2 } });
+  });
+
+  it("malformed JSON", async () => {
+    const fields = expectValidation(
+      await call(svc.urls.sandbox, ECHO, { body: '{"name": "a",', headers: { "content-type": "application/json" } }),
+    );
+    expect(fields[0]?.field).toBe("body");
+  });
+
+  it("empty JSON body", async () => {
+    expectValidation(await call(svc.urls.sandbox, ECHO, { method: "POST", body: "", headers: { "content-type": "application/json" } }));
+  });
+
+  it("wrong content type", async () => {
+    const fields = expectValidation(
+      await call(svc.urls.sandbox, ECHO, { body: "name=a&count=2", headers: { "content-type": "application/x-www-form-urlencoded" } }),
+    );
+    expect(fields[0]?.field).toBe("Content-Type");
+    expectValidation(await call(svc.urls.sandbox, ECHO, { body: "hello", headers: { "content-type": "text/plain" } }));
+  });
+
+  it("oversized body", async () => {
+    const r = await call(svc.urls.sandbox, ECHO, { json: { name: "x".repeat(2000), count: 1 } });
+    const fields = expectValidation(r);
+    expect(fields[0]?.message).toMatch(/1024 bytes/);
+  });
+
+  it("schema failures name every bad field", async () => {
+    const fields = expectValidation(await call(svc.urls.sandbox, ECHO, { json: { name: "", count: "2", extra: true } }));
+    const names = fields.map((f) => f.field).sort();
+    expect(names).toEqual(["count", "extra", "name"]);
+  });
+
+  it("missing required fields", async () => {
+    const fields = expectValidation(await call(svc.urls.sandbox, ECHO, { json: {} }));
+    expect(fields.map((f) => f.field).sort()).toEqual(["count", "name"]);
+    expect(fields.every((f) => f.message === "is required")).toBe(true);
+  });
+
+  it("a JSON array or scalar where an object is expected", async () => {
+    expectValidation(await call(svc.urls.sandbox, ECHO, { json: [1, 2] }));
+    expectValidation(await call(svc.urls.sandbox, ECHO, { json: 42 }));
+  });
+});
+
+describe("unknown routes, 500s and request ids", () => {
+  it("unknown route → 404 NOT_FOUND envelope", async () => {
+    for (const [method, path] of [
+      ["GET", "/nope"],
+      ["POST", "/api/v1/public/nope"],
+      ["DELETE", "/api/v1/public/account"],
+    ] as const) {
+      const r = await call(svc.urls.production, path, { method });
+      expect(r.status).toBe(404);
+      expect(r.body).toMatchObject({ success: false, error: { code: "NOT_FOUND", details: {} } });
+    }
+  });
+
+  it("a 500 says nothing internal and carries a request id", async () => {
+    const r = await call(svc.urls.production, "/api/v1/public/test-explode");
+    expect(r.status).toBe(500);
+    expect(r.body).toEqual({ success: false, error: { code: "INTERNAL_ERROR", message: "Internal server error.", details: {} } });
+    expect(r.text).not.toMatch(/hunter2|10\.0\.0\.5|Error|at /);
+    expect(r.headers.get("x-request-id")).toMatch(/^req_/);
+  });
+
+  it("X-Request-Id on every response; a well-formed incoming id is kept, a bad one replaced", async () => {
+    const responses = await Promise.all([
+      call(svc.urls.production, "/healthz"),
+      call(svc.urls.production, "/api/v1/public/account"),
+      call(svc.urls.sandbox, "/nope"),
+      call(svc.urls.sandbox, ECHO, { json: {} }),
+    ]);
+    for (const r of responses) expect(r.headers.get("x-request-id")).toMatch(/^req_[0-9A-Za-z]+$/);
+    const kept = await call(svc.urls.production, "/healthz", { headers: { "x-request-id": "trace-abc.123" } });
+    expect(kept.headers.get("x-request-id")).toBe("trace-abc.123");
+    const replaced = await call(svc.urls.production, "/healthz", { headers: { "x-request-id": "<script>" } });
+    expect(replaced.headers.get("x-request-id")).toMatch(/^req_/);
+  });
+});
