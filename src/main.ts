@@ -7,6 +7,7 @@ import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
 import { RemoteCommandError } from "./operator/control-client.js";
 import { ROLES, type Role, startRole } from "./roles/processes.js";
+import { StartupError } from "./roles/startup-error.js";
 import type { CreatedMerchant } from "./services/merchants.js";
 
 const USAGE = `usage: stablegate [role] | stablegate <command>
@@ -85,7 +86,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof ConfigError || err instanceof DataDirInUseError) {
+    if (err instanceof ConfigError || err instanceof DataDirInUseError || err instanceof StartupError) {
       console.error(`stablegate: ${err.message}`);
       process.exit(2);
     }

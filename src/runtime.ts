@@ -87,8 +87,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     const r = redis;
     // Commands fail fast while disconnected, so wait (briefly) for the first connection; if Redis
     // is down at start-up the service starts anyway, limiting in memory until it comes back.
-    if (!(await connected(r, 2_000))) logger.warn("redis not reachable at start-up; limiting per instance in memory");
-    rateLimitStore = new FallbackRateLimitStore(new RedisRateLimitStore(r, `${config.redisKeyPrefix}rl:`), logger);
+    if (!(await connected(r, 2_000)))
+      logger.warn("redis not reachable at start-up; limiting per instance in memory");
+    rateLimitStore = new FallbackRateLimitStore(
+      new RedisRateLimitStore(r, `${config.redisKeyPrefix}rl:`),
+      logger,
+    );
     closers.unshift(async () => {
       r.disconnect();
     });

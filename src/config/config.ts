@@ -119,7 +119,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const sandboxBaseUrl = stripSlash(e.SANDBOX_BASE_URL ?? `http://localhost:${e.SANDBOX_PORT}`);
   if (new URL(productionBaseUrl).host === new URL(sandboxBaseUrl).host) {
     // The Host of a request selects its environment behind a proxy, so the two must differ.
-    throw new ConfigError([{ variable: "SANDBOX_BASE_URL", message: "must have a different host than PRODUCTION_BASE_URL" }]);
+    throw new ConfigError([
+      { variable: "SANDBOX_BASE_URL", message: "must have a different host than PRODUCTION_BASE_URL" },
+    ]);
   }
   return {
     mode: e.NODE_ENV,

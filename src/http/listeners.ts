@@ -50,20 +50,26 @@ export async function listen(app: App, host: string, ports: Record<Environment, 
     sandbox,
     ports: { production: prodPort, sandbox: sandboxPort },
     async close(timeoutMs: number) {
-      const closing = [production, sandbox].map(
+      const servers = [production, sandbox];
+      const closing = servers.map(
         (s) =>
           new Promise<void>((resolve) => {
             if (!s.listening) return resolve();
             s.close(() => resolve());
-            s.closeIdleConnections();
           }),
       );
-      const timer = setTimeout(() => {
-        production.closeAllConnections();
-        sandbox.closeAllConnections();
+      // Keep-alive connections become idle as their last response is written; close each one
+      // then, so draining takes as long as the slowest in-flight request, not the idle timeout.
+      const sweep = setInterval(() => {
+        for (const s of servers) s.closeIdleConnections();
+      }, 25);
+      for (const s of servers) s.closeIdleConnections();
+      const force = setTimeout(() => {
+        for (const s of servers) s.closeAllConnections();
       }, timeoutMs);
       await Promise.all(closing);
-      clearTimeout(timer);
+      clearInterval(sweep);
+      clearTimeout(force);
     },
   };
 }

@@ -5,6 +5,7 @@ import type { App } from "../http/app-types.js";
 import { type Listeners, listen } from "../http/listeners.js";
 import { startControlServer } from "../operator/control-server.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { StartupError } from "./startup-error.js";
 import { startWorker } from "./worker.js";
 
 export type Role = "serve" | "api" | "worker" | "migrate";
@@ -34,7 +35,7 @@ export async function startRole(
   options: StartOptions = {},
 ): Promise<RunningProcess> {
   if ((role === "api" || role === "worker") && !config.database.url && !options.database) {
-    throw new Error(
+    throw new StartupError(
       `the ${role} role needs DATABASE_URL: the embedded database (PGlite) serves a single process, so ` +
         "run `serve` on embedded defaults or point every process at one PostgreSQL",
     );

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCredential } from "../../src/domain/api-key-format.js";
 import type { App } from "../../src/http/app-types.js";
 import { revokeApiKey } from "../../src/repositories/api-keys.js";
-import { issueKeyPair, type CreatedMerchant } from "../../src/services/merchants.js";
+import { type CreatedMerchant, issueKeyPair } from "../../src/services/merchants.js";
 import { call, callWithHost, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 // A route that requires the secret, standing in for approve/reject and webhook secret reads.
@@ -43,7 +43,10 @@ describe("API-key channel: 401 INVALID_AUTH", () => {
     expectAuthError(await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: "hello" } }), 401);
     const good = keysOf(merchant, "sandbox").apiKey;
     const last = good.at(-1) === "A" ? "B" : "A";
-    expectAuthError(await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: good.slice(0, -1) + last } }), 401);
+    expectAuthError(
+      await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: good.slice(0, -1) + last } }),
+      401,
+    );
   });
 
   it("rejects a well-formed key that does not exist", async () => {
@@ -60,14 +63,18 @@ describe("API-key channel: 401 INVALID_AUTH", () => {
     const k = keysOf(merchant, "sandbox");
     const other = await svc.createMerchant();
     for (const secret of ["sk_test_wrong", keysOf(other, "sandbox").apiSecret, ""]) {
-      const r = await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: k.apiKey, "x-api-secret": secret } });
+      const r = await call(svc.urls.sandbox, ACCOUNT, {
+        headers: { apikey: k.apiKey, "x-api-secret": secret },
+      });
       expectAuthError(r, 401);
     }
   });
 
   it("requires the secret where the route says so", async () => {
     const k = keysOf(merchant, "sandbox");
-    const without = await call(svc.urls.sandbox, "/api/v1/public/test-secret-required", { headers: { apikey: k.apiKey } });
+    const without = await call(svc.urls.sandbox, "/api/v1/public/test-secret-required", {
+      headers: { apikey: k.apiKey },
+    });
     expectAuthError(without, 401);
     expect(without.body.error.message).toMatch(/x-api-secret/);
     const withIt = await call(svc.urls.sandbox, "/api/v1/public/test-secret-required", {
@@ -84,13 +91,17 @@ describe("API-key channel: accepted requests", () => {
     const alone = await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: k.apiKey } });
     expect(alone.status).toBe(200);
     expect(alone.body.data).toMatchObject({ clientId: merchant.id, environment: "sandbox", apiKeyId: k.id });
-    const both = await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: k.apiKey, "x-api-secret": k.apiSecret } });
+    const both = await call(svc.urls.sandbox, ACCOUNT, {
+      headers: { apikey: k.apiKey, "x-api-secret": k.apiSecret },
+    });
     expect(both.status).toBe(200);
   });
 
   it("treats header names case-insensitively (apiKey, APIKEY, X-API-SECRET)", async () => {
     const k = keysOf(merchant, "production");
-    const r = await call(svc.urls.production, ACCOUNT, { headers: { apiKey: k.apiKey, "X-API-SECRET": k.apiSecret } });
+    const r = await call(svc.urls.production, ACCOUNT, {
+      headers: { apiKey: k.apiKey, "X-API-SECRET": k.apiSecret },
+    });
     expect(r.status).toBe(200);
     expect(r.body.data.environment).toBe("production");
     const upper = await call(svc.urls.production, ACCOUNT, { headers: { APIKEY: k.apiKey } });
@@ -136,17 +147,23 @@ describe("API-key channel: 403 FORBIDDEN", () => {
     const old = await issueKeyPair(svc.database.db, merchant.id, "production");
     const fresh = await issueKeyPair(svc.database.db, merchant.id, "production");
     await revokeApiKey(svc.database.db, old.id, "rotated", fresh.id);
-    const r = await call(svc.urls.production, ACCOUNT, { headers: { apikey: old.apiKey, "x-api-secret": old.apiSecret } });
+    const r = await call(svc.urls.production, ACCOUNT, {
+      headers: { apikey: old.apiKey, "x-api-secret": old.apiSecret },
+    });
     expectAuthError(r, 403);
     expect(r.body.error.message).toMatch(/rotated/);
-    const ok = await call(svc.urls.production, ACCOUNT, { headers: { apikey: fresh.apiKey, "x-api-secret": fresh.apiSecret } });
+    const ok = await call(svc.urls.production, ACCOUNT, {
+      headers: { apikey: fresh.apiKey, "x-api-secret": fresh.apiSecret },
+    });
     expect(ok.status).toBe(200);
   });
 
   it("still answers 401 to a revoked key with a wrong secret (the secret is checked first)", async () => {
     const pair = await issueKeyPair(svc.database.db, merchant.id, "sandbox");
     await revokeApiKey(svc.database.db, pair.id, "revoked");
-    const r = await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: pair.apiKey, "x-api-secret": "nope" } });
+    const r = await call(svc.urls.sandbox, ACCOUNT, {
+      headers: { apikey: pair.apiKey, "x-api-secret": "nope" },
+    });
     expectAuthError(r, 401);
   });
 
@@ -176,7 +193,11 @@ describe("API-key channel: 403 FORBIDDEN", () => {
 
   it("refuses a suspended merchant", async () => {
     const m = await svc.createMerchant();
-    await svc.database.db.updateTable("merchants").set({ status: "suspended" }).where("id", "=", m.id).execute();
+    await svc.database.db
+      .updateTable("merchants")
+      .set({ status: "suspended" })
+      .where("id", "=", m.id)
+      .execute();
     const k = keysOf(m, "sandbox");
     expectAuthError(await call(svc.urls.sandbox, ACCOUNT, { headers: { apikey: k.apiKey } }), 403);
   });

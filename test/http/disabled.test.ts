@@ -34,7 +34,11 @@ describe("disabled endpoints", () => {
   it.each(CASES)("%s %s → 404 on both environments, authenticated or not", async (method, path) => {
     for (const base of [svc.urls.production, svc.urls.sandbox]) {
       for (const h of [{}, headers]) {
-        const r = await call(base, path, { method, headers: h, ...(method === "GET" ? {} : { json: { amount: 1 } }) });
+        const r = await call(base, path, {
+          method,
+          headers: h,
+          ...(method === "GET" ? {} : { json: { amount: 1 } }),
+        });
         expect(r.status).toBe(404);
         expect(r.body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
       }

@@ -12,13 +12,20 @@ function probes(app: App) {
       config: { tier: "standard" },
       schema: {
         body: Type.Object(
-          { name: Type.String({ minLength: 1 }), count: Type.Integer({ minimum: 1 }), note: Type.Optional(Type.String()) },
+          {
+            name: Type.String({ minLength: 1 }),
+            count: Type.Integer({ minimum: 1 }),
+            note: Type.Optional(Type.String()),
+          },
           { additionalProperties: false },
         ),
         response: { 200: ok(Type.Object({ name: Type.String(), count: Type.Integer() })), ...commonErrors },
       },
     },
-    async (request) => ({ success: true as const, data: { name: request.body.name, count: request.body.count } }),
+    async (request) => ({
+      success: true as const,
+      data: { name: request.body.name, count: request.body.count },
+    }),
   );
   app.get("/api/v1/public/test-explode", { config: { tier: "standard" } }, async () => {
     throw new Error("database password is hunter2 at 10.0.0.5");
@@ -52,21 +59,35 @@ describe("bad input gets 400 VALIDATION_ERROR with details.fields", () => {
 
   it("malformed JSON", async () => {
     const fields = expectValidation(
-      await call(svc.urls.sandbox, ECHO, { body: '{"name": "a",', headers: { "content-type": "application/json" } }),
+      await call(svc.urls.sandbox, ECHO, {
+        body: '{"name": "a",',
+        headers: { "content-type": "application/json" },
+      }),
     );
     expect(fields[0]?.field).toBe("body");
   });
 
   it("empty JSON body", async () => {
-    expectValidation(await call(svc.urls.sandbox, ECHO, { method: "POST", body: "", headers: { "content-type": "application/json" } }));
+    expectValidation(
+      await call(svc.urls.sandbox, ECHO, {
+        method: "POST",
+        body: "",
+        headers: { "content-type": "application/json" },
+      }),
+    );
   });
 
   it("wrong content type", async () => {
     const fields = expectValidation(
-      await call(svc.urls.sandbox, ECHO, { body: "name=a&count=2", headers: { "content-type": "application/x-www-form-urlencoded" } }),
+      await call(svc.urls.sandbox, ECHO, {
+        body: "name=a&count=2",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      }),
     );
     expect(fields[0]?.field).toBe("Content-Type");
-    expectValidation(await call(svc.urls.sandbox, ECHO, { body: "hello", headers: { "content-type": "text/plain" } }));
+    expectValidation(
+      await call(svc.urls.sandbox, ECHO, { body: "hello", headers: { "content-type": "text/plain" } }),
+    );
   });
 
   it("oversized body", async () => {
@@ -76,7 +97,9 @@ describe("bad input gets 400 VALIDATION_ERROR with details.fields", () => {
   });
 
   it("schema failures name every bad field", async () => {
-    const fields = expectValidation(await call(svc.urls.sandbox, ECHO, { json: { name: "", count: "2", extra: true } }));
+    const fields = expectValidation(
+      await call(svc.urls.sandbox, ECHO, { json: { name: "", count: "2", extra: true } }),
+    );
     const names = fields.map((f) => f.field).sort();
     expect(names).toEqual(["count", "extra", "name"]);
   });
@@ -109,7 +132,10 @@ describe("unknown routes, 500s and request ids", () => {
   it("a 500 says nothing internal and carries a request id", async () => {
     const r = await call(svc.urls.production, "/api/v1/public/test-explode");
     expect(r.status).toBe(500);
-    expect(r.body).toEqual({ success: false, error: { code: "INTERNAL_ERROR", message: "Internal server error.", details: {} } });
+    expect(r.body).toEqual({
+      success: false,
+      error: { code: "INTERNAL_ERROR", message: "Internal server error.", details: {} },
+    });
     expect(r.text).not.toMatch(/hunter2|10\.0\.0\.5|Error|at /);
     expect(r.headers.get("x-request-id")).toMatch(/^req_/);
   });
@@ -122,7 +148,9 @@ describe("unknown routes, 500s and request ids", () => {
       call(svc.urls.sandbox, ECHO, { json: {} }),
     ]);
     for (const r of responses) expect(r.headers.get("x-request-id")).toMatch(/^req_[0-9A-Za-z]+$/);
-    const kept = await call(svc.urls.production, "/healthz", { headers: { "x-request-id": "trace-abc.123" } });
+    const kept = await call(svc.urls.production, "/healthz", {
+      headers: { "x-request-id": "trace-abc.123" },
+    });
     expect(kept.headers.get("x-request-id")).toBe("trace-abc.123");
     const replaced = await call(svc.urls.production, "/healthz", { headers: { "x-request-id": "<script>" } });
     expect(replaced.headers.get("x-request-id")).toMatch(/^req_/);

@@ -12,10 +12,14 @@ describe("listParams (CONTRACT §4.5)", () => {
   it("caps limit at 100 and computes the offset", () => {
     expect(listParams({ page: 3, limit: 1000 })).toMatchObject({ limit: 100, offset: 200 });
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 10_000 }), fc.integer({ min: 1, max: 1_000_000 }), (limit, page) => {
-        const p = listParams({ limit, page });
-        return p.limit === Math.min(limit, MAX_LIMIT) && p.offset === (page - 1) * p.limit;
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.integer({ min: 1, max: 1_000_000 }),
+        (limit, page) => {
+          const p = listParams({ limit, page });
+          return p.limit === Math.min(limit, MAX_LIMIT) && p.offset === (page - 1) * p.limit;
+        },
+      ),
     );
   });
 
@@ -30,7 +34,12 @@ describe("listParams (CONTRACT §4.5)", () => {
   });
 
   it("pagination totals", () => {
-    expect(pagination(listParams({ limit: 20 }), 41)).toEqual({ page: 1, limit: 20, total: 41, totalPages: 3 });
+    expect(pagination(listParams({ limit: 20 }), 41)).toEqual({
+      page: 1,
+      limit: 20,
+      total: 41,
+      totalPages: 3,
+    });
     expect(pagination(listParams({}), 0).totalPages).toBe(0);
   });
 });
@@ -68,7 +77,10 @@ describe("list query over HTTP", () => {
       expect(r.status).toBe(200);
       expect(r.body.applied.sortBy).toBe("createdAt");
     }
-    expect((await get("?sortBy=amount&order=asc")).body.applied).toMatchObject({ sortBy: "amount", order: "asc" });
+    expect((await get("?sortBy=amount&order=asc")).body.applied).toMatchObject({
+      sortBy: "amount",
+      order: "asc",
+    });
   });
 
   it("rejects nonsense page, limit and order with 400 naming the field", async () => {

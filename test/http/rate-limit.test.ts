@@ -11,7 +11,10 @@ const WINDOW_MS = 900_000;
 
 // Stands in for the Auth-tier routes (login, register, ...) of the dashboard issue.
 function authProbe(app: App) {
-  app.post("/api/v1/auth/test-login", { config: { tier: "auth" } }, async () => ({ success: true, data: {} }));
+  app.post("/api/v1/auth/test-login", { config: { tier: "auth" } }, async () => ({
+    success: true,
+    data: {},
+  }));
 }
 
 const services: TestService[] = [];
@@ -50,7 +53,10 @@ describe("rate limits, in memory", () => {
     expectHeaders(notFound, 100);
     const dashboard404 = await call(svc.urls.production, "/api/v1/dashboard/nothing-here");
     expectHeaders(dashboard404, 200);
-    const bad = await call(svc.urls.production, "/api/v1/auth/test-login", { body: "{", headers: { "content-type": "application/json" } });
+    const bad = await call(svc.urls.production, "/api/v1/auth/test-login", {
+      body: "{",
+      headers: { "content-type": "application/json" },
+    });
     expect(bad.status).toBe(400);
     expectHeaders(bad, 15);
   });

@@ -8,7 +8,7 @@ import type { Database } from "../../src/db/database.js";
 import type { App, RouteDeps } from "../../src/http/app-types.js";
 import type { Clock } from "../../src/lib/clock.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { startRole, type RunningProcess } from "../../src/roles/processes.js";
+import { type RunningProcess, startRole } from "../../src/roles/processes.js";
 import { type CreatedMerchant, createMerchantWithKeys } from "../../src/services/merchants.js";
 import { openTestDatabase } from "./db.js";
 
@@ -60,9 +60,15 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     config,
     proc,
     database,
-    urls: { production: `http://127.0.0.1:${ports.production}`, sandbox: `http://127.0.0.1:${ports.sandbox}` },
+    urls: {
+      production: `http://127.0.0.1:${ports.production}`,
+      sandbox: `http://127.0.0.1:${ports.sandbox}`,
+    },
     createMerchant: (email) =>
-      createMerchantWithKeys(database.db, { email: email ?? `m${++seq}-${Date.now()}@example.com`, companyName: "Test Co" }),
+      createMerchantWithKeys(database.db, {
+        email: email ?? `m${++seq}-${Date.now()}@example.com`,
+        companyName: "Test Co",
+      }),
     async close() {
       await proc.stop();
       await ownDatabase?.close();

@@ -1,0 +1,160 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call } from "./support/harness.js";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
+const MAIN = path.join(ROOT, "src", "main.ts");
+
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), "sg-cli-"));
+});
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+function env(extra: Record<string, string> = {}) {
+  // A clean environment: only what the CLI needs, never the test runner's database settings.
+  return {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "/tmp",
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "info",
+    PORT: "0",
+    SANDBOX_PORT: "0",
+    PRODUCTION_BASE_URL: "http://api.stablegate.test",
+    SANDBOX_BASE_URL: "http://sandbox.stablegate.test",
+    ...extra,
+  };
+}
+
+function run(args: string[], extra: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(TSX, [MAIN, ...args], { env: env(extra), cwd: ROOT });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => {
+      stdout += c;
+    });
+    child.stderr.on("data", (c) => {
+      stderr += c;
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function startServe(): Promise<{
+  child: ChildProcess;
+  ports: { production: number; sandbox: number };
+  log: () => string;
+}> {
+  const child = spawn(TSX, [MAIN, "serve"], { env: env(), cwd: ROOT });
+  let out = "";
+  child.stderr?.on("data", (c) => {
+    out += c;
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout?.on("data", (c) => {
+      out += c;
+      const line = out.split("\n").find((l) => l.includes('"stablegate listening"'));
+      if (line) {
+        const { production, sandbox } = JSON.parse(line) as { production: string; sandbox: string };
+        resolve({
+          child,
+          ports: { production: Number(new URL(production).port), sandbox: Number(new URL(sandbox).port) },
+          log: () => out,
+        });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited early (${code}): ${out}`)));
+  });
+}
+
+describe("stablegate command line", () => {
+  it("merchant create on a fresh embedded data folder prints one key pair per environment", async () => {
+    const r = await run([
+      "merchant",
+      "create",
+      "--email",
+      "first@example.com",
+      "--company",
+      "First Ltd",
+      "--json",
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const created = JSON.parse(r.stdout);
+    expect(created.id).toMatch(/^mer_/);
+    expect(created.keys.map((k: { environment: string }) => k.environment)).toEqual([
+      "production",
+      "sandbox",
+    ]);
+    expect(created.keys[0].apiKey).toMatch(/^ak_live_/);
+    expect(created.keys[0].apiSecret).toMatch(/^sk_live_/);
+    expect(created.keys[1].apiKey).toMatch(/^ak_test_/);
+  });
+
+  it("refuses bad input and a taken e-mail with a clear message and exit code 2", async () => {
+    const bad = await run(["merchant", "create", "--email", "nope", "--company", "X"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/email: must be an e-mail address/);
+    const dup = await run(["merchant", "create", "--email", "FIRST@example.com", "--company", "X"]);
+    expect(dup.code).toBe(2);
+    expect(dup.stderr).toMatch(/email: is already registered/);
+  });
+
+  it("names the bad variable at start-up", async () => {
+    const r = await run(["serve"], { RATE_LIMIT_AUTH: "lots" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/RATE_LIMIT_AUTH/);
+  });
+
+  it("refuses the api and worker roles on the single-process embedded database", async () => {
+    for (const role of ["api", "worker"]) {
+      const r = await run([role]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/needs DATABASE_URL/);
+    }
+  });
+
+  it("serves on embedded defaults, routes operator commands through the running service, stops on SIGTERM", async () => {
+    const serve = await startServe();
+    try {
+      // A second server on the same data folder is refused.
+      const second = await run(["serve"]);
+      expect(second.code).toBe(2);
+      expect(second.stderr).toMatch(/DATA_DIR is in use/);
+
+      const r = await run([
+        "merchant",
+        "create",
+        "--email",
+        "live@example.com",
+        "--company",
+        "Live Co",
+        "--json",
+      ]);
+      expect(r.code).toBe(0);
+      const created = JSON.parse(r.stdout);
+      const sandbox = created.keys.find((k: { environment: string }) => k.environment === "sandbox");
+      const account = await call(`http://127.0.0.1:${serve.ports.sandbox}`, "/api/v1/public/account", {
+        headers: { apikey: sandbox.apiKey, "x-api-secret": sandbox.apiSecret },
+      });
+      expect(account.status).toBe(200);
+      expect(account.body.data.clientId).toBe(created.id);
+      expect(serve.log()).toContain('"command":"merchant.create"');
+    } finally {
+      const exited = new Promise<number | null>((resolve) => serve.child.on("exit", (code) => resolve(code)));
+      serve.child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    }
+    expect(serve.log()).toContain('"msg":"stopped"');
+    expect(existsSync(path.join(dataDir, "stablegate.lock"))).toBe(false);
+    // The data persisted: the merchant created through the service is there after restart.
+    const again = await run(["merchant", "create", "--email", "live@example.com", "--company", "Again"]);
+    expect(again.stderr).toMatch(/already registered/);
+  });
+});

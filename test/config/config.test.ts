@@ -1,0 +1,88 @@
+import { mkdtemp, readFile, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../src/config/config.js";
+import { resolveSecrets } from "../../src/config/secrets.js";
+
+function problemsOf(env: Record<string, string>): { variable: string; message: string }[] {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("configuration", () => {
+  it("has the contract's defaults", () => {
+    const c = parseConfig({});
+    expect(c.http).toMatchObject({ port: 8080, sandboxPort: 8081, host: "127.0.0.1", trustProxy: false });
+    expect(c.http.productionBaseUrl).toBe("http://localhost:8080");
+    expect(c.http.sandboxBaseUrl).toBe("http://localhost:8081");
+    expect(c.rateLimit.windowMs).toBe(900_000);
+    expect(c.rateLimit.limits).toEqual({
+      auth: 15,
+      financial: 30,
+      wallet: 20,
+      standard: 100,
+      dashboard: 200,
+      publicPage: 60,
+    });
+    expect(c.webhooks.retryScheduleSeconds).toEqual([60, 300, 1800, 7200, 43200]);
+    expect(c.webhooks.timeoutMs).toBe(10_000);
+    expect(c.checkout).toEqual({ minExpirySeconds: 300, latePaymentWatchHours: 168 });
+    expect(c.otpTtlSeconds).toBe(600);
+    expect(c.database.url).toBeUndefined();
+    expect(c.dataDir).toBe(path.resolve("./data"));
+  });
+
+  it("names the bad variable", () => {
+    expect(problemsOf({ PORT: "eighty" })[0]?.variable).toBe("PORT");
+    expect(problemsOf({ RATE_LIMIT_AUTH: "-1" })[0]?.variable).toBe("RATE_LIMIT_AUTH");
+    expect(problemsOf({ DATABASE_URL: "not a url" })[0]?.variable).toBe("DATABASE_URL");
+    expect(problemsOf({ WEBHOOK_RETRY_SCHEDULE: "60,soon" })[0]?.variable).toBe("WEBHOOK_RETRY_SCHEDULE");
+    expect(problemsOf({ TRUST_PROXY: "maybe" })[0]?.variable).toBe("TRUST_PROXY");
+    expect(problemsOf({ SANDBOX_PORT: "8080" })[0]?.variable).toBe("SANDBOX_PORT");
+    expect(problemsOf({ SECRET_ENCRYPTION_KEY: "short" })[0]?.variable).toBe("SECRET_ENCRYPTION_KEY");
+    const both = problemsOf({ PORT: "x", SANDBOX_PORT: "y" }).map((p) => p.variable);
+    expect(both).toEqual(["PORT", "SANDBOX_PORT"]);
+    expect(() => parseConfig({ PORT: "x" })).toThrow(/PORT/);
+  });
+
+  it("treats empty variables as unset", () => {
+    expect(parseConfig({ DATABASE_URL: "", PORT: "" }).http.port).toBe(8080);
+  });
+
+  it("production mode refuses to start on generated secrets and names each missing one", () => {
+    const vars = problemsOf({ NODE_ENV: "production" }).map((p) => p.variable);
+    expect(vars).toEqual([
+      "SECRET_ENCRYPTION_KEY",
+      "JWT_SECRET",
+      "INTERNAL_SHARED_SECRET",
+      "MASTER_MNEMONIC",
+    ]);
+    const ok = parseConfig({
+      NODE_ENV: "production",
+      SECRET_ENCRYPTION_KEY: "a".repeat(64),
+      JWT_SECRET: "j".repeat(40),
+      INTERNAL_SHARED_SECRET: "i".repeat(40),
+      MASTER_MNEMONIC_FILE: "/run/secrets/mnemonic",
+    });
+    expect(ok.production).toBe(true);
+  });
+
+  it("generates missing secrets outside production, once, into DATA_DIR with mode 0600", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), "sg-cfg-"));
+    const c = parseConfig({ DATA_DIR: dataDir, JWT_SECRET: "configured-jwt-secret-0123456789abcdef" });
+    const first = await resolveSecrets(c);
+    expect(first.JWT_SECRET).toBe("configured-jwt-secret-0123456789abcdef");
+    expect(first.SECRET_ENCRYPTION_KEY).toMatch(/^[0-9a-f]{64}$/);
+    const second = await resolveSecrets(c);
+    expect(second).toEqual(first); // restarts keep them
+    const file = path.join(dataDir, "secrets.json");
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(await readFile(file, "utf8")).not.toContain("configured-jwt-secret");
+  });
+});

@@ -1,0 +1,81 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/database.js";
+import { MIGRATIONS_DIR, migrate, pendingMigrations, readMigrations } from "../../src/db/migrate.js";
+import { createEmptyPostgresDatabase, onPostgres } from "../support/db.js";
+
+async function tempMigrations(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), "sg-mig-"));
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+  return dir;
+}
+
+describe("migrations", () => {
+  it("the checked-in files are numbered 1..n", async () => {
+    const files = await readMigrations(MIGRATIONS_DIR);
+    expect(files.length).toBeGreaterThan(0);
+    expect(files.map((f) => f.version)).toEqual(files.map((_, i) => i + 1));
+  });
+
+  it("apply once, then nothing is pending; re-running applies nothing (PGlite)", async () => {
+    const d = await openDatabase({ kind: "pglite", dataDir: undefined });
+    try {
+      expect((await pendingMigrations(d.db)).length).toBeGreaterThan(0);
+      const first = await migrate(d.db);
+      expect(first.applied[0]).toBe("0001_foundation");
+      expect(await pendingMigrations(d.db)).toEqual([]);
+      expect((await migrate(d.db)).applied).toEqual([]);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("refuses to continue when an applied migration was edited", async () => {
+    const d = await openDatabase({ kind: "pglite", dataDir: undefined });
+    try {
+      const dir = await tempMigrations({ "0001_a.sql": "create table a (x int);" });
+      await migrate(d.db, dir);
+      await writeFile(path.join(dir, "0001_a.sql"), "create table a (x bigint);");
+      await expect(migrate(d.db, dir)).rejects.toThrow(/changed after it was applied/);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("rolls back a failing migration entirely", async () => {
+    const d = await openDatabase({ kind: "pglite", dataDir: undefined });
+    try {
+      const dir = await tempMigrations({
+        "0001_bad.sql": "create table ok (x int); create table broken (x nosuchtype);",
+      });
+      await expect(migrate(d.db, dir)).rejects.toThrow();
+      const t = await sql<{ t: string | null }>`select to_regclass('ok')::text as t`.execute(d.db);
+      expect(t.rows[0]?.t).toBeNull();
+    } finally {
+      await d.close();
+    }
+  });
+
+  it.skipIf(!onPostgres)("is safe when several processes migrate one PostgreSQL at once", async () => {
+    const empty = await createEmptyPostgresDatabase();
+    const dbs = await Promise.all(
+      Array.from({ length: 4 }, () => openDatabase({ kind: "postgres", url: empty.url, poolSize: 2 })),
+    );
+    try {
+      const results = await Promise.all(dbs.map((d) => migrate(d.db)));
+      const appliedCounts = results.map((r) => r.applied.length).sort();
+      const total = (await readMigrations()).length;
+      expect(appliedCounts).toEqual([0, 0, 0, total]); // exactly one did the work
+      const rows = await sql<{ n: string }>`select count(*)::text as n from schema_migrations`.execute(
+        dbs[0]!.db,
+      );
+      expect(Number(rows.rows[0]?.n)).toBe(total);
+    } finally {
+      await Promise.all(dbs.map((d) => d.close()));
+      await empty.drop();
+    }
+  });
+});

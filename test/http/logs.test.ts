@@ -1,0 +1,53 @@
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
+
+let svc: TestService;
+let out = "";
+beforeAll(async () => {
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      out += chunk.toString();
+      cb();
+    },
+  });
+  svc = await startTestService({ logDestination: sink });
+});
+afterAll(() => svc?.close());
+
+it("never writes credentials to the log", async () => {
+  const k = keysOf(await svc.createMerchant(), "sandbox");
+  const secrets = {
+    apikey: k.apiKey,
+    "x-api-secret": k.apiSecret,
+    authorization: "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LWp3dA.sig-ABCDEF",
+    cookie: "sg_access=cookie-secret-123; sg_refresh=refresh-secret-456",
+  };
+  const ok = await call(svc.urls.sandbox, "/api/v1/public/account", { headers: secrets });
+  expect(ok.status).toBe(200);
+  // A rejected request logs too (the error path), with a wrong secret and a body full of secrets.
+  const bad = await call(svc.urls.sandbox, "/api/v1/public/account", {
+    headers: { ...secrets, "x-api-secret": "sk_test_guessing-secret-789" },
+  });
+  expect(bad.status).toBe(401);
+  await call(svc.urls.sandbox, "/api/v1/public/nope", {
+    headers: secrets,
+    json: { password: "hunter2-password", otp: "123456", webhookSecret: "whsec_zzz" },
+  });
+  await new Promise((r) => setTimeout(r, 50));
+
+  expect(out).toContain("request completed"); // the log did capture these requests
+  expect(out).toContain("/api/v1/public/account");
+  for (const needle of [
+    k.apiKey,
+    k.apiSecret,
+    "sk_test_guessing-secret-789",
+    "c2VjcmV0LWp3dA",
+    "cookie-secret-123",
+    "refresh-secret-456",
+    "hunter2-password",
+    "whsec_zzz",
+  ]) {
+    expect(out).not.toContain(needle);
+  }
+});

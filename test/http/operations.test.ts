@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, startTestService, type TestService } from "../support/harness.js";
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ env: { DOCS_USER: "docs", DOCS_PASSWORD: "s3cret-docs" } });
+});
+afterAll(() => svc?.close());
+
+describe("health, readiness, metrics", () => {
+  it("/healthz and /readyz report the database, the rate-limit store and the worker", async () => {
+    expect((await call(svc.urls.production, "/healthz")).body).toEqual({ status: "ok" });
+    // The in-process worker writes its heartbeat on start.
+    let ready = await call(svc.urls.production, "/readyz");
+    for (let i = 0; i < 50 && ready.body.checks.workers.status !== "ok"; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      ready = await call(svc.urls.production, "/readyz");
+    }
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({
+      status: "ok",
+      checks: {
+        database: { status: "ok", detail: expect.stringMatching(/^(pglite|postgres)$/) },
+        rateLimitStore: { status: "ok", detail: "memory (single instance)" },
+        workers: { status: "ok", detail: "1 live" },
+      },
+    });
+    expect(ready.headers.get("ratelimit-limit")).toBeNull(); // probes are never rate limited
+  });
+
+  it("/metrics counts requests per route template and status for loopback callers", async () => {
+    await call(svc.urls.sandbox, "/api/v1/public/account");
+    const r = await call(svc.urls.production, "/metrics");
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toMatch(/text\/plain/);
+    expect(r.text).toMatch(
+      /stablegate_http_requests_total\{method="GET",route="\/api\/v1\/public\/account",status_code="401"\} 1/,
+    );
+    expect(r.text).toMatch(
+      /stablegate_http_request_duration_seconds_bucket\{.*route="\/api\/v1\/public\/account"/,
+    );
+  });
+});
+
+describe("metrics behind a token", () => {
+  it("requires the bearer token when METRICS_TOKEN is set", async () => {
+    const s = await startTestService({ env: { METRICS_TOKEN: "metrics-token-0123456789" } });
+    try {
+      expect((await call(s.urls.production, "/metrics")).status).toBe(404);
+      expect(
+        (await call(s.urls.production, "/metrics", { headers: { authorization: "Bearer wrong" } })).status,
+      ).toBe(404);
+      const ok = await call(s.urls.production, "/metrics", {
+        headers: { authorization: "Bearer metrics-token-0123456789" },
+      });
+      expect(ok.status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe("OpenAPI document", () => {
+  it("is behind basic auth", async () => {
+    const none = await call(svc.urls.production, "/docs/openapi.json");
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Basic/);
+    const wrong = await call(svc.urls.production, "/docs/openapi.json", {
+      headers: { authorization: `Basic ${Buffer.from("docs:nope").toString("base64")}` },
+    });
+    expect(wrong.status).toBe(401);
+  });
+
+  it("is OpenAPI 3.1, generated from the route schemas: every public route declares its responses", async () => {
+    const r = await call(svc.urls.production, "/docs/openapi.json", {
+      headers: { authorization: `Basic ${Buffer.from("docs:s3cret-docs").toString("base64")}` },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.openapi).toBe("3.1.0");
+    const paths = r.body.paths as Record<string, Record<string, { responses?: Record<string, unknown> }>>;
+    expect(Object.keys(paths)).toContain("/api/v1/public/account");
+    expect(Object.keys(paths).some((p) => p.includes("refund"))).toBe(false); // disabled routes are hidden
+    for (const [path, ops] of Object.entries(paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect(op.responses?.["200"], `${method.toUpperCase()} ${path} has a 200 schema`).toBeDefined();
+      }
+    }
+    expect(paths["/api/v1/public/account"]?.get?.responses?.["401"]).toBeDefined();
+  });
+
+  it("answers 404 when no docs credentials are configured", async () => {
+    const s = await startTestService();
+    try {
+      expect((await call(s.urls.production, "/docs/openapi.json")).status).toBe(404);
+    } finally {
+      await s.close();
+    }
+  });
+});
