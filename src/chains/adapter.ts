@@ -1,0 +1,96 @@
+import type { Network } from "./network.js";
+
+/**
+ * One `Transfer(from, to, value)` event of the network's USDT contract.
+ * Addresses are in the network's canonical spelling (`normalizeAddress`); `amount` is base units.
+ * (`txHash`, `logIndex`) identifies the transfer; `blockHash` lets a watcher detect a reorg.
+ */
+export interface TokenTransfer {
+  txHash: string;
+  /** Position of the log in its block (EVM `logIndex`; TRON: running index over the block's logs). */
+  logIndex: number;
+  blockNumber: number;
+  blockHash: string;
+  from: string;
+  to: string;
+  amount: bigint;
+}
+
+export interface TokenTransferQuery {
+  /** Inclusive range. The adapter splits long ranges into the chunks its endpoint accepts. */
+  fromBlock: number;
+  toBlock: number;
+  /**
+   * Only transfers whose `to` is one of these (any spelling the network accepts). Absent: all
+   * transfers of the token. Filtering never multiplies the number of chain queries.
+   */
+  addresses?: Iterable<string>;
+}
+
+/**
+ * Read side of a chain, as a deposit watcher needs it. Block numbers are plain integers (they stay far
+ * below 2^53); money is always `bigint` base units (6 decimals for both USDT tokens).
+ *
+ * Failures of the endpoint surface as `ChainUnavailableError` (retryable); invalid addresses as
+ * `InvalidAddressError`.
+ *
+ * TODO(chains part 2): the write side — build and sign a token transfer from an HD index
+ * (`PrivateKeyDeriver`), broadcast it, and verify its on-chain result (receipt status / TRON
+ * `receipt.result`), plus native-coin top-ups from the gas tank. It will extend this interface.
+ */
+export interface ChainAdapter {
+  readonly network: Network;
+
+  /** Number of the latest block the endpoint knows. */
+  headBlock(): Promise<number>;
+
+  /**
+   * The newest block with at least `confirmations` confirmations: `head - confirmations + 1`
+   * (a block's own inclusion counts as the first). -1 when no block is that deep yet.
+   */
+  safeBlock(confirmations: number): Promise<number>;
+
+  /**
+   * Token transfers in `[fromBlock, toBlock]`, ordered by (blockNumber, logIndex). One log query
+   * per block range (EVM) or per block (TRON) whatever the number of watched addresses.
+   * Transfers of failed transactions are never returned.
+   */
+  tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]>;
+
+  /** Token balance of the address at the head block, in base units. */
+  tokenBalance(address: string): Promise<bigint>;
+
+  /** Hash of block `n`, or null when the chain has no such block (yet). */
+  blockHash(n: number): Promise<string | null>;
+
+  validateAddress(s: string): boolean;
+  /** Canonical spelling; throws `InvalidAddressError`. */
+  normalizeAddress(s: string): string;
+}
+
+/** `head - confirmations + 1`, shared by the implementations. */
+export function safeBlockFromHead(head: number, confirmations: number): number {
+  if (!Number.isSafeInteger(confirmations) || confirmations < 1) {
+    throw new RangeError(`confirmations must be a positive integer, got ${confirmations}.`);
+  }
+  return Math.max(-1, head - confirmations + 1);
+}
+
+/** Checks a query range and yields `[from, to]` chunks of at most `maxBlocks` blocks. */
+export function* blockChunks(
+  fromBlock: number,
+  toBlock: number,
+  maxBlocks: number,
+): Generator<[number, number]> {
+  if (!Number.isSafeInteger(fromBlock) || !Number.isSafeInteger(toBlock) || fromBlock < 0) {
+    throw new RangeError(`Invalid block range ${fromBlock}..${toBlock}.`);
+  }
+  for (let start = fromBlock; start <= toBlock; start += maxBlocks) {
+    yield [start, Math.min(toBlock, start + maxBlocks - 1)];
+  }
+}
+
+/** Stable order of transfers: by block, then by position in the block. */
+export function compareTransfers(a: TokenTransfer, b: TokenTransfer): number {
+  return a.blockNumber - b.blockNumber || a.logIndex - b.logIndex;
+}

@@ -1,0 +1,25 @@
+import {
+  evmAddressFromPublicKey,
+  evmAddressToBytes,
+  isEvmAddress,
+  normalizeEvmAddress,
+} from "./evm/address.js";
+import type { Network } from "./network.js";
+import { isTronAddress, normalizeTronAddress, tronAddressFromBytes } from "./tron/address.js";
+
+/** Whether `s` is a valid address of the network as a user would type it. */
+export function validateAddress(network: Network, s: string): boolean {
+  return network === "USDT-ERC20" ? isEvmAddress(s) : isTronAddress(s);
+}
+
+/** The canonical spelling stablegate stores and compares (EIP-55 / base58check); throws `InvalidAddressError`. */
+export function normalizeAddress(network: Network, s: string): string {
+  return network === "USDT-ERC20" ? normalizeEvmAddress(s) : normalizeTronAddress(s);
+}
+
+/** The address of a secp256k1 public key on the network. */
+export function addressFromPublicKey(network: Network, publicKey: Uint8Array): string {
+  const evm = evmAddressFromPublicKey(publicKey);
+  if (network === "USDT-ERC20") return evm;
+  return tronAddressFromBytes(evmAddressToBytes(evm));
+}

@@ -1,0 +1,30 @@
+import type { Network } from "./network.js";
+
+/** A string that is not a valid address of the network. Callers validate user input before this happens. */
+export class InvalidAddressError extends Error {
+  constructor(
+    readonly network: Network,
+    readonly input: string,
+  ) {
+    super(`Invalid ${network} address.`);
+    this.name = "InvalidAddressError";
+  }
+}
+
+/**
+ * The chain endpoint failed or answered something unusable (timeout, HTTP error, inconsistent data).
+ * Always retryable: the caller (a watcher job) tries again later; the HTTP layer maps it to
+ * 503 `CHAIN_UNAVAILABLE`.
+ */
+export class ChainUnavailableError extends Error {
+  readonly retryable = true;
+
+  constructor(
+    readonly network: Network,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${network}: ${message}`, options);
+    this.name = "ChainUnavailableError";
+  }
+}

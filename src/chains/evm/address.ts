@@ -1,0 +1,32 @@
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { hexToBytes } from "@noble/hashes/utils.js";
+import { getAddress, isAddress, toHex } from "viem";
+import { publicKeyToAddress } from "viem/accounts";
+import { InvalidAddressError } from "../errors.js";
+
+export type EvmAddress = `0x${string}`;
+
+/**
+ * `0x` + 40 hex digits. Mixed case must be a valid EIP-55 checksum; all-lowercase is accepted
+ * (it carries no checksum), as wallets and exchanges do.
+ */
+export function isEvmAddress(s: string): boolean {
+  return isAddress(s, { strict: true });
+}
+
+/** The EIP-55 checksummed form; throws `InvalidAddressError` for anything `isEvmAddress` rejects. */
+export function normalizeEvmAddress(s: string): EvmAddress {
+  if (!isEvmAddress(s)) throw new InvalidAddressError("USDT-ERC20", s);
+  return getAddress(s);
+}
+
+/** Address of a secp256k1 public key (compressed or not): keccak256 of the uncompressed point, last 20 bytes. */
+export function evmAddressFromPublicKey(publicKey: Uint8Array): EvmAddress {
+  const uncompressed = secp256k1.Point.fromBytes(publicKey).toBytes(false);
+  return publicKeyToAddress(toHex(uncompressed));
+}
+
+/** The 20 account bytes of a valid EVM address. */
+export function evmAddressToBytes(address: string): Uint8Array {
+  return hexToBytes(normalizeEvmAddress(address).slice(2));
+}

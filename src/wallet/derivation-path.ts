@@ -1,0 +1,34 @@
+import type { Network } from "../chains/network.js";
+import type { Environment } from "../domain/environment.js";
+
+/** Reserved address indexes of every (network, environment) branch. */
+export const HOT_WALLET_INDEX = 0;
+export const GAS_TANK_INDEX = 1;
+/** Customer deposit addresses start here; 2..99 stay free for future system wallets. */
+export const FIRST_DEPOSIT_INDEX = 100;
+
+/** Largest non-hardened BIP32 child index. */
+export const MAX_ADDRESS_INDEX = 0x7fff_ffff;
+
+/** SLIP-44 coin types: 60 Ethereum, 195 TRON. */
+export const COIN_TYPE: Readonly<Record<Network, number>> = { "USDT-ERC20": 60, "USDT-TRC20": 195 };
+
+/** One BIP44 account per environment, so that sandbox keys can never sign for production funds. */
+export const ENVIRONMENT_ACCOUNT: Readonly<Record<Environment, number>> = { production: 0, sandbox: 1 };
+
+export function assertAddressIndex(index: number): void {
+  if (!Number.isSafeInteger(index) || index < 0 || index > MAX_ADDRESS_INDEX) {
+    throw new RangeError(`Address index must be an integer in 0..${MAX_ADDRESS_INDEX}, got ${index}.`);
+  }
+}
+
+/** `m/44'/<coin>'/<account>'`: the hardened account node of a (network, environment). */
+export function accountPath(network: Network, environment: Environment): string {
+  return `m/44'/${COIN_TYPE[network]}'/${ENVIRONMENT_ACCOUNT[environment]}'`;
+}
+
+/** `m/44'/<coin>'/<account>'/0/<index>`: BIP44 external chain. */
+export function derivationPath(network: Network, environment: Environment, index: number): string {
+  assertAddressIndex(index);
+  return `${accountPath(network, environment)}/0/${index}`;
+}

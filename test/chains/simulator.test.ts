@@ -1,0 +1,155 @@
+import { describe, expect, it } from "vitest";
+import { createChainAdapter } from "../../src/chains/create-adapter.js";
+import { InvalidAddressError } from "../../src/chains/errors.js";
+import { EvmChainAdapter } from "../../src/chains/evm/evm-adapter.js";
+import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
+import { SimulatedChain } from "../../src/chains/simulator/simulated-chain.js";
+import { SimulatorChainAdapter } from "../../src/chains/simulator/simulator-adapter.js";
+import { TronChainAdapter } from "../../src/chains/tron/tron-adapter.js";
+import { AddressDeriver } from "../../src/wallet/address-deriver.js";
+import { FIRST_DEPOSIT_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+
+const wallet = AddressDeriver.fromMnemonic("test test test test test test test test test test test junk");
+const fixedClock = () => 1_700_000_000_000;
+
+for (const network of ["USDT-ERC20", "USDT-TRC20"] as const) {
+  const addr = (i: number) => wallet.address(network, "sandbox", FIRST_DEPOSIT_INDEX + i);
+  const hot = wallet.address(network, "sandbox", HOT_WALLET_INDEX);
+
+  describe(`simulator ${network}`, () => {
+    it("mines a block per payment and reports transfers, balances and hashes", async () => {
+      const chain = new SimulatedChain({ network, now: fixedClock });
+      const adapter = new SimulatorChainAdapter(chain);
+      expect(adapter.network).toBe(network);
+      expect(await adapter.headBlock()).toBe(0);
+
+      const p1 = chain.pay(addr(0), 12_500_000n);
+      chain.mine(3);
+      const p2 = chain.pay(addr(1), 1n);
+      expect(p1.blockNumber).toBe(1);
+      expect(p2.blockNumber).toBe(5);
+      expect(await adapter.headBlock()).toBe(5);
+      expect(await adapter.safeBlock(1)).toBe(5);
+      expect(await adapter.safeBlock(5)).toBe(1);
+      expect(await adapter.safeBlock(7)).toBe(-1);
+
+      const all = await adapter.tokenTransfers({ fromBlock: 0, toBlock: 100 });
+      expect(all).toEqual([
+        {
+          txHash: p1.txHash,
+          logIndex: 0,
+          blockNumber: 1,
+          blockHash: p1.blockHash,
+          from: chain.faucetAddress,
+          to: addr(0),
+          amount: 12_500_000n,
+        },
+        expect.objectContaining({ txHash: p2.txHash, blockNumber: 5, to: addr(1), amount: 1n }),
+      ]);
+      expect(await adapter.tokenTransfers({ fromBlock: 2, toBlock: 4 })).toEqual([]);
+      expect(await adapter.tokenTransfers({ fromBlock: 0, toBlock: 9, addresses: [addr(1)] })).toHaveLength(
+        1,
+      );
+      expect(await adapter.blockHash(1)).toBe(p1.blockHash);
+      expect(await adapter.blockHash(6)).toBeNull();
+      expect(await adapter.tokenBalance(addr(0))).toBe(12_500_000n);
+      expect(await adapter.tokenBalance(addr(2))).toBe(0n);
+      expect(adapter.validateAddress(addr(0))).toBe(true);
+      await expect(adapter.tokenBalance("nope")).rejects.toThrow(InvalidAddressError);
+
+      // Deterministic: the same operations give the same hashes.
+      const again = new SimulatedChain({ network, now: fixedClock });
+      expect(again.pay(addr(0), 12_500_000n).txHash).toBe(p1.txHash);
+      expect(again.block(1)?.hash).toBe(chain.block(1)?.hash);
+      if (network === "USDT-ERC20") expect(p1.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+      else expect(p1.txHash).toMatch(/^[0-9a-f]{64}$/);
+    });
+
+    it("fails transfers to the test failure address and beyond the balance, on-chain", async () => {
+      const chain = new SimulatedChain({ network, now: fixedClock });
+      const adapter = new SimulatorChainAdapter(chain);
+      chain.pay(hot, 10_000_000n);
+
+      const ok = chain.transfer(hot, addr(5), 4_000_000n);
+      expect(ok.status).toBe("success");
+      const failed = chain.transfer(hot, TEST_FAILURE_ADDRESSES[network], 1_000_000n);
+      expect(failed).toMatchObject({ status: "failed", failureReason: "test failure address" });
+      expect(failed.blockNumber).toBe(3);
+      expect(chain.transaction(failed.txHash)?.status).toBe("failed");
+      const tooMuch = chain.transfer(hot, addr(5), 7_000_000n);
+      expect(tooMuch).toMatchObject({ status: "failed", failureReason: "insufficient balance" });
+      expect(chain.isTestFailureAddress(TEST_FAILURE_ADDRESSES[network])).toBe(true);
+
+      expect(await adapter.tokenBalance(hot)).toBe(6_000_000n);
+      expect(await adapter.tokenBalance(addr(5))).toBe(4_000_000n);
+      expect(await adapter.tokenBalance(TEST_FAILURE_ADDRESSES[network])).toBe(0n);
+      // Failed transactions are in blocks but emit no Transfer.
+      const transfers = await adapter.tokenTransfers({ fromBlock: 0, toBlock: chain.head });
+      expect(transfers.map((t) => t.txHash)).not.toContain(failed.txHash);
+      expect(transfers).toHaveLength(2);
+      expect(chain.block(3)?.transactions.map((t) => t.txHash)).toEqual([failed.txHash]);
+    });
+
+    it("reorgs: replaced blocks get new hashes, their transfers vanish and balances revert", async () => {
+      const chain = new SimulatedChain({ network, now: fixedClock });
+      const adapter = new SimulatorChainAdapter(chain);
+      chain.pay(addr(0), 5n);
+      const late = chain.pay(addr(1), 7n);
+      const oldHash = await adapter.blockHash(2);
+
+      const dropped = chain.reorg(1);
+      expect(dropped.map((t) => t.txHash)).toEqual([late.txHash]);
+      expect(await adapter.headBlock()).toBe(3);
+      expect(await adapter.blockHash(2)).not.toBe(oldHash);
+      expect(await adapter.tokenBalance(addr(1))).toBe(0n);
+      expect(await adapter.tokenBalance(addr(0))).toBe(5n);
+      expect(chain.transaction(late.txHash)).toBeUndefined();
+      expect((await adapter.tokenTransfers({ fromBlock: 0, toBlock: 3 })).map((t) => t.amount)).toEqual([5n]);
+      expect(() => chain.reorg(0)).toThrow(RangeError);
+      expect(() => chain.pay(addr(0), 0n)).toThrow(RangeError);
+    });
+  });
+}
+
+describe("createChainAdapter", () => {
+  it("builds the simulator, EVM and TRON adapters and refuses mismatched endpoints", () => {
+    const sim = createChainAdapter("USDT-TRC20", { kind: "simulator", now: fixedClock });
+    expect(sim).toBeInstanceOf(SimulatorChainAdapter);
+    expect(sim.network).toBe("USDT-TRC20");
+    const evm = createChainAdapter("USDT-ERC20", {
+      kind: "evm",
+      rpcUrl: "http://127.0.0.1:1",
+      tokenAddress: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+    });
+    expect(evm).toBeInstanceOf(EvmChainAdapter);
+    const tron = createChainAdapter("USDT-TRC20", {
+      kind: "tron",
+      apiUrl: "http://127.0.0.1:1",
+      tokenAddress: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+    });
+    expect(tron).toBeInstanceOf(TronChainAdapter);
+    expect(() =>
+      createChainAdapter("USDT-TRC20", {
+        kind: "evm",
+        rpcUrl: "http://x",
+        tokenAddress: "0x" + "1".repeat(40),
+      }),
+    ).toThrow();
+  });
+});
+
+describe("AddressDeriver watch-only", () => {
+  it("derives the same addresses from the account xpubs", () => {
+    const xpubs = {
+      "USDT-ERC20/sandbox": wallet.accountExtendedPublicKey("USDT-ERC20", "sandbox"),
+      "USDT-TRC20/production": wallet.accountExtendedPublicKey("USDT-TRC20", "production"),
+    };
+    expect(xpubs["USDT-ERC20/sandbox"]).toMatch(/^xpub/);
+    const watchOnly = AddressDeriver.fromAccountExtendedPublicKeys(xpubs);
+    expect(watchOnly.address("USDT-ERC20", "sandbox", 100)).toBe(
+      wallet.address("USDT-ERC20", "sandbox", 100),
+    );
+    expect(watchOnly.address("USDT-TRC20", "production", 0)).toBe("TWer2Ygk5TEheHp3TPuYeqxmB6SsGZmaL6");
+    expect(() => watchOnly.address("USDT-ERC20", "production", 0)).toThrow(/No account key/);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * Test harness: a real `anvil` node (npm `@foundry-rs/anvil-linux-amd64`) on a free port, plus the
+ * TestUSDT token (contracts/build/TestUSDT.json) and helpers to mint, transfer and mine.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  type Abi,
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  type Hex,
+  http,
+  type PublicClient,
+  type TestClient,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { foundry } from "viem/chains";
+
+const require = createRequire(import.meta.url);
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+export const ANVIL_BIN = join(
+  dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")),
+  "bin",
+  "anvil",
+);
+
+/** Anvil's funded account #0 (`test test ... junk` at m/44'/60'/0'/0/0). */
+export const ANVIL_DEPLOYER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+interface Artifact {
+  abi: Abi;
+  bytecode: Hex;
+}
+export const TEST_USDT = JSON.parse(
+  readFileSync(join(root, "contracts", "build", "TestUSDT.json"), "utf8"),
+) as Artifact;
+
+export interface AnvilNode {
+  rpcUrl: string;
+  port: number;
+  publicClient: PublicClient;
+  testClient: TestClient<"anvil">;
+  stop(): Promise<void>;
+}
+
+/** Starts anvil on a port it picks itself (`--port 0`) and resolves once it answers JSON-RPC. */
+export async function startAnvil(extraArgs: string[] = []): Promise<AnvilNode> {
+  const child = spawn(ANVIL_BIN, ["--host", "127.0.0.1", "--port", "0", ...extraArgs], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const port = await waitForListening(child);
+  const rpcUrl = `http://127.0.0.1:${port}`;
+  const transport = http(rpcUrl);
+  const publicClient = createPublicClient({ chain: foundry, transport, cacheTime: 0 });
+  const testClient = createTestClient({ chain: foundry, mode: "anvil", transport });
+  await publicClient.getChainId();
+  return { rpcUrl, port, publicClient, testClient, stop: () => stopProcess(child) };
+}
+
+function waitForListening(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => fail(new Error(`anvil did not start:\n${out}`)), 20_000);
+    const fail = (e: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(e);
+    };
+    child.on("error", fail);
+    child.on("exit", (code) => fail(new Error(`anvil exited with ${code}:\n${out}`)));
+    child.stderr?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /Listening on [\d.]+:(\d+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        child.removeAllListeners("exit");
+        // Keep draining stdout so anvil never blocks on a full pipe.
+        child.stdout?.removeAllListeners("data");
+        child.stdout?.resume();
+        resolve(Number(m[1]));
+      }
+    });
+  });
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function wallet(node: AnvilNode, privateKey: Hex) {
+  return createWalletClient({
+    account: privateKeyToAccount(privateKey),
+    chain: foundry,
+    transport: http(node.rpcUrl),
+  });
+}
+
+/** Deploys TestUSDT from anvil's account #0; returns its address. */
+export async function deployTestUsdt(node: AnvilNode): Promise<Hex> {
+  const hash = await wallet(node, ANVIL_DEPLOYER_KEY).deployContract({
+    abi: TEST_USDT.abi,
+    bytecode: TEST_USDT.bytecode,
+  });
+  const receipt = await node.publicClient.waitForTransactionReceipt({ hash });
+  if (!receipt.contractAddress) throw new Error("TestUSDT deployment failed");
+  return receipt.contractAddress;
+}
+
+/** Mints `amount` base units to `to` (one block with automining); returns the receipt. */
+export async function mintTestUsdt(node: AnvilNode, token: Hex, to: Hex, amount: bigint) {
+  const hash = await wallet(node, ANVIL_DEPLOYER_KEY).writeContract({
+    address: token,
+    abi: TEST_USDT.abi,
+    functionName: "mint",
+    args: [to, amount],
+  });
+  return node.publicClient.waitForTransactionReceipt({ hash });
+}
+
+/** `transfer(to, amount)` signed by `fromKey`; funds the sender with ETH for gas first. */
+export async function transferTestUsdt(node: AnvilNode, token: Hex, fromKey: Hex, to: Hex, amount: bigint) {
+  const client = wallet(node, fromKey);
+  await node.testClient.setBalance({ address: client.account.address, value: 10n ** 20n });
+  const hash = await client.writeContract({
+    address: token,
+    abi: TEST_USDT.abi,
+    functionName: "transfer",
+    args: [to, amount],
+  });
+  return node.publicClient.waitForTransactionReceipt({ hash });
+}
+
+export async function mineBlocks(node: AnvilNode, blocks: number): Promise<void> {
+  await node.testClient.mine({ blocks });
+}

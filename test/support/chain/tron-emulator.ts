@@ -1,0 +1,344 @@
+/**
+ * Test harness: a local TRON node emulator. An HTTP server (node `http`) that answers the TRON
+ * HTTP API endpoints stablegate uses, backed by an anvil chain: a TRON account is the same 20 bytes
+ * with a 0x41 prefix, TRON block n is anvil block n, logs and receipts are anvil's.
+ *
+ * Broadcast transactions are checked like a TRON node would (txID = sha256(raw_data), raw_data_hex
+ * is the protobuf encoding of raw_data, the signature recovers to the owner) and then executed on
+ * anvil as the owner (impersonated). See docs/chains.md for what this proves and what it does not.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
+import { utils as tronUtils } from "tronweb";
+import { getAddress, type Hex, keccak256, toBytes, toHex } from "viem";
+import { evmAddressFromPublicKey } from "../../../src/chains/evm/address.js";
+import { tronAddressFromBytes, tronAddressToBytes } from "../../../src/chains/tron/address.js";
+import type { AnvilNode } from "./anvil.js";
+
+export interface TronEmulator {
+  url: string;
+  /** The anvil token contract as a TRON base58 address. */
+  tokenAddress: string;
+  /** TRON txID of an anvil transaction hash (broadcast ones have their own txID; others reuse the hash). */
+  tronTxId(ethHash: Hex): string;
+  stop(): Promise<void>;
+}
+
+type Json = Record<string, unknown>;
+
+interface StoredTx {
+  txID: string;
+  raw_data: Json;
+  raw_data_hex: string;
+  signature: string[];
+  ethHash: Hex;
+}
+
+interface EthReceipt {
+  transactionHash: Hex;
+  blockNumber: Hex;
+  from: Hex;
+  to: Hex | null;
+  status: Hex;
+  gasUsed: Hex;
+  logs: { address: Hex; topics: Hex[]; data: Hex }[];
+}
+
+interface EthBlock {
+  number: Hex;
+  hash: Hex;
+  parentHash: Hex;
+  timestamp: Hex;
+  transactions: Hex[];
+}
+
+const strip = (h: string) => (h.startsWith("0x") ? h.slice(2) : h).toLowerCase();
+
+/** Hex `41…` or base58 `T…` (requests with `visible: true`) to an EVM address. */
+function toEvm(address: unknown): Hex {
+  if (typeof address !== "string") throw new Error("address missing");
+  if (address.startsWith("T")) return getAddress(toHex(tronAddressToBytes(address)));
+  const h = strip(address);
+  if (!/^41[0-9a-f]{40}$/.test(h)) throw new Error(`invalid address ${address}`);
+  return getAddress(`0x${h.slice(2)}`);
+}
+
+const toTronHex = (evm: string) => `41${strip(evm)}`;
+
+export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex): Promise<TronEmulator> {
+  const byTxId = new Map<string, StoredTx>();
+  const txIdByEth = new Map<string, string>();
+  const tronTxId = (ethHash: Hex) => txIdByEth.get(ethHash.toLowerCase()) ?? strip(ethHash);
+  const rpc = <T>(method: string, params: unknown[]) =>
+    anvil.publicClient.request({ method: method as never, params: params as never }) as Promise<T>;
+
+  /** TRON block ids start with the 8-byte block number; the rest comes from the anvil hash. */
+  const blockId = (n: number, ethHash: string) => n.toString(16).padStart(16, "0") + strip(ethHash).slice(16);
+
+  async function tronBlock(tag: string): Promise<Json> {
+    const b = await rpc<EthBlock | null>("eth_getBlockByNumber", [tag, false]);
+    if (!b) return {};
+    const n = Number(b.number);
+    const transactions = await Promise.all(
+      b.transactions.map(async (h) => {
+        const r = await rpc<EthReceipt>("eth_getTransactionReceipt", [h]);
+        return transactionJson(h, r);
+      }),
+    );
+    return {
+      blockID: blockId(n, b.hash),
+      block_header: {
+        raw_data: {
+          number: n,
+          txTrieRoot: "0".repeat(64),
+          witness_address: toTronHex("0x" + "0".repeat(40)),
+          parentHash: n === 0 ? "0".repeat(64) : blockId(n - 1, b.parentHash),
+          version: 30,
+          timestamp: Number(b.timestamp) * 1000,
+        },
+        witness_signature: "",
+      },
+      ...(transactions.length > 0 ? { transactions } : {}),
+    };
+  }
+
+  function transactionJson(ethHash: Hex, r: EthReceipt | null): Json {
+    const stored = byTxId.get(tronTxId(ethHash));
+    const ret = [{ contractRet: r && r.status === "0x1" ? "SUCCESS" : "REVERT" }];
+    if (stored)
+      return {
+        ret,
+        signature: stored.signature,
+        txID: stored.txID,
+        raw_data: stored.raw_data,
+        raw_data_hex: stored.raw_data_hex,
+      };
+    return { ret, txID: tronTxId(ethHash) };
+  }
+
+  async function transactionInfo(r: EthReceipt): Promise<Json> {
+    const b = await rpc<EthBlock>("eth_getBlockByNumber", [r.blockNumber, false]);
+    const ok = r.status === "0x1";
+    return {
+      id: tronTxId(r.transactionHash),
+      fee: 0,
+      blockNumber: Number(r.blockNumber),
+      blockTimeStamp: Number(b.timestamp) * 1000,
+      contractResult: [""],
+      ...(r.to ? { contract_address: toTronHex(r.to) } : {}),
+      receipt: { energy_usage_total: Number(r.gasUsed), net_usage: 0, result: ok ? "SUCCESS" : "REVERT" },
+      ...(ok
+        ? {
+            log: r.logs.map((l) => ({
+              address: strip(l.address),
+              topics: l.topics.map(strip),
+              data: strip(l.data),
+            })),
+          }
+        : { result: "FAILED", resMessage: toHex("REVERT opcode executed").slice(2) }),
+    };
+  }
+
+  async function infoById(id: unknown): Promise<Json> {
+    if (typeof id !== "string") return {};
+    const ethHash = byTxId.get(strip(id))?.ethHash ?? (`0x${strip(id)}` as Hex);
+    const r = await rpc<EthReceipt | null>("eth_getTransactionReceipt", [ethHash]).catch(() => null);
+    return r ? transactionInfo(r) : {};
+  }
+
+  async function triggerSmartContract(body: Json): Promise<Json> {
+    const owner = toEvm(body.owner_address);
+    const contract = toEvm(body.contract_address);
+    const data = callData(body);
+    const head = await tronBlock("latest");
+    const blockID = head.blockID as string;
+    const number = (head.block_header as { raw_data: { number: number } }).raw_data.number;
+    const now = Date.now();
+    const value: Json = { data, owner_address: toTronHex(owner), contract_address: toTronHex(contract) };
+    if (typeof body.call_value === "number" && body.call_value > 0) value.call_value = body.call_value;
+    const raw_data: Json = {
+      contract: [
+        {
+          parameter: { value, type_url: "type.googleapis.com/protocol.TriggerSmartContract" },
+          type: "TriggerSmartContract",
+        },
+      ],
+      ref_block_bytes: (number & 0xffff).toString(16).padStart(4, "0"),
+      ref_block_hash: blockID.slice(16, 32),
+      expiration: now + 60_000,
+      ...(typeof body.fee_limit === "number" ? { fee_limit: body.fee_limit } : {}),
+      timestamp: now,
+    };
+    const pb = tronUtils.transaction.txJsonToPb({ raw_data, visible: false } as never);
+    const raw_data_hex = tronUtils.transaction.txPbToRawDataHex(pb).toLowerCase();
+    const txID = bytesToHex(sha256(hexToBytes(raw_data_hex)));
+    return { result: { result: true }, transaction: { visible: false, txID, raw_data, raw_data_hex } };
+  }
+
+  async function triggerConstantContract(body: Json): Promise<Json> {
+    const from = body.owner_address ? toEvm(body.owner_address) : undefined;
+    const to = toEvm(body.contract_address);
+    try {
+      const out = await rpc<Hex>("eth_call", [{ from, to, data: `0x${callData(body)}` }, "latest"]);
+      return { result: { result: true }, energy_used: 0, constant_result: [strip(out)] };
+    } catch (e) {
+      return { result: { code: "CONTRACT_EXE_ERROR", message: toHex(String(e)).slice(2) } };
+    }
+  }
+
+  /** Checks a signed transaction as a node would, then executes it on anvil as its owner. */
+  async function broadcast(tx: Json): Promise<Json> {
+    const fail = (code: string, message: string) => ({
+      result: false,
+      code,
+      txid: tx.txID,
+      message: toHex(message).slice(2),
+    });
+    const rawHex = typeof tx.raw_data_hex === "string" ? strip(tx.raw_data_hex) : "";
+    const txID = typeof tx.txID === "string" ? strip(tx.txID) : "";
+    const raw = tx.raw_data as Json | undefined;
+    if (!raw || !rawHex) return fail("OTHER_ERROR", "raw_data missing");
+    if (bytesToHex(sha256(hexToBytes(rawHex))) !== txID)
+      return fail("SIGERROR", "txID is not sha256(raw_data)");
+    const encoded = tronUtils.transaction
+      .txPbToRawDataHex(tronUtils.transaction.txJsonToPb(tx as never))
+      .toLowerCase();
+    if (encoded !== rawHex) return fail("OTHER_ERROR", "raw_data_hex does not encode raw_data");
+    if (byTxId.has(txID)) return fail("DUP_TRANSACTION_ERROR", "dup transaction");
+    if (typeof raw.expiration !== "number" || raw.expiration < Date.now())
+      return fail("TRANSACTION_EXPIRATION_ERROR", "expired");
+    const contract = (raw.contract as { type: string; parameter: { value: Json } }[] | undefined)?.[0];
+    if (contract?.type !== "TriggerSmartContract")
+      return fail("CONTRACT_VALIDATE_ERROR", "only TriggerSmartContract is emulated");
+    const owner = toEvm(contract.parameter.value.owner_address);
+    const sig = (tx.signature as string[] | undefined)?.[0];
+    if (!sig || strip(sig).length !== 130) return fail("SIGERROR", "signature missing");
+    let signer: string;
+    try {
+      const bytes = hexToBytes(strip(sig));
+      const v = bytes[64]!;
+      const recovery = v >= 27 ? v - 27 : v;
+      const point = secp256k1.Signature.fromBytes(bytes.slice(0, 64), "compact")
+        .addRecoveryBit(recovery)
+        .recoverPublicKey(hexToBytes(txID));
+      signer = evmAddressFromPublicKey(point.toBytes(false));
+    } catch {
+      return fail("SIGERROR", "bad signature");
+    }
+    if (signer !== owner) return fail("SIGERROR", "signature does not match the owner");
+
+    await rpc("anvil_impersonateAccount", [owner]);
+    await rpc("anvil_setBalance", [owner, toHex(10n ** 20n)]);
+    const feeLimit = typeof raw.fee_limit === "number" ? raw.fee_limit : 150_000_000;
+    const ethHash = await rpc<Hex>("eth_sendTransaction", [
+      {
+        from: owner,
+        to: toEvm(contract.parameter.value.contract_address),
+        data: `0x${strip(String(contract.parameter.value.data ?? ""))}`,
+        // Explicit gas: a reverting call is still mined (as a failed TRON transaction is).
+        gas: toHex(Math.min(1_000_000, Math.max(100_000, Math.floor(feeLimit / 100)))),
+      },
+    ]);
+    await rpc("anvil_stopImpersonatingAccount", [owner]);
+    byTxId.set(txID, {
+      txID,
+      raw_data: raw,
+      raw_data_hex: rawHex,
+      signature: tx.signature as string[],
+      ethHash,
+    });
+    txIdByEth.set(ethHash.toLowerCase(), txID);
+    return { result: true, txid: txID };
+  }
+
+  async function account(body: Json): Promise<Json> {
+    const a = toEvm(body.address);
+    const [wei, nonce] = await Promise.all([
+      rpc<Hex>("eth_getBalance", [a, "latest"]),
+      rpc<Hex>("eth_getTransactionCount", [a, "latest"]),
+    ]);
+    // Non-activated TRON accounts answer {}. TRX balance in sun: 1 ETH on anvil = 1 TRX (1e18 wei / 1e12).
+    if (BigInt(wei) === 0n && BigInt(nonce) === 0n) return {};
+    return { address: toTronHex(a), balance: Number(BigInt(wei) / 10n ** 12n) };
+  }
+
+  const routes: Record<string, (body: Json) => Promise<unknown>> = {
+    "/wallet/getnowblock": () => tronBlock("latest"),
+    "/walletsolidity/getnowblock": () => tronBlock("latest"),
+    "/wallet/getblockbynum": (b) => tronBlock(toHex(Number(b.num ?? -1) >= 0 ? Number(b.num) : 2 ** 40)),
+    "/wallet/gettransactioninfobyblocknum": async (b) => {
+      const receipts = await rpc<EthReceipt[] | null>("eth_getBlockReceipts", [toHex(Number(b.num))]);
+      return Promise.all((receipts ?? []).map(transactionInfo));
+    },
+    "/wallet/gettransactioninfobyid": (b) => infoById(b.value),
+    "/walletsolidity/gettransactioninfobyid": (b) => infoById(b.value),
+    "/wallet/gettransactionbyid": async (b) => {
+      const stored = typeof b.value === "string" ? byTxId.get(strip(b.value)) : undefined;
+      if (!stored) return {};
+      return transactionJson(
+        stored.ethHash,
+        await rpc<EthReceipt | null>("eth_getTransactionReceipt", [stored.ethHash]),
+      );
+    },
+    "/wallet/triggersmartcontract": triggerSmartContract,
+    "/wallet/triggerconstantcontract": triggerConstantContract,
+    "/wallet/broadcasttransaction": broadcast,
+    "/wallet/getaccount": account,
+    "/wallet/getaccountresource": async () => ({
+      freeNetLimit: 600,
+      TotalNetLimit: 43_200_000_000,
+      TotalNetWeight: 0,
+      TotalEnergyLimit: 90_000_000_000,
+      TotalEnergyWeight: 0,
+    }),
+  };
+
+  const server = createServer((req, res) => void handle(req, res));
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? "/", "http://emulator");
+    const route = routes[url.pathname];
+    let status = 200;
+    let payload: unknown;
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const text = Buffer.concat(chunks).toString("utf8");
+      const body: Json = {
+        ...Object.fromEntries(url.searchParams),
+        ...(text ? (JSON.parse(text) as Json) : {}),
+      };
+      if (!route) {
+        status = 404;
+        payload = { Error: `emulator does not serve ${url.pathname}` };
+      } else payload = await route(body);
+    } catch (e) {
+      payload = { Error: e instanceof Error ? e.message : String(e) };
+    }
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(payload));
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    tokenAddress: tronAddressFromBytes(toBytes(tokenEvmAddress)),
+    tronTxId,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((e) => (e ? reject(e) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The call data of a trigger request: `data`, or keccak(function_selector)[0..4] + `parameter`. */
+function callData(body: Json): string {
+  if (typeof body.data === "string" && body.data) return strip(body.data);
+  if (typeof body.function_selector !== "string") throw new Error("function_selector missing");
+  const selector = keccak256(toBytes(body.function_selector.replace(/\s/g, ""))).slice(2, 10);
+  return selector + (typeof body.parameter === "string" ? strip(body.parameter) : "");
+}
