@@ -85,7 +85,14 @@ async function measure(label: string, port: number, headers: Record<string, stri
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
   const non2xx = r.non2xx;
-  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx };
+  return {
+    label,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.requests.total,
+    non2xx,
+  };
 }
 
 async function main() {
@@ -95,9 +102,13 @@ async function main() {
   const ports = { PORT: String(port), SANDBOX_PORT: String(sandboxPort) };
   execFileSync(TSX, [MAIN, "migrate"], { env: baseEnv(databaseUrl, ports), stdio: "inherit" });
   const created = JSON.parse(
-    execFileSync(TSX, [MAIN, "merchant", "create", "--email", "bench@example.com", "--company", "Bench", "--json"], {
-      env: baseEnv(databaseUrl, ports),
-    }).toString(),
+    execFileSync(
+      TSX,
+      [MAIN, "merchant", "create", "--email", "bench@example.com", "--company", "Bench", "--json"],
+      {
+        env: baseEnv(databaseUrl, ports),
+      },
+    ).toString(),
   ) as { keys: { environment: string; apiKey: string; apiSecret: string }[] };
   const k = created.keys.find((x) => x.environment === "production");
   if (!k) throw new Error("no production key");
