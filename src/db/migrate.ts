@@ -6,7 +6,7 @@ import { sql } from "kysely";
 import type { Db } from "./database.js";
 
 /**
- * Forward-only SQL migrations from `migrations/NNNN_name.sql`, applied in order, each in its own
+ * Forward-only SQL migrations from `migrations/NNNN_name.sql`, applied in version order, each in its own
  * transaction (a file whose first line is `-- migrate:no-transaction` runs outside one, for
  * `create index concurrently`). A session-level advisory lock makes concurrent start-ups safe:
  * the second process waits, then finds nothing left to apply. An applied file that was edited
@@ -39,8 +39,10 @@ export async function readMigrations(dir = MIGRATIONS_DIR): Promise<MigrationFil
       transactional: !text.startsWith("-- migrate:no-transaction"),
     });
   }
+  // Versions are unique and increasing; gaps are allowed (work merged from parallel branches).
   out.forEach((mig, i) => {
-    if (mig.version !== i + 1) throw new Error(`migrations must be numbered 1..n without gaps: ${mig.name}`);
+    const prev = out[i - 1];
+    if (prev && prev.version === mig.version) throw new Error(`two migrations share version ${mig.version}`);
   });
   return out;
 }
@@ -64,6 +66,7 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<MigrateResu
         select version, name, checksum from schema_migrations order by version`.execute(conn);
       const byVersion = new Map(done.rows.map((r) => [r.version, r]));
       const applied: string[] = [];
+      const highest = Math.max(0, ...done.rows.map((r) => r.version));
       for (const file of files) {
         const prior = byVersion.get(file.version);
         if (prior) {
@@ -71,6 +74,12 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<MigrateResu
             throw new Error(`migration ${file.version}_${file.name} was changed after it was applied`);
           }
           continue;
+        }
+        if (file.version < highest) {
+          // Forward-only: a new file numbered below an applied one would run out of order.
+          throw new Error(
+            `migration ${file.version}_${file.name} is older than the applied ${highest}; renumber it above ${highest}`,
+          );
         }
         const record = sql`insert into schema_migrations (version, name, checksum)
           values (${file.version}, ${file.name}, ${file.checksum})`;

@@ -6,13 +6,10 @@ import type { App, RouteDeps } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
 import { makeErrorHandler, notFoundHandler } from "./errors.js";
-import { registerApiKeyAuth } from "./plugins/api-key-auth.js";
+import { registerAuth } from "./plugins/auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
-import { accountRoutes } from "./routes/account.js";
-import { disabledRoutes } from "./routes/disabled.js";
-import { docsRoutes } from "./routes/docs.js";
-import { healthRoutes } from "./routes/health.js";
+import { routeModules } from "./routes/index.js";
 import { validatorCompiler } from "./validation.js";
 
 export interface BuildAppOptions {
@@ -51,7 +48,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
     request.environment = resolveEnvironment(request.host, (request.raw as RawWithListener)[LISTENER_ENV]);
   });
   registerRateLimit(app, config, deps.rateLimitStore, deps.clock);
-  registerApiKeyAuth(app, config, deps.database.db);
+  registerAuth(app, config, deps.database.db);
   registerMetrics(app, deps.metrics);
 
   await app.register(swagger, {
@@ -77,10 +74,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
 
   app.register(async (scoped) => {
     const routes = scoped as unknown as App;
-    healthRoutes(routes, deps);
-    docsRoutes(routes, deps);
-    disabledRoutes(routes);
-    accountRoutes(routes, deps);
+    for (const register of routeModules) register(routes, deps);
     options.extraRoutes?.(routes, deps);
   });
 

@@ -1,25 +1,36 @@
 import type { RateLimitTier } from "../config/config.js";
 import type { Environment } from "../domain/environment.js";
 
-/** What the API-key channel established about the caller. */
-export interface ApiKeyPrincipal {
-  merchantId: string;
-  apiKeyId: string;
-  environment: Environment;
-}
+/** Who is calling, established by one of the two merchant channels (SPEC §5). */
+export type Principal =
+  | { channel: "apiKey"; merchantId: string; environment: Environment; apiKeyId: string }
+  | {
+      channel: "dashboard";
+      merchantId: string;
+      environment: Environment;
+      userId: string;
+      role: "merchant" | "admin";
+    };
+
+/**
+ * Credentials a route accepts: `apiKey` (apikey + x-api-secret), `dashboard` (JWT cookie or
+ * `Authorization: Bearer`), or `merchant` — either one (an `apikey` header selects the API-key
+ * channel; otherwise the dashboard channel is tried), as the webhook management routes do.
+ */
+export type AuthMode = "apiKey" | "dashboard" | "merchant";
 
 declare module "fastify" {
   interface FastifyContextConfig {
     /** Rate-limit tier (CONTRACT §7); `false` exempts operational routes. */
     tier?: RateLimitTier | false;
-    /** Credential channel the route requires. */
-    auth?: "apiKey";
-    /** `x-api-secret` required (CONTRACT §4: where money leaves or secrets are read). */
+    /** Credential channel(s) the route accepts. */
+    auth?: AuthMode;
+    /** `x-api-secret` required on the API-key channel (CONTRACT §4: where money leaves or secrets are read). */
     requireSecret?: boolean;
   }
   interface FastifyRequest {
     environment: "production" | "sandbox";
-    apiKey: ApiKeyPrincipal | undefined;
+    principal: Principal | undefined;
   }
 }
 

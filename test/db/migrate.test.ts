@@ -14,10 +14,26 @@ async function tempMigrations(files: Record<string, string>): Promise<string> {
 }
 
 describe("migrations", () => {
-  it("the checked-in files are numbered 1..n", async () => {
+  it("the checked-in files have unique, increasing versions", async () => {
     const files = await readMigrations(MIGRATIONS_DIR);
     expect(files.length).toBeGreaterThan(0);
-    expect(files.map((f) => f.version)).toEqual(files.map((_, i) => i + 1));
+    expect(files[0]?.version).toBe(1);
+    for (let i = 1; i < files.length; i++) expect(files[i]!.version).toBeGreaterThan(files[i - 1]!.version);
+  });
+
+  it("refuses a new migration numbered below one already applied", async () => {
+    const d = await openDatabase({ kind: "pglite", dataDir: undefined });
+    try {
+      const dir = await tempMigrations({
+        "0001_a.sql": "create table a (x int);",
+        "0005_e.sql": "create table e (x int);",
+      });
+      expect((await migrate(d.db, dir)).applied).toEqual(["0001_a", "0005_e"]);
+      await writeFile(path.join(dir, "0003_c.sql"), "create table c (x int);");
+      await expect(migrate(d.db, dir)).rejects.toThrow(/older than the applied 5/);
+    } finally {
+      await d.close();
+    }
   });
 
   it("apply once, then nothing is pending; re-running applies nothing (PGlite)", async () => {

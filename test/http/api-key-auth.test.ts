@@ -11,7 +11,7 @@ function probeRoutes(app: App) {
   app.get(
     "/api/v1/public/test-secret-required",
     { config: { auth: "apiKey", requireSecret: true, tier: "financial" } },
-    async (request) => ({ success: true, data: { merchantId: request.apiKey?.merchantId } }),
+    async (request) => ({ success: true, data: { merchantId: request.principal?.merchantId } }),
   );
 }
 

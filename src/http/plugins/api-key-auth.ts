@@ -1,11 +1,12 @@
 import { timingSafeEqual } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import type { Config } from "../../config/config.js";
 import type { Db } from "../../db/database.js";
 import { hashSecret, parseCredential } from "../../domain/api-key-format.js";
 import { AppError } from "../../domain/errors.js";
 import { ipAllowed } from "../../domain/ip-allowlist.js";
 import { findApiKey } from "../../repositories/api-keys.js";
+import type { Principal } from "../context.js";
 
 function header(request: FastifyRequest, name: string): string | undefined {
   // Node lower-cases header names, so `apiKey`, `APIKEY` and `apikey` all arrive as `apikey`.
@@ -14,61 +15,54 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /**
- * The API-key channel (SPEC §5.1, CONTRACT §4), for routes with `config.auth = "apiKey"`.
- * Runs in onRequest (after rate limiting, before the body is parsed), in this order:
+ * The API-key channel (SPEC §5.1, CONTRACT §4), in this order:
  *  missing/malformed/unknown key → 401; key of the other environment → 403; a sent secret that is
  *  wrong, or a required secret missing → 401; revoked or rotated pair → 403; suspended merchant →
  *  403; client IP outside the merchant's allowlist → 403.
  */
-export function registerApiKeyAuth(app: FastifyInstance, config: Config, db: Db) {
-  app.decorateRequest("apiKey", undefined);
+export async function authenticateApiKey(
+  request: FastifyRequest,
+  config: Config,
+  db: Db,
+  requireSecret: boolean,
+): Promise<Principal> {
+  const key = header(request, "apikey");
+  if (!key) throw AppError.invalidAuth("Missing API key: send it in the apikey header.");
+  const parsed = parseCredential(key);
+  if (parsed?.kind !== "key") throw AppError.invalidAuth("Invalid API key.");
+  const found = await findApiKey(db, key);
+  if (!found) throw AppError.invalidAuth("Invalid API key.");
 
-  app.addHook("onRequest", async (request) => {
-    const routeConfig = request.routeOptions.config;
-    if (routeConfig?.auth !== "apiKey") return;
+  if (found.environment !== request.environment) {
+    const base = found.environment === "sandbox" ? config.http.sandboxBaseUrl : config.http.productionBaseUrl;
+    throw AppError.forbidden(
+      `This API key belongs to the ${found.environment} environment; send it to ${base} instead.`,
+    );
+  }
 
-    const key = header(request, "apikey");
-    if (!key) throw AppError.invalidAuth("Missing API key: send it in the apikey header.");
-    const parsed = parseCredential(key);
-    if (parsed?.kind !== "key") throw AppError.invalidAuth("Invalid API key.");
-    const found = await findApiKey(db, key);
-    if (!found) throw AppError.invalidAuth("Invalid API key.");
+  const secret = header(request, "x-api-secret");
+  if (secret !== undefined) {
+    if (!timingSafeEqual(hashSecret(secret), found.secretHash))
+      throw AppError.invalidAuth("Invalid API secret.");
+  } else if (requireSecret) {
+    throw AppError.invalidAuth("This endpoint requires the x-api-secret header.");
+  }
 
-    if (found.environment !== request.environment) {
-      const base =
-        found.environment === "sandbox" ? config.http.sandboxBaseUrl : config.http.productionBaseUrl;
-      throw AppError.forbidden(
-        `This API key belongs to the ${found.environment} environment; send it to ${base} instead.`,
-      );
-    }
-
-    const secret = header(request, "x-api-secret");
-    if (secret !== undefined) {
-      if (!timingSafeEqual(hashSecret(secret), found.secretHash))
-        throw AppError.invalidAuth("Invalid API secret.");
-    } else if (routeConfig.requireSecret) {
-      throw AppError.invalidAuth("This endpoint requires the x-api-secret header.");
-    }
-
-    if (found.status !== "active") {
-      throw AppError.forbidden(
-        found.revokedReason === "rotated"
-          ? "This API key pair was rotated and no longer works; use the new pair."
-          : "This API key pair has been revoked.",
-      );
-    }
-    if (found.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
-    if (!ipAllowed(found.ipAllowlist, request.ip)) {
-      throw AppError.forbidden(
-        "Requests from this IP address are not allowed by the merchant's IP allowlist.",
-      );
-    }
-    request.apiKey = { merchantId: found.merchantId, apiKeyId: found.id, environment: found.environment };
-  });
-}
-
-/** The principal of an API-key route; throws if the route was declared without `auth: "apiKey"`. */
-export function principal(request: FastifyRequest) {
-  if (!request.apiKey) throw new Error("route is missing config.auth = 'apiKey'");
-  return request.apiKey;
+  if (found.status !== "active") {
+    throw AppError.forbidden(
+      found.revokedReason === "rotated"
+        ? "This API key pair was rotated and no longer works; use the new pair."
+        : "This API key pair has been revoked.",
+    );
+  }
+  if (found.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
+  if (!ipAllowed(found.ipAllowlist, request.ip)) {
+    throw AppError.forbidden("Requests from this IP address are not allowed by the merchant's IP allowlist.");
+  }
+  return {
+    channel: "apiKey",
+    merchantId: found.merchantId,
+    environment: found.environment,
+    apiKeyId: found.id,
+  };
 }

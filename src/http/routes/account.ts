@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { findMerchantById } from "../../repositories/merchants.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { principal } from "../plugins/api-key-auth.js";
+import { apiKeyPrincipal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
 const Account = Type.Object({
@@ -26,7 +26,7 @@ export function accountRoutes(app: App, { database }: RouteDeps) {
       },
     },
     async (request) => {
-      const p = principal(request);
+      const p = apiKeyPrincipal(request);
       const merchant = await findMerchantById(database.db, p.merchantId);
       if (!merchant) throw AppError.invalidAuth();
       return {

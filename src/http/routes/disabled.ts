@@ -1,5 +1,5 @@
 import { AppError } from "../../domain/errors.js";
-import type { App } from "../app-types.js";
+import type { App, RouteDeps } from "../app-types.js";
 import { commonErrors } from "../schemas/common.js";
 
 /**
@@ -20,7 +20,7 @@ export const DISABLED_ROUTES = [
 
 const METHODS = ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT", "OPTIONS"] as const;
 
-export function disabledRoutes(app: App) {
+export function disabledRoutes(app: App, _deps: RouteDeps) {
   for (const r of DISABLED_ROUTES) {
     app.route({
       method: r.method === "ALL" ? [...METHODS] : r.method,

@@ -1,0 +1,37 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Config } from "../../config/config.js";
+import type { Db } from "../../db/database.js";
+import type { Principal } from "../context.js";
+import { authenticateApiKey } from "./api-key-auth.js";
+import { authenticateDashboard } from "./dashboard-auth.js";
+
+/**
+ * Authentication for every route that declares `config.auth`, in onRequest (after rate limiting,
+ * before the body is parsed). `merchant` routes take either channel: an `apikey` header selects
+ * the API-key channel, otherwise the dashboard session is checked.
+ */
+export function registerAuth(app: FastifyInstance, config: Config, db: Db) {
+  app.decorateRequest("principal", undefined);
+  app.addHook("onRequest", async (request) => {
+    const routeConfig = request.routeOptions.config;
+    const mode = routeConfig?.auth;
+    if (!mode) return;
+    const useApiKey = mode === "apiKey" || (mode === "merchant" && request.headers.apikey !== undefined);
+    request.principal = useApiKey
+      ? await authenticateApiKey(request, config, db, routeConfig.requireSecret === true)
+      : await authenticateDashboard(request);
+  });
+}
+
+/** The caller of an authenticated route; throws if the route was declared without `config.auth`. */
+export function principal(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error("route is missing config.auth");
+  return request.principal;
+}
+
+/** The caller of an `auth: "apiKey"` route. */
+export function apiKeyPrincipal(request: FastifyRequest): Extract<Principal, { channel: "apiKey" }> {
+  const p = principal(request);
+  if (p.channel !== "apiKey") throw new Error("route is not on the API-key channel");
+  return p;
+}

@@ -1,0 +1,13 @@
+import type { App, RouteDeps } from "../app-types.js";
+import { accountRoutes } from "./account.js";
+import { disabledRoutes } from "./disabled.js";
+import { docsRoutes } from "./docs.js";
+import { healthRoutes } from "./health.js";
+
+/** Every route module of the API, registered in this order. Add new endpoint groups here. */
+export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
+  healthRoutes,
+  docsRoutes,
+  disabledRoutes,
+  accountRoutes,
+];
