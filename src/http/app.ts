@@ -6,6 +6,7 @@ import type { App, RouteDeps } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
 import { makeErrorHandler, notFoundHandler } from "./errors.js";
+import { registerLosslessJson } from "./json-body.js";
 import { registerAuth } from "./plugins/auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
@@ -36,6 +37,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
     routerOptions: { maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
+  registerLosslessJson(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler(makeErrorHandler(config.http.bodyLimitBytes));
   app.setNotFoundHandler(notFoundHandler);
