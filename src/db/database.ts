@@ -1,4 +1,5 @@
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { PGlitePool } from "./pglite-pool.js";
@@ -39,7 +40,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     pool.on("error", () => {});
     return wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), "postgres");
   }
-  const pglite = await PGlite.create(options.dataDir);
+  // The same extensions as the PostgreSQL deployment (pg_trgm for literal substring search).
+  const pglite = await PGlite.create(options.dataDir, { extensions: { pg_trgm } });
   return wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }) }), "pglite");
 }
 

@@ -1,44 +1,20 @@
 import { Type } from "@sinclair/typebox";
+import { DEFAULT_LIMIT } from "../domain/list.js";
 
-/**
- * List conventions of CONTRACT §4.5, used by every list route: `page` ≥ 1 (default 1), `limit`
- * 1..100 (default 20, above 100 capped, not an error), `sortBy` from a fixed set with any other
- * value falling back to `createdAt`, `order` asc|desc (default desc).
- */
-export const MAX_LIMIT = 100;
-export const DEFAULT_LIMIT = 20;
-export const SORT_FIELDS = ["createdAt", "updatedAt", "amount", "status", "confirmedAt"] as const;
-export type SortField = (typeof SORT_FIELDS)[number];
+export {
+  DEFAULT_LIMIT,
+  type ListParams,
+  listParams,
+  MAX_LIMIT,
+  pagination,
+  SORT_FIELDS,
+  type SortField,
+} from "../domain/list.js";
 
+/** The query schema every list route shares (the rules themselves live in `domain/list.ts`). */
 export const ListQuerySchema = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_LIMIT })),
   sortBy: Type.Optional(Type.String({ maxLength: 64 })),
   order: Type.Optional(Type.Union([Type.Literal("asc"), Type.Literal("desc")])),
 });
-
-export interface ListParams {
-  page: number;
-  limit: number;
-  offset: number;
-  sortBy: SortField;
-  order: "asc" | "desc";
-}
-
-export function listParams(q: {
-  page?: number | undefined;
-  limit?: number | undefined;
-  sortBy?: string | undefined;
-  order?: "asc" | "desc" | undefined;
-}): ListParams {
-  const page = q.page ?? 1;
-  const limit = Math.min(q.limit ?? DEFAULT_LIMIT, MAX_LIMIT);
-  const sortBy = (SORT_FIELDS as readonly string[]).includes(q.sortBy ?? "")
-    ? (q.sortBy as SortField)
-    : "createdAt";
-  return { page, limit, offset: (page - 1) * limit, sortBy, order: q.order ?? "desc" };
-}
-
-export function pagination(params: ListParams, total: number) {
-  return { page: params.page, limit: params.limit, total, totalPages: Math.ceil(total / params.limit) };
-}

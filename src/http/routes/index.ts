@@ -1,8 +1,10 @@
 import type { App, RouteDeps } from "../app-types.js";
 import { accountRoutes } from "./account.js";
+import { balanceRoutes } from "./balance.js";
 import { disabledRoutes } from "./disabled.js";
 import { docsRoutes } from "./docs.js";
 import { healthRoutes } from "./health.js";
+import { transactionRoutes } from "./transactions.js";
 
 /** Every route module of the API, registered in this order. Add new endpoint groups here. */
 export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
@@ -10,4 +12,6 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   docsRoutes,
   disabledRoutes,
   accountRoutes,
+  balanceRoutes,
+  transactionRoutes,
 ];

@@ -1,0 +1,51 @@
+import type { CurrencyType } from "./currency.js";
+import { UNIT } from "./money.js";
+
+/**
+ * Fees (CONTRACT §3): fixed + percent, per currency type and kind, computed once when a
+ * transaction is created and stored with it. Percent is held exactly as parts per million
+ * (0.5 % = 5000 ppm); the percentage part is rounded up to the next base unit, so a fee is
+ * never under-collected by rounding.
+ */
+export type FeeKind = "deposit" | "withdrawal" | "payout";
+
+export interface FeeRule {
+  fixed: bigint;
+  ppm: bigint;
+}
+
+export type FeeSchedule = Record<CurrencyType, Record<FeeKind, FeeRule>>;
+
+export const DEFAULT_FEE_SCHEDULE: FeeSchedule = {
+  "USDT-TRC20": {
+    deposit: { fixed: 0n, ppm: 0n },
+    withdrawal: { fixed: 1n * UNIT, ppm: 0n },
+    payout: { fixed: 1n * UNIT, ppm: 0n },
+  },
+  "USDT-ERC20": {
+    deposit: { fixed: 0n, ppm: 0n },
+    withdrawal: { fixed: 5n * UNIT, ppm: 0n },
+    payout: { fixed: 5n * UNIT, ppm: 0n },
+  },
+};
+
+export interface FeeQuote {
+  amount: bigint;
+  fee: bigint;
+  netAmount: bigint;
+}
+
+export function computeFee(rule: FeeRule, amount: bigint): FeeQuote {
+  if (amount <= 0n) throw new RangeError("amount must be positive");
+  const percentPart = (amount * rule.ppm + 999_999n) / 1_000_000n;
+  const fee = rule.fixed + percentPart;
+  return { amount, fee, netAmount: amount - fee };
+}
+
+/** Parses a percent written as decimal text with at most 4 decimals ("0.5" → 5000 ppm). */
+export function percentToPpm(text: string): bigint | null {
+  const m = /^(\d{1,3})(?:\.(\d{1,4}))?$/.exec(text);
+  if (!m) return null;
+  const ppm = BigInt(m[1] as string) * 10_000n + BigInt((m[2] ?? "").padEnd(4, "0"));
+  return ppm <= 1_000_000n ? ppm : null;
+}

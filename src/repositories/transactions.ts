@@ -1,0 +1,152 @@
+import { sql } from "kysely";
+import type { Db } from "../db/database.js";
+import type { TransactionRow } from "../db/tables/ledger.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import type { ListParams } from "../domain/list.js";
+import type { TransactionRecord, TransactionStatus, TransactionType } from "../domain/transaction.js";
+
+export function toRecord(r: TransactionRow): TransactionRecord {
+  return {
+    id: r.id,
+    merchantId: r.merchant_id,
+    environment: r.environment,
+    type: r.type,
+    status: r.status as TransactionStatus,
+    currencyType: r.currency_type as CurrencyType,
+    amount: BigInt(r.amount),
+    fee: BigInt(r.fee),
+    netAmount: BigInt(r.net_amount),
+    actualBalance: r.actual_balance === null ? null : BigInt(r.actual_balance),
+    walletAddress: r.wallet_address,
+    blockchainTxHash: r.blockchain_tx_hash,
+    orderId: r.order_id,
+    reference: r.reference,
+    externalUserId: r.external_user_id,
+    checkoutSessionId: r.checkout_session_id,
+    rejectionReason: r.rejection_reason,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    confirmedAt: r.confirmed_at,
+  };
+}
+
+export interface NewTransaction {
+  id: string;
+  merchantId: string;
+  environment: Environment;
+  type: TransactionType;
+  status: TransactionStatus;
+  currencyType: CurrencyType;
+  amount: bigint;
+  fee: bigint;
+  walletAddress?: string | null;
+  orderId?: string | null;
+  reference?: string | null;
+  externalUserId?: string | null;
+  checkoutSessionId?: string | null;
+  actualBalance?: bigint | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export async function insertTransaction(db: Db, t: NewTransaction): Promise<TransactionRecord> {
+  const row = await db
+    .insertInto("transactions")
+    .values({
+      id: t.id,
+      merchant_id: t.merchantId,
+      environment: t.environment,
+      type: t.type,
+      status: t.status,
+      currency_type: t.currencyType,
+      amount: t.amount.toString(),
+      fee: t.fee.toString(),
+      net_amount: (t.amount - t.fee).toString(),
+      actual_balance:
+        t.actualBalance === undefined || t.actualBalance === null ? null : t.actualBalance.toString(),
+      wallet_address: t.walletAddress ?? null,
+      blockchain_tx_hash: null,
+      order_id: t.orderId ?? null,
+      reference: t.reference ?? null,
+      external_user_id: t.externalUserId ?? null,
+      checkout_session_id: t.checkoutSessionId ?? null,
+      rejection_reason: null,
+      metadata: t.metadata ? JSON.stringify(t.metadata) : null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toRecord(row);
+}
+
+/** One transaction of a merchant in an environment; another merchant's or environment's id is "not found". */
+export async function findTransaction(
+  db: Db,
+  scope: { merchantId: string; environment: Environment },
+  id: string,
+): Promise<TransactionRecord | undefined> {
+  const row = await db
+    .selectFrom("transactions")
+    .selectAll()
+    .where("id", "=", id)
+    .where("merchant_id", "=", scope.merchantId)
+    .where("environment", "=", scope.environment)
+    .executeTakeFirst();
+  return row ? toRecord(row) : undefined;
+}
+
+export interface TransactionFilter {
+  type?: TransactionType | undefined;
+  status?: TransactionStatus | undefined;
+  currencyType?: CurrencyType | undefined;
+  /** Literal text: `%`, `_`, `\`, `.*`, `(` … match only themselves. */
+  search?: string | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+}
+
+const SORT_COLUMNS = {
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+  amount: "amount",
+  status: "status",
+  confirmedAt: "confirmed_at",
+} as const;
+
+/** Escapes LIKE metacharacters so the text is matched literally (with `escape '\'`). */
+export function likeLiteral(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+export async function listTransactions(
+  db: Db,
+  scope: { merchantId: string; environment: Environment },
+  filter: TransactionFilter,
+  page: ListParams,
+): Promise<{ rows: TransactionRecord[]; total: number }> {
+  let q = db
+    .selectFrom("transactions")
+    .where("merchant_id", "=", scope.merchantId)
+    .where("environment", "=", scope.environment);
+  if (filter.type) q = q.where("type", "=", filter.type);
+  if (filter.status) q = q.where("status", "=", filter.status);
+  if (filter.currencyType) q = q.where("currency_type", "=", filter.currencyType);
+  if (filter.from) q = q.where("created_at", ">=", filter.from);
+  if (filter.to) q = q.where("created_at", "<", filter.to);
+  if (filter.search) {
+    q = q.where(
+      sql<boolean>`search_text like ${`%${likeLiteral(filter.search.toLowerCase())}%`} escape '\\'`,
+    );
+  }
+  const column = SORT_COLUMNS[page.sortBy];
+  const [rows, count] = await Promise.all([
+    q
+      .selectAll()
+      .orderBy(column, (ob) => (page.order === "asc" ? ob.asc().nullsFirst() : ob.desc().nullsLast()))
+      .orderBy("id", page.order)
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirst(),
+  ]);
+  return { rows: rows.map(toRecord), total: Number(count?.n ?? 0) };
+}
