@@ -5,6 +5,7 @@ import { ConfigError } from "./config/config.js";
 import { loadConfig } from "./config/load.js";
 import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
+import { formatLedgerReport, type LedgerReport } from "./ledger/verify.js";
 import { RemoteCommandError } from "./operator/control-client.js";
 import { ROLES, type Role, startRole } from "./roles/processes.js";
 import { StartupError } from "./roles/startup-error.js";
@@ -21,6 +22,9 @@ roles (default: serve)
 operator commands
   merchant create --email <email> --company <name> [--json]
              create a merchant and print one API key pair per environment
+  ledger verify [--json]
+             recompute every balance from the journal and check every posting balances;
+             exits 1 with a report on any mismatch
 
 Configuration comes from environment variables (see README.md).`;
 
@@ -50,6 +54,18 @@ async function main(argv: string[]): Promise<number> {
       `${values.json ? JSON.stringify(created, null, 2) : printCreatedMerchant(created, config)}\n`,
     );
     return 0;
+  }
+
+  if (first === "ledger") {
+    const [sub, ...flags] = rest;
+    if (sub !== "verify") {
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    }
+    const { values } = parseArgs({ args: flags, options: { json: { type: "boolean" } } });
+    const report = (await runOperator(config, "ledger.verify", {})) as LedgerReport;
+    process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatLedgerReport(report)}\n`);
+    return report.ok ? 0 : 1;
   }
 
   if (!(ROLES as readonly string[]).includes(first)) {

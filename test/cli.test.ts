@@ -158,3 +158,17 @@ describe("stablegate command line", () => {
     expect(again.stderr).toMatch(/already registered/);
   });
 });
+
+describe("stablegate ledger verify", () => {
+  it("reports a sound ledger with exit 0", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "sg-cli-ledger-"));
+    try {
+      const r = await run(["ledger", "verify"], { DATA_DIR: dir });
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/0 postings.*\nOK: every posting balances/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

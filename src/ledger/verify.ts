@@ -71,3 +71,13 @@ export async function verifyLedger(db: Db): Promise<LedgerReport> {
     problems,
   };
 }
+
+export function formatLedgerReport(r: LedgerReport): string {
+  const head = `ledger: ${r.postings} postings, ${r.entries} entries, ${r.accounts} accounts`;
+  if (r.ok) return `${head}\nOK: every posting balances and every balance matches its journal.`;
+  return [
+    `${head}`,
+    `MISMATCH: ${r.problems.length} problem(s)`,
+    ...r.problems.map((p) => `  ${p.kind}: ${p.detail}`),
+  ].join("\n");
+}

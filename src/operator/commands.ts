@@ -1,5 +1,6 @@
 import type { Db } from "../db/database.js";
 import { AppError } from "../domain/errors.js";
+import { verifyLedger } from "../ledger/verify.js";
 import { createMerchantWithKeys } from "../services/merchants.js";
 
 /**
@@ -12,6 +13,7 @@ export const operatorCommands = {
     const companyName = typeof args.companyName === "string" ? args.companyName : "";
     return createMerchantWithKeys(db, { email, companyName });
   },
+  "ledger.verify": async (db: Db) => verifyLedger(db),
 } as const;
 
 export type OperatorCommand = keyof typeof operatorCommands;
