@@ -1,4 +1,5 @@
 import path from "node:path";
+import { DEFAULT_FEE_SCHEDULE, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
 import { envSchema } from "./schema.js";
 
 export const RATE_LIMIT_TIERS = [
@@ -55,6 +56,8 @@ export interface Config {
   corsOrigins: string[];
   otpTtlSeconds: number;
   metricsToken: string | undefined;
+  /** Fees per currency type and kind (defaults overridden by FEE_SCHEDULE). */
+  fees: FeeSchedule;
   shutdownTimeoutMs: number;
 }
 
@@ -114,6 +117,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
   }
   if (problems.length > 0) throw new ConfigError(problems);
+  let fees = DEFAULT_FEE_SCHEDULE;
+  if (e.FEE_SCHEDULE) {
+    const parsedFees = parseFeeSchedule(e.FEE_SCHEDULE);
+    if ("error" in parsedFees) problems.push({ variable: "FEE_SCHEDULE", message: parsedFees.error });
+    else fees = parsedFees.schedule;
+  }
 
   const productionBaseUrl = stripSlash(e.PRODUCTION_BASE_URL ?? `http://localhost:${e.PORT}`);
   const sandboxBaseUrl = stripSlash(e.SANDBOX_BASE_URL ?? `http://localhost:${e.SANDBOX_PORT}`);
@@ -188,6 +197,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     otpTtlSeconds: e.OTP_TTL_SECONDS,
     metricsToken: e.METRICS_TOKEN,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    fees,
   };
 }
 

@@ -81,6 +81,7 @@ export const envSchema = z.object({
   OTP_TTL_SECONDS: positiveInt.default(600),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(25_000),
+  FEE_SCHEDULE: z.string().optional(),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

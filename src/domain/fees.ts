@@ -49,3 +49,38 @@ export function percentToPpm(text: string): bigint | null {
   const ppm = BigInt(m[1] as string) * 10_000n + BigInt((m[2] ?? "").padEnd(4, "0"));
   return ppm <= 1_000_000n ? ppm : null;
 }
+
+const FEE_KINDS: readonly FeeKind[] = ["deposit", "withdrawal", "payout"];
+
+/**
+ * Reads the `FEE_SCHEDULE` setting: JSON such as
+ * `{"USDT-TRC20": {"withdrawal": {"fixed": "1.5", "percent": "0.1"}}}` (fixed in USDT, percent as
+ * text with up to 4 decimals); what it leaves out keeps the default. Returns an error message
+ * naming the bad entry.
+ */
+export function parseFeeSchedule(json: string): { schedule: FeeSchedule } | { error: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    return { error: "must be JSON" };
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { error: "must be a JSON object" };
+  const schedule = structuredClone(DEFAULT_FEE_SCHEDULE);
+  for (const [currency, kinds] of Object.entries(raw)) {
+    if (!(currency in schedule)) return { error: `unknown currency type ${currency}` };
+    if (kinds === null || typeof kinds !== "object") return { error: `${currency} must be an object` };
+    for (const [kind, rule] of Object.entries(kinds as Record<string, unknown>)) {
+      if (!FEE_KINDS.includes(kind as FeeKind)) return { error: `${currency}: unknown fee kind ${kind}` };
+      const r = (rule ?? {}) as { fixed?: unknown; percent?: unknown };
+      const fixedText = String(r.fixed ?? "0");
+      const m = /^(\d{1,10})(?:\.(\d{1,6}))?$/.exec(fixedText);
+      if (!m) return { error: `${currency}.${kind}.fixed must be a USDT amount with at most 6 decimals` };
+      const ppm = percentToPpm(String(r.percent ?? "0"));
+      if (ppm === null) return { error: `${currency}.${kind}.percent must be 0..100 with at most 4 decimals` };
+      const fixed = BigInt(m[1] as string) * UNIT + BigInt((m[2] ?? "").padEnd(6, "0"));
+      schedule[currency as CurrencyType][kind as FeeKind] = { fixed, ppm };
+    }
+  }
+  return { schedule };
+}
