@@ -117,12 +117,13 @@ export function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
-export async function listTransactions(
+/** The two queries of a list page (the page and the total); `listTransactions` runs them. */
+export function transactionListQueries(
   db: Db,
   scope: { merchantId: string; environment: Environment },
   filter: TransactionFilter,
   page: ListParams,
-): Promise<{ rows: TransactionRecord[]; total: number }> {
+) {
   let q = db
     .selectFrom("transactions")
     .where("merchant_id", "=", scope.merchantId)
@@ -138,15 +139,24 @@ export async function listTransactions(
     );
   }
   const column = SORT_COLUMNS[page.sortBy];
-  const [rows, count] = await Promise.all([
-    q
+  return {
+    rows: q
       .selectAll()
-      .orderBy(column, (ob) => (page.order === "asc" ? ob.asc().nullsFirst() : ob.desc().nullsLast()))
+      .orderBy(column, page.order)
       .orderBy("id", page.order)
       .limit(page.limit)
-      .offset(page.offset)
-      .execute(),
-    q.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirst(),
-  ]);
+      .offset(page.offset),
+    count: q.select((eb) => eb.fn.countAll<string>().as("n")),
+  };
+}
+
+export async function listTransactions(
+  db: Db,
+  scope: { merchantId: string; environment: Environment },
+  filter: TransactionFilter,
+  page: ListParams,
+): Promise<{ rows: TransactionRecord[]; total: number }> {
+  const queries = transactionListQueries(db, scope, filter, page);
+  const [rows, count] = await Promise.all([queries.rows.execute(), queries.count.executeTakeFirst()]);
   return { rows: rows.map(toRecord), total: Number(count?.n ?? 0) };
 }
