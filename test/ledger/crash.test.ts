@@ -58,3 +58,40 @@ it.skipIf(!onPostgres)(
     expect(after).toMatchObject({ ok: true, postings: before.postings, entries: before.entries });
   },
 );
+
+it.skipIf(!onPostgres)(
+  "`stablegate ledger verify` exits 1 with a readable report when a balance disagrees with the journal",
+  async () => {
+    const db = database!.db;
+    const m = await newMerchant(db);
+    await fund(db, m, 4n);
+    const verify = () =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn(
+          process.execPath,
+          ["--import", "tsx", path.join(ROOT, "src/main.ts"), "ledger", "verify"],
+          {
+            cwd: ROOT,
+            env: { PATH: process.env.PATH ?? "", DATABASE_URL: database!.url!, LOG_LEVEL: "silent" },
+          },
+        );
+        let out = "";
+        child.stdout.on("data", (c) => {
+          out += c;
+        });
+        child.on("exit", (code) => resolve({ code, out }));
+      });
+    expect(await verify()).toMatchObject({ code: 0, out: expect.stringContaining("OK:") });
+    await db
+      .updateTable("ledger_accounts")
+      .set({ balance: String(5n * UNIT) })
+      .where("owner", "=", m)
+      .where("kind", "=", "available")
+      .execute();
+    const bad = await verify();
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain("MISMATCH: 1 problem(s)");
+    expect(bad.out).toContain(`balance_mismatch: ${m} sandbox USDT-TRC20 available`);
+    expect(bad.out).toContain("stored 5000000, journal 4000000");
+  },
+);
