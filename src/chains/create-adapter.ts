@@ -1,3 +1,4 @@
+import type { Db } from "../db/database.js";
 import type { ChainAdapter } from "./adapter.js";
 import { type EvmAdapterOptions, EvmChainAdapter } from "./evm/evm-adapter.js";
 import type { Network } from "./network.js";
@@ -9,7 +10,7 @@ import { type TronAdapterOptions, TronChainAdapter } from "./tron/tron-adapter.j
 export type ChainEndpoint =
   | ({ kind: "evm" } & EvmAdapterOptions)
   | ({ kind: "tron" } & TronAdapterOptions)
-  | ({ kind: "simulator" } & Omit<SimulatedChainOptions, "network">);
+  | ({ kind: "simulator"; db: Db } & Omit<SimulatedChainOptions, "network">);
 
 export function createChainAdapter(network: Network, endpoint: ChainEndpoint): ChainAdapter {
   switch (endpoint.kind) {
@@ -19,7 +20,9 @@ export function createChainAdapter(network: Network, endpoint: ChainEndpoint): C
     case "tron":
       if (network !== "USDT-TRC20") throw new Error(`${network} cannot use a TRON endpoint.`);
       return new TronChainAdapter(endpoint);
-    case "simulator":
-      return new SimulatorChainAdapter(new SimulatedChain({ ...endpoint, network }));
+    case "simulator": {
+      const { db, kind: _kind, ...options } = endpoint;
+      return new SimulatorChainAdapter(new SimulatedChain(db, { ...options, network }));
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createChainAdapter } from "../../src/chains/create-adapter.js";
 import { InvalidAddressError } from "../../src/chains/errors.js";
 import { EvmChainAdapter } from "../../src/chains/evm/evm-adapter.js";
@@ -6,26 +6,37 @@ import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
 import { SimulatedChain } from "../../src/chains/simulator/simulated-chain.js";
 import { SimulatorChainAdapter } from "../../src/chains/simulator/simulator-adapter.js";
 import { TronChainAdapter } from "../../src/chains/tron/tron-adapter.js";
+import { type Database, openDatabase } from "../../src/db/database.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { FIRST_DEPOSIT_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+import { openTestDatabase } from "../support/db.js";
 
 const wallet = AddressDeriver.fromMnemonic("test test test test test test test test test test test junk");
-const fixedClock = () => 1_700_000_000_000;
+const fixedClock = { now: () => 1_700_000_000_000 };
+
+let database: Database & { url: string | undefined };
+beforeEach(async () => {
+  database = await openTestDatabase();
+});
+afterEach(async () => {
+  await database?.close();
+});
 
 for (const network of ["USDT-ERC20", "USDT-TRC20"] as const) {
   const addr = (i: number) => wallet.address(network, "sandbox", FIRST_DEPOSIT_INDEX + i);
   const hot = wallet.address(network, "sandbox", HOT_WALLET_INDEX);
+  const sim = (db = database.db) => new SimulatedChain(db, { network, clock: fixedClock });
 
-  describe(`simulator ${network}`, () => {
+  describe(`simulator ${network} (database-backed)`, () => {
     it("mines a block per payment and reports transfers, balances and hashes", async () => {
-      const chain = new SimulatedChain({ network, now: fixedClock });
+      const chain = sim();
       const adapter = new SimulatorChainAdapter(chain);
       expect(adapter.network).toBe(network);
       expect(await adapter.headBlock()).toBe(0);
 
-      const p1 = chain.pay(addr(0), 12_500_000n);
-      chain.mine(3);
-      const p2 = chain.pay(addr(1), 1n);
+      const p1 = await chain.pay(addr(0), 12_500_000n);
+      await chain.mine(3);
+      const p2 = await chain.pay(addr(1), 1n);
       expect(p1.blockNumber).toBe(1);
       expect(p2.blockNumber).toBe(5);
       expect(await adapter.headBlock()).toBe(5);
@@ -56,64 +67,114 @@ for (const network of ["USDT-ERC20", "USDT-TRC20"] as const) {
       expect(await adapter.tokenBalance(addr(2))).toBe(0n);
       expect(adapter.validateAddress(addr(0))).toBe(true);
       await expect(adapter.tokenBalance("nope")).rejects.toThrow(InvalidAddressError);
-
-      // Deterministic: the same operations give the same hashes.
-      const again = new SimulatedChain({ network, now: fixedClock });
-      expect(again.pay(addr(0), 12_500_000n).txHash).toBe(p1.txHash);
-      expect(again.block(1)?.hash).toBe(chain.block(1)?.hash);
       if (network === "USDT-ERC20") expect(p1.txHash).toMatch(/^0x[0-9a-f]{64}$/);
       else expect(p1.txHash).toMatch(/^[0-9a-f]{64}$/);
     });
 
-    it("fails transfers to the test failure address and beyond the balance, on-chain", async () => {
-      const chain = new SimulatedChain({ network, now: fixedClock });
-      const adapter = new SimulatorChainAdapter(chain);
-      chain.pay(hot, 10_000_000n);
+    it("is deterministic: the same operations on another database give the same hashes", async () => {
+      const a = await sim().pay(addr(0), 12_500_000n);
+      const other = await openTestDatabase();
+      try {
+        const b = await new SimulatedChain(other.db, { network, clock: fixedClock }).pay(
+          addr(0),
+          12_500_000n,
+        );
+        expect(b.txHash).toBe(a.txHash);
+        expect(b.blockHash).toBe(a.blockHash);
+      } finally {
+        await other.close();
+      }
+    });
 
-      const ok = chain.transfer(hot, addr(5), 4_000_000n);
+    it("fails transfers to the test failure address and beyond the balance, on-chain", async () => {
+      const chain = sim();
+      const adapter = new SimulatorChainAdapter(chain);
+      await chain.pay(hot, 10_000_000n);
+
+      const ok = await chain.transfer(hot, addr(5), 4_000_000n);
       expect(ok.status).toBe("success");
-      const failed = chain.transfer(hot, TEST_FAILURE_ADDRESSES[network], 1_000_000n);
+      const failed = await chain.transfer(hot, TEST_FAILURE_ADDRESSES[network], 1_000_000n);
       expect(failed).toMatchObject({ status: "failed", failureReason: "test failure address" });
       expect(failed.blockNumber).toBe(3);
-      expect(chain.transaction(failed.txHash)?.status).toBe("failed");
-      const tooMuch = chain.transfer(hot, addr(5), 7_000_000n);
+      expect((await chain.transaction(failed.txHash))?.status).toBe("failed");
+      const tooMuch = await chain.transfer(hot, addr(5), 7_000_000n);
       expect(tooMuch).toMatchObject({ status: "failed", failureReason: "insufficient balance" });
       expect(chain.isTestFailureAddress(TEST_FAILURE_ADDRESSES[network])).toBe(true);
+      // The faucet pays the failure address too, and that payment fails as well.
+      expect((await chain.pay(TEST_FAILURE_ADDRESSES[network], 5n)).status).toBe("failed");
 
       expect(await adapter.tokenBalance(hot)).toBe(6_000_000n);
       expect(await adapter.tokenBalance(addr(5))).toBe(4_000_000n);
       expect(await adapter.tokenBalance(TEST_FAILURE_ADDRESSES[network])).toBe(0n);
       // Failed transactions are in blocks but emit no Transfer.
-      const transfers = await adapter.tokenTransfers({ fromBlock: 0, toBlock: chain.head });
+      const transfers = await adapter.tokenTransfers({ fromBlock: 0, toBlock: await chain.head() });
       expect(transfers.map((t) => t.txHash)).not.toContain(failed.txHash);
       expect(transfers).toHaveLength(2);
-      expect(chain.block(3)?.transactions.map((t) => t.txHash)).toEqual([failed.txHash]);
     });
 
     it("reorgs: replaced blocks get new hashes, their transfers vanish and balances revert", async () => {
-      const chain = new SimulatedChain({ network, now: fixedClock });
+      const chain = sim();
       const adapter = new SimulatorChainAdapter(chain);
-      chain.pay(addr(0), 5n);
-      const late = chain.pay(addr(1), 7n);
+      await chain.pay(addr(0), 5n);
+      const late = await chain.pay(addr(1), 7n);
       const oldHash = await adapter.blockHash(2);
 
-      const dropped = chain.reorg(1);
+      const dropped = await chain.reorg(1);
       expect(dropped.map((t) => t.txHash)).toEqual([late.txHash]);
       expect(await adapter.headBlock()).toBe(3);
       expect(await adapter.blockHash(2)).not.toBe(oldHash);
       expect(await adapter.tokenBalance(addr(1))).toBe(0n);
       expect(await adapter.tokenBalance(addr(0))).toBe(5n);
-      expect(chain.transaction(late.txHash)).toBeUndefined();
+      expect(await chain.transaction(late.txHash)).toBeUndefined();
       expect((await adapter.tokenTransfers({ fromBlock: 0, toBlock: 3 })).map((t) => t.amount)).toEqual([5n]);
-      expect(() => chain.reorg(0)).toThrow(RangeError);
-      expect(() => chain.pay(addr(0), 0n)).toThrow(RangeError);
+      await expect(chain.reorg(0)).rejects.toThrow(RangeError);
+      await expect(chain.pay(addr(0), 0n)).rejects.toThrow(RangeError);
+    });
+
+    it("is one chain for every process on the database, and survives a restart", async () => {
+      // A second connection pool on the same database stands for another process.
+      const second = database.url
+        ? await openDatabase({ kind: "postgres", url: database.url, poolSize: 5 })
+        : null;
+      try {
+        const a = sim();
+        const b = sim(second?.db ?? database.db);
+        // Concurrent payments from both "processes": distinct, consecutive blocks.
+        const paid = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).pay(addr(i), BigInt(i + 1))),
+        );
+        expect(paid.map((p) => p.blockNumber).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        expect(await a.head()).toBe(10);
+        expect(await b.head()).toBe(10);
+        expect(await new SimulatorChainAdapter(b).tokenBalance(addr(3))).toBe(4n);
+        // "Restart": a brand-new instance continues the same chain.
+        const restarted = sim();
+        expect(await restarted.head()).toBe(10);
+        expect((await restarted.pay(addr(0), 1n)).blockNumber).toBe(11);
+        // The other environment's chain is separate.
+        expect(await new SimulatedChain(database.db, { network, environment: "production" }).head()).toBe(0);
+      } finally {
+        await second?.close();
+      }
+    });
+
+    it("pays inside the caller's transaction: a rollback leaves no block", async () => {
+      const chain = sim();
+      await expect(
+        database.db.transaction().execute(async (trx) => {
+          await chain.pay(addr(0), 3n, { trx });
+          throw new Error("caller failed");
+        }),
+      ).rejects.toThrow("caller failed");
+      expect(await chain.head()).toBe(0);
+      expect(await chain.balanceOf(addr(0))).toBe(0n);
     });
   });
 }
 
 describe("createChainAdapter", () => {
   it("builds the simulator, EVM and TRON adapters and refuses mismatched endpoints", () => {
-    const sim = createChainAdapter("USDT-TRC20", { kind: "simulator", now: fixedClock });
+    const sim = createChainAdapter("USDT-TRC20", { kind: "simulator", db: database.db, clock: fixedClock });
     expect(sim).toBeInstanceOf(SimulatorChainAdapter);
     expect(sim.network).toBe("USDT-TRC20");
     const evm = createChainAdapter("USDT-ERC20", {

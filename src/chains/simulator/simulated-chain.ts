@@ -1,5 +1,8 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import type { Db } from "../../db/database.js";
+import type { Environment } from "../../domain/environment.js";
+import { type Clock, systemClock } from "../../lib/clock.js";
 import type { TokenTransfer } from "../adapter.js";
 import { normalizeAddress } from "../address.js";
 import { type Network, TEST_FAILURE_ADDRESSES } from "../network.js";
@@ -16,7 +19,7 @@ export interface SimTransaction {
   to: string;
   amount: bigint;
   status: SimTransactionStatus;
-  /** Why it failed (`test failure address`, `insufficient balance`), for the later write side. */
+  /** Why it failed (`test failure address`, `insufficient balance`), for the write side. */
   failureReason?: string;
 }
 
@@ -26,174 +29,391 @@ export interface SimBlock {
   parentHash: string;
   /** Milliseconds since the epoch, from the injected clock. */
   timestamp: number;
-  transactions: SimTransaction[];
-  /** Transfer events of the block's successful transactions, in log order. */
-  transfers: TokenTransfer[];
 }
 
 export interface SimulatedChainOptions {
   network: Network;
-  /** Clock for block timestamps (deterministic tests inject one). Default `Date.now`. */
-  now?: () => number;
+  /** Sandbox by default; the simulator never serves production (CONTRACT §1). */
+  environment?: Environment;
+  /** Clock for block timestamps. */
+  clock?: Clock;
+}
+
+/** Per call: run inside the caller's transaction (e.g. a sandbox pay endpoint's own transaction). */
+export interface SimWriteOptions {
+  trx?: Db;
 }
 
 /**
- * An in-process, deterministic USDT chain for the sandbox (CONTRACT §1): a block is mined per
- * transaction (or on demand with `mine`), hashes are derived from the content, nothing is random.
+ * The sandbox USDT chain (CONTRACT §1), kept in the database (`sim_chains`, `sim_blocks`,
+ * `sim_transactions`): every api and worker process of a deployment sees the same chain, and a
+ * restart keeps it. Deterministic: hashes are sha256 of the content, timestamps come from the clock.
  *
- * - `pay(to, amount)` is what the sandbox pay endpoints call: the faucet (an address with unlimited
- *   funds, not debited) sends `amount` to `to`.
+ * - `pay(to, amount)` is what the sandbox pay endpoints call: the faucet (unlimited funds, never
+ *   debited) sends `amount` to `to`, mined at once as its own block.
  * - `transfer(from, to, amount)` moves tracked balances; a transfer to the network's test failure
- *   address, or beyond the sender's balance, is included in a block as a FAILED transaction: no
- *   Transfer event, no balance change (what the later write side must detect on-chain).
+ *   address, or beyond the sender's balance, is mined as a FAILED transaction: no Transfer event,
+ *   no balance change (what the write side must detect on-chain).
  * - `reorg(depth)` replaces the last blocks by a longer fork, for testing reorg handling.
  *
- * State lives in memory: a restart starts a new chain at block 0.
+ * Writers serialise on the `sim_chains` row (`select … for update`), so concurrent payments from
+ * several processes get distinct, consecutive blocks.
  */
 export class SimulatedChain {
   readonly network: Network;
+  readonly environment: Environment;
   readonly faucetAddress: string;
-  private readonly now: () => number;
-  private readonly blocks: SimBlock[] = [];
-  private readonly balances = new Map<string, bigint>();
-  private readonly transactions = new Map<string, SimTransaction>();
+  private readonly clock: Clock;
   private readonly failureAddress: string;
-  private nonce = 0;
-  private fork = 0;
+  private ready: Promise<void> | undefined;
 
-  constructor(options: SimulatedChainOptions) {
+  constructor(
+    private readonly db: Db,
+    options: SimulatedChainOptions,
+  ) {
     this.network = options.network;
-    this.now = options.now ?? Date.now;
+    this.environment = options.environment ?? "sandbox";
+    this.clock = options.clock ?? systemClock;
     this.failureAddress = normalizeAddress(this.network, TEST_FAILURE_ADDRESSES[this.network]);
     const faucet = sha256(utf8ToBytes("stablegate simulator faucet")).slice(0, 20);
     this.faucetAddress =
       this.network === "USDT-TRC20"
         ? tronAddressFromBytes(faucet)
         : normalizeAddress(this.network, `0x${bytesToHex(faucet)}`);
-    this.seal([]);
-  }
-
-  get head(): number {
-    return this.blocks.length - 1;
-  }
-
-  block(n: number): SimBlock | undefined {
-    return this.blocks[n];
-  }
-
-  balanceOf(address: string): bigint {
-    return this.balances.get(normalizeAddress(this.network, address)) ?? 0n;
-  }
-
-  transaction(txHash: string): SimTransaction | undefined {
-    const tx = this.transactions.get(txHash);
-    return tx ? { ...tx } : undefined;
   }
 
   isTestFailureAddress(address: string): boolean {
     return normalizeAddress(this.network, address) === this.failureAddress;
   }
 
-  /** Mines `count` empty blocks; returns the new head. */
-  mine(count = 1): number {
-    for (let i = 0; i < count; i++) this.seal([]);
-    return this.head;
+  async head(): Promise<number> {
+    await this.init();
+    const row = await this.db
+      .selectFrom("sim_chains")
+      .select("head")
+      .where("network", "=", this.network)
+      .where("environment", "=", this.environment)
+      .executeTakeFirstOrThrow();
+    return Number(row.head);
   }
 
-  /** The faucet pays `to` in a new block (sandbox "pay" endpoints). */
-  pay(to: string, amount: bigint): SimTransaction {
-    return this.execute(this.faucetAddress, to, amount);
+  async block(n: number): Promise<SimBlock | undefined> {
+    await this.init();
+    const row = await this.db
+      .selectFrom("sim_blocks")
+      .selectAll()
+      .where("network", "=", this.network)
+      .where("environment", "=", this.environment)
+      .where("number", "=", n)
+      .executeTakeFirst();
+    return row
+      ? {
+          number: Number(row.number),
+          hash: row.hash,
+          parentHash: row.parent_hash,
+          timestamp: row.mined_at.getTime(),
+        }
+      : undefined;
+  }
+
+  /** Transfer events of successful transactions in `[fromBlock, toBlock]`, in (block, log) order. */
+  async transfers(fromBlock: number, toBlock: number): Promise<TokenTransfer[]> {
+    await this.init();
+    const rows = await this.db
+      .selectFrom("sim_transactions as t")
+      .innerJoin("sim_blocks as b", (j) =>
+        j
+          .onRef("b.network", "=", "t.network")
+          .onRef("b.environment", "=", "t.environment")
+          .onRef("b.number", "=", "t.block_number"),
+      )
+      .select([
+        "t.tx_hash",
+        "t.log_index",
+        "t.block_number",
+        "b.hash",
+        "t.from_address",
+        "t.to_address",
+        "t.amount",
+      ])
+      .where("t.network", "=", this.network)
+      .where("t.environment", "=", this.environment)
+      .where("t.status", "=", "success")
+      .where("t.block_number", ">=", fromBlock)
+      .where("t.block_number", "<=", toBlock)
+      .orderBy("t.block_number")
+      .orderBy("t.log_index")
+      .execute();
+    return rows.map((r) => ({
+      txHash: r.tx_hash,
+      logIndex: r.log_index ?? 0,
+      blockNumber: Number(r.block_number),
+      blockHash: r.hash,
+      from: r.from_address,
+      to: r.to_address,
+      amount: BigInt(r.amount),
+    }));
+  }
+
+  async balanceOf(address: string, trx: Db = this.db): Promise<bigint> {
+    const a = normalizeAddress(this.network, address);
+    if (a === this.faucetAddress) return 0n;
+    const row = await trx
+      .selectFrom("sim_transactions")
+      .select((eb) => [
+        eb.fn
+          .sum<string | null>(eb.case().when("to_address", "=", a).then(eb.ref("amount")).else(0).end())
+          .as("incoming"),
+        eb.fn
+          .sum<string | null>(eb.case().when("from_address", "=", a).then(eb.ref("amount")).else(0).end())
+          .as("outgoing"),
+      ])
+      .where("network", "=", this.network)
+      .where("environment", "=", this.environment)
+      .where("status", "=", "success")
+      .where((eb) => eb.or([eb("to_address", "=", a), eb("from_address", "=", a)]))
+      .executeTakeFirst();
+    return BigInt(row?.incoming ?? "0") - BigInt(row?.outgoing ?? "0");
+  }
+
+  async transaction(txHash: string, trx: Db = this.db): Promise<SimTransaction | undefined> {
+    const row = await trx
+      .selectFrom("sim_transactions as t")
+      .innerJoin("sim_blocks as b", (j) =>
+        j
+          .onRef("b.network", "=", "t.network")
+          .onRef("b.environment", "=", "t.environment")
+          .onRef("b.number", "=", "t.block_number"),
+      )
+      .selectAll("t")
+      .select("b.hash")
+      .where("t.network", "=", this.network)
+      .where("t.environment", "=", this.environment)
+      .where("t.tx_hash", "=", txHash)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      txHash: row.tx_hash,
+      blockNumber: Number(row.block_number),
+      blockHash: row.hash,
+      from: row.from_address,
+      to: row.to_address,
+      amount: BigInt(row.amount),
+      status: row.status,
+      ...(row.failure_reason ? { failureReason: row.failure_reason } : {}),
+    };
+  }
+
+  /** Mines `count` empty blocks; returns the new head. */
+  async mine(count = 1, options: SimWriteOptions = {}): Promise<number> {
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError("count must be a positive integer.");
+    return this.write(options, async (trx, chain) => {
+      for (let i = 0; i < count; i++) await this.seal(trx, chain, null);
+      return chain.head;
+    });
+  }
+
+  /** The faucet pays `to`, mined at once as its own block (the sandbox pay endpoints). */
+  pay(to: string, amount: bigint, options: SimWriteOptions = {}): Promise<SimTransaction> {
+    return this.execute(this.faucetAddress, to, amount, options);
   }
 
   /** A token transfer from a tracked balance, in a new block. */
-  transfer(from: string, to: string, amount: bigint): SimTransaction {
-    return this.execute(normalizeAddress(this.network, from), to, amount);
+  transfer(from: string, to: string, amount: bigint, options: SimWriteOptions = {}): Promise<SimTransaction> {
+    return this.execute(normalizeAddress(this.network, from), to, amount, options);
   }
 
   /**
-   * Drops the last `depth` blocks (their transactions vanish and balances revert) and mines
-   * `depth + 1` empty blocks in their place, so the new fork is longer and every replaced height
-   * gets a new hash. Returns the dropped transactions.
+   * Drops the last `depth` blocks (their transactions vanish, so balances revert) and mines
+   * `depth + 1` empty blocks in their place: the new fork is longer and every replaced height gets a
+   * new hash. Returns the dropped transactions.
    */
-  reorg(depth: number): SimTransaction[] {
-    if (!Number.isInteger(depth) || depth < 1 || depth > this.head)
-      throw new RangeError("Invalid reorg depth.");
-    const dropped: SimTransaction[] = [];
-    for (let i = 0; i < depth; i++) {
-      const block = this.blocks.pop()!;
-      for (const tx of block.transactions.reverse()) {
-        this.transactions.delete(tx.txHash);
-        if (tx.status === "success") this.apply(tx.to, tx.from, tx.amount);
-        dropped.push(tx);
+  async reorg(depth: number): Promise<SimTransaction[]> {
+    return this.write({}, async (trx, chain) => {
+      if (!Number.isInteger(depth) || depth < 1 || depth > chain.head)
+        throw new RangeError("Invalid reorg depth.");
+      const from = chain.head - depth + 1;
+      const dropped = await trx
+        .selectFrom("sim_transactions")
+        .select("tx_hash")
+        .where("network", "=", this.network)
+        .where("environment", "=", this.environment)
+        .where("block_number", ">=", from)
+        .orderBy("block_number")
+        .execute();
+      const out: SimTransaction[] = [];
+      for (const d of dropped) {
+        const tx = await this.transaction(d.tx_hash, trx);
+        if (tx) out.push(tx);
       }
-    }
-    this.fork += 1;
-    this.mine(depth + 1);
-    return dropped.reverse();
+      await trx
+        .deleteFrom("sim_blocks")
+        .where("network", "=", this.network)
+        .where("environment", "=", this.environment)
+        .where("number", ">=", from)
+        .execute();
+      chain.head = from - 1;
+      chain.fork += 1;
+      for (let i = 0; i <= depth; i++) await this.seal(trx, chain, null);
+      return out;
+    });
   }
 
-  private execute(from: string, toInput: string, amount: bigint): SimTransaction {
-    if (amount <= 0n) throw new RangeError("Amount must be positive base units.");
+  private async execute(
+    from: string,
+    toInput: string,
+    amount: bigint,
+    options: SimWriteOptions,
+  ): Promise<SimTransaction> {
+    if (typeof amount !== "bigint" || amount <= 0n)
+      throw new RangeError("Amount must be positive base units.");
     const to = normalizeAddress(this.network, toInput);
-    this.nonce += 1;
-    const txHash = this.hash(`tx|${this.nonce}|${from}|${to}|${amount}`);
-    let failureReason: string | undefined;
-    if (to === this.failureAddress) failureReason = "test failure address";
-    else if (from !== this.faucetAddress && (this.balances.get(from) ?? 0n) < amount) {
-      failureReason = "insufficient balance";
-    }
-    const tx: SimTransaction = {
-      txHash,
-      blockNumber: this.head + 1,
-      blockHash: "",
-      from,
-      to,
-      amount,
-      status: failureReason ? "failed" : "success",
-      ...(failureReason ? { failureReason } : {}),
+    return this.write(options, async (trx, chain) => {
+      chain.nonce += 1;
+      const txHash = this.hash(`tx|${chain.nonce}|${from}|${to}|${amount}`);
+      let failureReason: string | undefined;
+      if (to === this.failureAddress) failureReason = "test failure address";
+      else if (from !== this.faucetAddress && (await this.balanceOf(from, trx)) < amount) {
+        failureReason = "insufficient balance";
+      }
+      const tx = {
+        txHash,
+        from,
+        to,
+        amount,
+        status: failureReason ? "failed" : "success",
+        failureReason,
+      } as const;
+      const block = await this.seal(trx, chain, tx);
+      return {
+        txHash,
+        blockNumber: block.number,
+        blockHash: block.hash,
+        from,
+        to,
+        amount,
+        status: tx.status,
+        ...(failureReason ? { failureReason } : {}),
+      };
+    });
+  }
+
+  /** Runs `fn` with the chain row locked, in the caller's transaction or a new one. */
+  private async write<T>(
+    options: SimWriteOptions,
+    fn: (trx: Db, chain: { head: number; fork: number; nonce: number }) => Promise<T>,
+  ): Promise<T> {
+    // Inside a caller's transaction, create the chain on that connection (PGlite has only one).
+    if (options.trx) await this.createChain(options.trx);
+    else await this.init();
+    const run = async (trx: Db) => {
+      const row = await trx
+        .selectFrom("sim_chains")
+        .select(["head", "fork", "nonce"])
+        .where("network", "=", this.network)
+        .where("environment", "=", this.environment)
+        .forUpdate()
+        .executeTakeFirstOrThrow();
+      const chain = { head: Number(row.head), fork: row.fork, nonce: Number(row.nonce) };
+      const out = await fn(trx, chain);
+      await trx
+        .updateTable("sim_chains")
+        .set({ head: chain.head, fork: chain.fork, nonce: chain.nonce })
+        .where("network", "=", this.network)
+        .where("environment", "=", this.environment)
+        .execute();
+      return out;
     };
-    if (!failureReason) {
-      if (from !== this.faucetAddress) this.apply(from, to, amount);
-      else this.balances.set(to, (this.balances.get(to) ?? 0n) + amount);
-    }
-    this.seal([tx]);
-    this.transactions.set(txHash, tx);
-    return { ...tx };
+    const trx = options.trx ?? this.db;
+    return trx.isTransaction ? run(trx) : trx.transaction().execute(run);
   }
 
-  private apply(from: string, to: string, amount: bigint): void {
-    if (from !== this.faucetAddress) this.balances.set(from, (this.balances.get(from) ?? 0n) - amount);
-    if (to !== this.faucetAddress) this.balances.set(to, (this.balances.get(to) ?? 0n) + amount);
+  private async seal(
+    trx: Db,
+    chain: { head: number; fork: number },
+    tx: {
+      txHash: string;
+      from: string;
+      to: string;
+      amount: bigint;
+      status: SimTransactionStatus;
+      failureReason?: string;
+    } | null,
+  ): Promise<SimBlock> {
+    const number = chain.head + 1;
+    const parent = await trx
+      .selectFrom("sim_blocks")
+      .select("hash")
+      .where("network", "=", this.network)
+      .where("environment", "=", this.environment)
+      .where("number", "=", chain.head)
+      .executeTakeFirstOrThrow();
+    const hash = this.hash(`block|${chain.fork}|${number}|${parent.hash}|${tx?.txHash ?? ""}`);
+    const timestamp = this.clock.now();
+    await trx
+      .insertInto("sim_blocks")
+      .values({
+        network: this.network,
+        environment: this.environment,
+        number,
+        hash,
+        parent_hash: parent.hash,
+        mined_at: new Date(timestamp),
+      })
+      .execute();
+    if (tx) {
+      await trx
+        .insertInto("sim_transactions")
+        .values({
+          network: this.network,
+          environment: this.environment,
+          tx_hash: tx.txHash,
+          block_number: number,
+          log_index: tx.status === "success" ? 0 : null,
+          from_address: tx.from,
+          to_address: tx.to,
+          amount: tx.amount,
+          status: tx.status,
+          failure_reason: tx.failureReason ?? null,
+        })
+        .execute();
+    }
+    chain.head = number;
+    return { number, hash, parentHash: parent.hash, timestamp };
   }
 
-  private seal(transactions: SimTransaction[]): SimBlock {
-    const number = this.blocks.length;
-    const parentHash = this.blocks[number - 1]?.hash ?? this.hash("genesis");
-    const hash = this.hash(
-      `block|${this.fork}|${number}|${parentHash}|${transactions.map((t) => t.txHash).join(",")}`,
-    );
-    const transfers: TokenTransfer[] = [];
-    for (const tx of transactions) {
-      tx.blockHash = hash;
-      if (tx.status !== "success") continue;
-      transfers.push({
-        txHash: tx.txHash,
-        logIndex: transfers.length,
-        blockNumber: number,
-        blockHash: hash,
-        from: tx.from,
-        to: tx.to,
-        amount: tx.amount,
-      });
-    }
-    const block: SimBlock = { number, hash, parentHash, timestamp: this.now(), transactions, transfers };
-    this.blocks.push(block);
-    return block;
+  /** Creates the chain (genesis block 0) the first time any process uses it. Idempotent. */
+  private init(): Promise<void> {
+    this.ready ??= this.createChain(this.db).catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    });
+    return this.ready;
+  }
+
+  private async createChain(db: Db): Promise<void> {
+    await db
+      .insertInto("sim_chains")
+      .values({ network: this.network, environment: this.environment, head: 0 })
+      .onConflict((oc) => oc.columns(["network", "environment"]).doNothing())
+      .execute();
+    await db
+      .insertInto("sim_blocks")
+      .values({
+        network: this.network,
+        environment: this.environment,
+        number: 0,
+        hash: this.hash("block|0|0|genesis|"),
+        parent_hash: this.hash("genesis"),
+        mined_at: new Date(0),
+      })
+      .onConflict((oc) => oc.columns(["network", "environment", "number"]).doNothing())
+      .execute();
   }
 
   /** 32-byte content hash in the network's spelling: `0x…` on Ethereum, bare hex on TRON. */
   private hash(content: string): string {
-    const hex = bytesToHex(sha256(utf8ToBytes(`${this.network}|${content}`)));
+    const hex = bytesToHex(sha256(utf8ToBytes(`${this.network}|${this.environment}|${content}`)));
     return this.network === "USDT-ERC20" ? `0x${hex}` : hex;
   }
 }

@@ -1,5 +1,4 @@
 import {
-  blockChunks,
   type ChainAdapter,
   safeBlockFromHead,
   type TokenTransfer,
@@ -9,7 +8,7 @@ import { normalizeAddress, validateAddress } from "../address.js";
 import type { Network } from "../network.js";
 import type { SimulatedChain } from "./simulated-chain.js";
 
-/** `ChainAdapter` over an in-process `SimulatedChain` (the sandbox default). */
+/** `ChainAdapter` over the database-backed `SimulatedChain` (the sandbox default). */
 export class SimulatorChainAdapter implements ChainAdapter {
   readonly network: Network;
 
@@ -25,34 +24,35 @@ export class SimulatorChainAdapter implements ChainAdapter {
     return normalizeAddress(this.network, s);
   }
 
-  async headBlock(): Promise<number> {
-    return this.chain.head;
+  headBlock(): Promise<number> {
+    return this.chain.head();
   }
 
   async safeBlock(confirmations: number): Promise<number> {
-    return safeBlockFromHead(this.chain.head, confirmations);
+    return safeBlockFromHead(await this.chain.head(), confirmations);
   }
 
   async blockHash(n: number): Promise<string | null> {
-    return this.chain.block(n)?.hash ?? null;
+    return (await this.chain.block(n))?.hash ?? null;
   }
 
-  async tokenBalance(address: string): Promise<bigint> {
+  tokenBalance(address: string): Promise<bigint> {
     return this.chain.balanceOf(address);
   }
 
   async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {
+    if (
+      !Number.isSafeInteger(query.fromBlock) ||
+      !Number.isSafeInteger(query.toBlock) ||
+      query.fromBlock < 0
+    ) {
+      throw new RangeError(`Invalid block range ${query.fromBlock}..${query.toBlock}.`);
+    }
     const watched = query.addresses
       ? new Set([...query.addresses].map((a) => this.normalizeAddress(a)))
       : null;
-    const out: TokenTransfer[] = [];
-    for (const [from, to] of blockChunks(query.fromBlock, Math.min(query.toBlock, this.chain.head), 1000)) {
-      for (let n = from; n <= to; n++) {
-        for (const t of this.chain.block(n)?.transfers ?? []) {
-          if (!watched || watched.has(t.to)) out.push({ ...t });
-        }
-      }
-    }
-    return out;
+    // One query per range whatever the number of watched addresses; filtered in memory.
+    const all = await this.chain.transfers(query.fromBlock, query.toBlock);
+    return watched ? all.filter((t) => watched.has(t.to)) : all;
   }
 }

@@ -1,0 +1,126 @@
+import type { ColumnType, Generated, Selectable } from "kysely";
+import type { Network } from "../../chains/network.js";
+import type { Environment } from "../../domain/environment.js";
+import type { Timestamp } from "./common.js";
+
+/** Tables of migration 0004 (chains: address allocation, watcher, sandbox simulator). */
+
+/**
+ * int8 (block numbers, HD indexes): the driver reads it as bigint (see db/types.ts). Typed as
+ * `bigint | number` so that comparisons accept plain block numbers; read values go through `Number()`.
+ */
+type Int8 = ColumnType<bigint | number, number | bigint, number | bigint>;
+type Int8Nullable = ColumnType<
+  bigint | number | null,
+  number | bigint | null | undefined,
+  number | bigint | null
+>;
+/** numeric(38,0): read as the exact decimal string. */
+type Numeric = ColumnType<string, string | bigint, string | bigint>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export type AddressPurpose = "checkout" | "wallet";
+export type ObservationStatus = "observed" | "handed_off" | "reorged";
+
+export interface AddressIndexCountersTable {
+  network: Network;
+  environment: Environment;
+  next_index: Int8;
+}
+
+export interface WatchedAddressesTable {
+  network: Network;
+  environment: Environment;
+  address: string;
+  derivation_index: Int8;
+  merchant_id: string;
+  purpose: AddressPurpose;
+  reference_id: string | null;
+  watch_until: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface ChainCursorsTable {
+  network: Network;
+  environment: Environment;
+  cursor_block: Int8;
+  head_block: Int8Nullable;
+  safe_block: Int8Nullable;
+  head_seen_at: NullableTimestamp;
+  last_error: string | null;
+  last_error_at: NullableTimestamp;
+  lease_owner: string | null;
+  lease_until: NullableTimestamp;
+  updated_at: Timestamp;
+}
+
+export interface ChainBlocksTable {
+  network: Network;
+  environment: Environment;
+  number: Int8;
+  hash: string;
+}
+
+export interface ChainObservationsTable {
+  id: string;
+  network: Network;
+  environment: Environment;
+  address: string;
+  from_address: string;
+  tx_hash: string;
+  log_index: number;
+  block_number: Int8;
+  block_hash: string;
+  amount: Numeric;
+  status: Generated<ObservationStatus>;
+  attempts: Generated<number>;
+  last_error: string | null;
+  next_attempt_at: NullableTimestamp;
+  observed_at: Timestamp;
+  handed_off_at: NullableTimestamp;
+}
+
+export interface SimChainsTable {
+  network: Network;
+  environment: Environment;
+  head: Int8;
+  fork: Generated<number>;
+  nonce: ColumnType<bigint | number, number | bigint | undefined, number | bigint>;
+}
+
+export interface SimBlocksTable {
+  network: Network;
+  environment: Environment;
+  number: Int8;
+  hash: string;
+  parent_hash: string;
+  mined_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+export interface SimTransactionsTable {
+  network: Network;
+  environment: Environment;
+  tx_hash: string;
+  block_number: Int8;
+  log_index: number | null;
+  from_address: string;
+  to_address: string;
+  amount: Numeric;
+  status: "success" | "failed";
+  failure_reason: string | null;
+}
+
+export interface ChainsTables {
+  address_index_counters: AddressIndexCountersTable;
+  watched_addresses: WatchedAddressesTable;
+  chain_cursors: ChainCursorsTable;
+  chain_blocks: ChainBlocksTable;
+  chain_observations: ChainObservationsTable;
+  sim_chains: SimChainsTable;
+  sim_blocks: SimBlocksTable;
+  sim_transactions: SimTransactionsTable;
+}
+
+export type WatchedAddressRow = Selectable<WatchedAddressesTable>;
+export type ChainObservationRow = Selectable<ChainObservationsTable>;
+export type ChainCursorRow = Selectable<ChainCursorsTable>;

@@ -1,0 +1,51 @@
+import type { Network } from "../chains/network.js";
+import type { Db } from "../db/database.js";
+import type { AddressPurpose } from "../db/tables/chains.js";
+import type { Environment } from "../domain/environment.js";
+
+/** A transfer to a watched address with the required confirmations, as the deposit logic receives it. */
+export interface ConfirmedTransfer {
+  /** `obs_…`: the stored observation (unique per network, tx hash and log index). */
+  observationId: string;
+  network: Network;
+  environment: Environment;
+  /** The watched (receiving) address, canonical spelling. */
+  address: string;
+  from: string;
+  txHash: string;
+  logIndex: number;
+  blockNumber: number;
+  blockHash: string;
+  /** Base units. */
+  amount: bigint;
+  /** From the watched address (`allocateDepositAddress`). */
+  merchantId: string;
+  purpose: AddressPurpose;
+  referenceId: string | null;
+}
+
+/**
+ * The deposit logic's entry point. Called exactly once per observed transfer (per successful call),
+ * inside the database transaction `trx` that also marks the observation as handed off: if it
+ * throws, nothing it wrote is kept and the transfer is offered again later (with back-off).
+ */
+export type DepositHandler = (trx: Db, transfer: ConfirmedTransfer) => Promise<void>;
+
+/**
+ * The one registration point through which confirmed transfers reach the deposit logic. The
+ * runtime owns one; the deposit module calls `register` once at start-up. Until a handler is
+ * registered, observations are kept (`observed`) and handed off as soon as one is.
+ */
+export class DepositHandoff {
+  #handler: DepositHandler | null = null;
+
+  register(handler: DepositHandler): void {
+    if (this.#handler && this.#handler !== handler)
+      throw new Error("A deposit handler is already registered.");
+    this.#handler = handler;
+  }
+
+  get handler(): DepositHandler | null {
+    return this.#handler;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * A switchable HTTP proxy in front of a chain endpoint (anvil or the TRON emulator): `pass`
+ * forwards, `hang` accepts the request and never answers, `error` answers 503. Counts the requests
+ * it forwards (the benchmark's RPC-call figures; JSON-RPC batches count as their length).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type ProxyMode = "pass" | "hang" | "error";
+
+export interface RpcProxy {
+  url: string;
+  mode: ProxyMode;
+  /** Requests forwarded since the last `resetCount` (a JSON-RPC batch counts each call). */
+  count: number;
+  resetCount(): void;
+  stop(): Promise<void>;
+}
+
+export async function startRpcProxy(target: string): Promise<RpcProxy> {
+  const hanging = new Set<http.ServerResponse>();
+  const state = { mode: "pass" as ProxyMode, count: 0 };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      if (state.mode === "hang") {
+        hanging.add(res);
+        res.on("close", () => hanging.delete(res));
+        return;
+      }
+      if (state.mode === "error") {
+        res.writeHead(503, { "content-type": "text/plain" }).end("unavailable");
+        return;
+      }
+      const body = Buffer.concat(chunks);
+      try {
+        const parsed = body.length > 0 ? (JSON.parse(body.toString()) as unknown) : null;
+        state.count += Array.isArray(parsed) ? parsed.length : 1;
+      } catch {
+        state.count += 1;
+      }
+      try {
+        const upstream = await fetch(new URL(req.url ?? "/", target), {
+          method: req.method ?? "POST",
+          headers: { "content-type": req.headers["content-type"] ?? "application/json" },
+          ...(req.method === "GET" || req.method === "HEAD" ? {} : { body }),
+        });
+        const text = Buffer.from(await upstream.arrayBuffer());
+        res.writeHead(upstream.status, {
+          "content-type": upstream.headers.get("content-type") ?? "application/json",
+        });
+        res.end(text);
+      } catch {
+        res.writeHead(502).end();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get mode() {
+      return state.mode;
+    },
+    set mode(m: ProxyMode) {
+      state.mode = m;
+    },
+    get count() {
+      return state.count;
+    },
+    resetCount() {
+      state.count = 0;
+    },
+    async stop() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
