@@ -1,0 +1,68 @@
+import type { Generated, Selectable } from "kysely";
+import type { Environment } from "../../domain/environment.js";
+import type { Timestamp } from "./common.js";
+
+/** Tables of migration 0003 (webhooks). */
+
+export type WebhookEventType = "deposit" | "withdrawal" | "payout" | "test";
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookEndpointsTable {
+  merchant_id: string;
+  environment: Environment;
+  url: string | null;
+  secret_sealed: string | null;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  secret_rotated_at: Date | null;
+  updated_at: Timestamp;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  transaction_id: string;
+  type: WebhookEventType;
+  transaction_status: string;
+  is_test: Generated<boolean>;
+  url_override: string | null;
+  url: string | null;
+  body: string;
+  delivery_status: Generated<DeliveryStatus>;
+  attempts: Generated<number>;
+  auto_attempts: Generated<number>;
+  next_attempt_at: Date | null;
+  locked_by: string | null;
+  locked_until: Date | null;
+  last_attempt_at: Date | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  delivered_at: Date | null;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<bigint>;
+  event_id: string;
+  attempt_number: number;
+  manual: Generated<boolean>;
+  started_at: Date;
+  url: string | null;
+  response_status: number | null;
+  latency_ms: number;
+  error: string | null;
+  response_body: string | null;
+  worker: string | null;
+}
+
+export interface WebhookTables {
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_attempts: WebhookAttemptsTable;
+}
+
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookEventRow = Selectable<WebhookEventsTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

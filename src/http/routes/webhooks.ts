@@ -1,0 +1,353 @@
+import { Type } from "@sinclair/typebox";
+import type { WebhookAttemptRow, WebhookEventRow } from "../../db/tables/webhooks.js";
+import { AppError } from "../../domain/errors.js";
+import { SecretBox } from "../../lib/secret-box.js";
+import { WebhookDelivery } from "../../webhooks/delivery.js";
+import {
+  ensureEndpoint,
+  maskSecret,
+  readWebhookSecret,
+  rotateWebhookSecret,
+  setWebhookUrl,
+} from "../../webhooks/secrets.js";
+import { validateWebhookUrl } from "../../webhooks/ssrf.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { principal } from "../plugins/auth.js";
+import { commonErrors, ErrorEnvelope, list, ok } from "../schemas/common.js";
+
+/**
+ * Webhook management (CONTRACT §5), on both channels (`auth: "merchant"`); per merchant × the
+ * request's environment. On the API-key channel `x-api-secret` is required for URL set, secret read
+ * and rotate (CONTRACT §4).
+ */
+
+const DeliveryStatus = Type.Union([
+  Type.Literal("pending"),
+  Type.Literal("delivered"),
+  Type.Literal("failed"),
+]);
+const Timestamp = Type.String({ format: "date-time" });
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+const WebhookEvent = Type.Object({
+  webhookEventId: Type.String(),
+  transactionId: Type.String(),
+  type: Type.Union([
+    Type.Literal("deposit"),
+    Type.Literal("withdrawal"),
+    Type.Literal("payout"),
+    Type.Literal("test"),
+  ]),
+  transactionStatus: Type.String(),
+  deliveryStatus: DeliveryStatus,
+  url: Nullable(Type.String()),
+  attempts: Type.Integer({ description: "Attempts made (automatic and manual)" }),
+  nextAttemptAt: Nullable(Timestamp),
+  lastAttemptAt: Nullable(Timestamp),
+  lastResponseStatus: Nullable(Type.Integer()),
+  lastError: Nullable(Type.String()),
+  isTest: Type.Boolean(),
+  createdAt: Timestamp,
+  deliveredAt: Nullable(Timestamp),
+  payload: Type.Object(
+    {
+      success: Type.Boolean(),
+      message: Type.String(),
+      data: Type.Object({}, { additionalProperties: true }),
+    },
+    { description: "The body sent, exactly as signed" },
+  ),
+});
+
+const Attempt = Type.Object({
+  attemptNumber: Type.Integer(),
+  manual: Type.Boolean(),
+  startedAt: Timestamp,
+  url: Nullable(Type.String()),
+  responseStatus: Nullable(Type.Integer()),
+  latencyMs: Type.Integer(),
+  error: Nullable(Type.String()),
+  responseBody: Nullable(Type.String({ description: "First 1 KB of the answer" })),
+});
+
+const EventIdParams = Type.Object({ webhookEventId: Type.String({ minLength: 1, maxLength: 100 }) });
+const Conflict = { 409: ErrorEnvelope };
+
+function iso(d: Date | null): string | null {
+  return d ? d.toISOString() : null;
+}
+
+export function formatWebhookEvent(e: WebhookEventRow) {
+  return {
+    webhookEventId: e.id,
+    transactionId: e.transaction_id,
+    type: e.type,
+    transactionStatus: e.transaction_status,
+    deliveryStatus: e.delivery_status,
+    url: e.url,
+    attempts: e.attempts,
+    nextAttemptAt: iso(e.next_attempt_at),
+    lastAttemptAt: iso(e.last_attempt_at),
+    lastResponseStatus: e.last_response_status,
+    lastError: e.last_error,
+    isTest: e.is_test,
+    createdAt: e.created_at.toISOString(),
+    deliveredAt: iso(e.delivered_at),
+    payload: JSON.parse(e.body) as { success: boolean; message: string; data: Record<string, unknown> },
+  };
+}
+
+function formatAttempt(a: WebhookAttemptRow) {
+  return {
+    attemptNumber: a.attempt_number,
+    manual: a.manual,
+    startedAt: a.started_at.toISOString(),
+    url: a.url,
+    responseStatus: a.response_status,
+    latencyMs: a.latency_ms,
+    error: a.error,
+    responseBody: a.response_body,
+  };
+}
+
+export function webhookRoutes(app: App, deps: RouteDeps) {
+  const { config, database, logger } = deps;
+  const db = database.db;
+  const box = new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY);
+  const delivery = new WebhookDelivery({
+    db,
+    box,
+    logger,
+    retryScheduleMs: config.webhooks.retryScheduleSeconds.map((s) => Math.round(s * 1000)),
+    timeoutMs: config.webhooks.timeoutMs,
+    ssrfAllowCidrs: config.webhooks.ssrfAllowCidrs,
+    workerId: `api-${process.pid}`,
+  });
+  app.addHook("onClose", () => delivery.close());
+  const tags = ["Webhooks"];
+
+  app.post(
+    "/api/v1/webhook/url",
+    {
+      config: { auth: "merchant", tier: "standard", requireSecret: true },
+      schema: {
+        summary: "Set the webhook URL of this environment",
+        description:
+          "Absolute https URL (plain http accepted in sandbox only) whose host is and resolves to a public address.",
+        tags,
+        body: Type.Object({ webhookUrl: Type.String({ maxLength: 2048 }) }, { additionalProperties: false }),
+        response: { 200: ok(Type.Object({ webhookUrl: Type.String() })), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const { webhookUrl } = request.body;
+      const errors = await validateWebhookUrl(webhookUrl, {
+        environment: p.environment,
+        allowCidrs: config.webhooks.ssrfAllowCidrs,
+      });
+      if (errors.length > 0) throw AppError.validation(errors);
+      await setWebhookUrl(db, box, p.merchantId, p.environment, webhookUrl);
+      return { success: true as const, data: { webhookUrl } };
+    },
+  );
+
+  app.post(
+    "/api/v1/webhook/test",
+    {
+      config: { auth: "merchant", tier: "standard" },
+      schema: {
+        summary: "Send a test webhook to the configured URL now",
+        description:
+          "One signed delivery with `X-Webhook-Test: true` and `data.type` = `test`; recorded as an event.",
+        tags,
+        response: {
+          200: ok(
+            Type.Object({
+              webhookEventId: Type.String(),
+              deliveryStatus: DeliveryStatus,
+              responseStatus: Nullable(Type.Integer()),
+            }),
+          ),
+          ...commonErrors,
+          ...Conflict,
+        },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const endpoint = await ensureEndpoint(db, box, p.merchantId, p.environment);
+      if (!endpoint.url) throw new AppError("INVALID_STATE", "No webhook URL is set for this environment.");
+      const event = await delivery.sendTest(p.merchantId, p.environment, endpoint.url);
+      return {
+        success: true as const,
+        data: {
+          webhookEventId: event.id,
+          deliveryStatus: event.delivery_status,
+          responseStatus: event.last_response_status,
+        },
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/webhook/secret",
+    {
+      config: { auth: "merchant", tier: "standard", requireSecret: true },
+      schema: {
+        summary: "The webhook secret of this environment, masked",
+        tags,
+        response: {
+          200: ok(
+            Type.Object({ webhookSecret: Type.String({ description: "All * but the last 8 characters" }) }),
+          ),
+          ...commonErrors,
+        },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const secret = await readWebhookSecret(db, box, p.merchantId, p.environment);
+      return { success: true as const, data: { webhookSecret: maskSecret(secret) } };
+    },
+  );
+
+  app.post(
+    "/api/v1/webhook/secret/rotate",
+    {
+      config: { auth: "merchant", tier: "standard", requireSecret: true },
+      schema: {
+        summary: "Rotate the webhook secret; the new one is returned in full, this once",
+        description:
+          "The previous secret keeps signing the Standard Webhooks `webhook-signature` header for 24 hours.",
+        tags,
+        response: { 200: ok(Type.Object({ webhookSecret: Type.String() })), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const p = principal(request);
+      const secret = await rotateWebhookSecret(db, box, p.merchantId, p.environment, new Date());
+      reply.header("cache-control", "no-store");
+      return { success: true as const, data: { webhookSecret: secret } };
+    },
+  );
+
+  app.post(
+    "/api/v1/webhook/retry/:webhookEventId",
+    {
+      config: { auth: "merchant", tier: "standard" },
+      schema: {
+        summary: "Deliver an event again now (one attempt, whatever its status)",
+        tags,
+        params: EventIdParams,
+        response: { 200: ok(WebhookEvent), ...commonErrors, ...Conflict },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const event = await delivery.retryNow(p.merchantId, p.environment, request.params.webhookEventId);
+      return { success: true as const, data: formatWebhookEvent(event) };
+    },
+  );
+
+  app.get(
+    "/api/v1/webhook/events",
+    {
+      config: { auth: "merchant", tier: "standard" },
+      schema: {
+        summary: "The event log of this environment",
+        description:
+          "Newest first by default. `status` and `deliveryStatus` are the same filter (SPEC §4 names it both ways).",
+        tags,
+        querystring: Type.Composite([
+          ListQuerySchema,
+          Type.Object({
+            status: Type.Optional(DeliveryStatus),
+            deliveryStatus: Type.Optional(DeliveryStatus),
+            transactionId: Type.Optional(Type.String({ maxLength: 100 })),
+          }),
+        ]),
+        response: { 200: list(WebhookEvent), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const q = request.query;
+      if (q.status && q.deliveryStatus && q.status !== q.deliveryStatus) {
+        throw AppError.validation([
+          {
+            field: "deliveryStatus",
+            message: "must equal status when both are given (they are the same filter)",
+          },
+        ]);
+      }
+      const status = q.deliveryStatus ?? q.status;
+      const params = listParams(q);
+      let base = db
+        .selectFrom("webhook_events")
+        .where("merchant_id", "=", p.merchantId)
+        .where("environment", "=", p.environment);
+      if (status) base = base.where("delivery_status", "=", status);
+      if (q.transactionId) base = base.where("transaction_id", "=", q.transactionId);
+      const sortColumn =
+        params.sortBy === "updatedAt"
+          ? "updated_at"
+          : params.sortBy === "status"
+            ? "delivery_status"
+            : "created_at";
+      const [rows, count] = await Promise.all([
+        base
+          .selectAll()
+          .orderBy(sortColumn, params.order)
+          .orderBy("id", params.order)
+          .limit(params.limit)
+          .offset(params.offset)
+          .execute(),
+        base.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
+      ]);
+      return {
+        success: true as const,
+        data: rows.map(formatWebhookEvent),
+        pagination: pagination(params, Number(count.n)),
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/webhook/events/:webhookEventId",
+    {
+      config: { auth: "merchant", tier: "standard" },
+      schema: {
+        summary: "One event with every delivery attempt",
+        tags,
+        params: EventIdParams,
+        response: {
+          200: ok(Type.Composite([WebhookEvent, Type.Object({ deliveryAttempts: Type.Array(Attempt) })])),
+          ...commonErrors,
+        },
+      },
+    },
+    async (request) => {
+      const p = principal(request);
+      const event = await db
+        .selectFrom("webhook_events")
+        .selectAll()
+        .where("id", "=", request.params.webhookEventId)
+        .where("merchant_id", "=", p.merchantId)
+        .where("environment", "=", p.environment)
+        .executeTakeFirst();
+      if (!event) throw AppError.notFound("Webhook event not found.");
+      const attempts = await db
+        .selectFrom("webhook_attempts")
+        .selectAll()
+        .where("event_id", "=", event.id)
+        .orderBy("id", "asc")
+        .execute();
+      return {
+        success: true as const,
+        data: { ...formatWebhookEvent(event), deliveryAttempts: attempts.map(formatAttempt) },
+      };
+    },
+  );
+}
