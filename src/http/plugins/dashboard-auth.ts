@@ -1,13 +1,147 @@
-import type { FastifyRequest } from "fastify";
+import cookie from "@fastify/cookie";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AuthKit } from "../../auth/kit.js";
+import { findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "../../auth/sessions.js";
+import type { Config } from "../../config/config.js";
+import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
 import type { Principal } from "../context.js";
+import { allowedOrigins, assertWriteOrigin, isSafeMethod } from "./cors.js";
 
 /**
- * The dashboard channel (SPEC §5.2): JWT in an httpOnly cookie or `Authorization: Bearer`.
- * NOT BUILT YET — the dashboard channel issue replaces this with real JWT verification. Until
- * then every dashboard-channel request is refused with 401, which is the correct answer for a
- * caller without valid credentials.
+ * The dashboard channel (SPEC §5.2, CONTRACT §6): a short-lived access JWT from the httpOnly
+ * cookie or `Authorization: Bearer`, checked against its live session (so logout, reuse detection
+ * and password changes end it at once). The environment is `X-Environment` when sent, else the
+ * base URL that received the request. Admins are read-only and confined to `/api/v1/admin/*`
+ * (plus their own `/api/v1/auth/*`); merchants never reach `/api/v1/admin/*`.
  */
-export async function authenticateDashboard(_request: FastifyRequest): Promise<Principal> {
-  throw AppError.invalidAuth("Missing or invalid dashboard session.");
+
+export const ACCESS_COOKIE = "sg_access";
+export const REFRESH_COOKIE = "sg_refresh";
+/** The refresh cookie is sent only to the auth routes (refresh, logout), never to the API. */
+export const REFRESH_COOKIE_PATH = "/api/v1/auth";
+
+export interface DashboardSession {
+  sessionId: string;
+  userId: string;
+  email: string;
+  via: "cookie" | "bearer";
+}
+
+const sessions = new WeakMap<FastifyRequest, DashboardSession>();
+
+/** The session behind a dashboard-authenticated request (set by `authenticateDashboard`). */
+export function dashboardSession(request: FastifyRequest): DashboardSession {
+  const s = sessions.get(request);
+  if (!s) throw new Error("route is not on the dashboard channel");
+  return s;
+}
+
+interface Verifier {
+  kit: AuthKit;
+  origins: ReadonlySet<string>;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    stablegateDashboard: Verifier | undefined;
+  }
+}
+
+/** Registers cookie parsing and the verifier; call before `registerAuth`. */
+export async function registerDashboardAuth(app: FastifyInstance, kit: AuthKit) {
+  await app.register(cookie, { hook: "onRequest" });
+  app.decorate("stablegateDashboard", { kit, origins: allowedOrigins(kit.config) });
+  app.addHook("onClose", async () => kit.mailer.close());
+}
+
+export function readEnvironmentHeader(request: FastifyRequest): Environment {
+  const raw = request.headers["x-environment"];
+  if (raw === undefined) return request.environment;
+  if (raw === "sandbox" || raw === "production") return raw;
+  throw AppError.validation([{ field: "X-Environment", message: "must be sandbox or production" }]);
+}
+
+const invalid = () => AppError.invalidAuth("Missing or invalid dashboard session.");
+
+export async function authenticateDashboard(request: FastifyRequest): Promise<Principal> {
+  const verifier = request.server.stablegateDashboard;
+  if (!verifier) throw invalid();
+  const { kit } = verifier;
+
+  const authorization = request.headers.authorization;
+  let token: string | undefined;
+  let via: DashboardSession["via"] = "bearer";
+  if (typeof authorization === "string" && authorization.startsWith("Bearer ")) {
+    token = authorization.slice(7).trim();
+  } else {
+    token = request.cookies?.[ACCESS_COOKIE];
+    via = "cookie";
+  }
+  if (!token) throw invalid();
+  const claims = await kit.tokens.verify(token);
+  if (!claims) throw invalid();
+  const session = await findActiveSession(kit.db, claims.sessionId, kit.now());
+  if (!session || session.userId !== claims.userId) throw invalid();
+  if (via === "cookie") assertWriteOrigin(request, verifier.origins, true);
+
+  const path = request.url;
+  const adminPath = path.startsWith("/api/v1/admin/") || path === "/api/v1/admin";
+  const authPath = path.startsWith("/api/v1/auth/");
+  if (session.role === "admin") {
+    if (!adminPath && !authPath)
+      throw AppError.forbidden("Admin accounts use the read-only /api/v1/admin/* views.");
+    if (adminPath && !isSafeMethod(request.method)) throw AppError.forbidden("Admin access is read-only.");
+  } else {
+    if (adminPath) throw AppError.forbidden("Admin views need an admin account.");
+    if (session.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
+  }
+  const environment = readEnvironmentHeader(request);
+  sessions.set(request, { sessionId: session.sessionId, userId: session.userId, email: session.email, via });
+  return {
+    channel: "dashboard",
+    // Admins belong to no merchant; merchant-scoped routes refuse them above.
+    merchantId: session.merchantId ?? "",
+    environment,
+    userId: session.userId,
+    role: session.role,
+  };
+}
+
+/** The dashboard principal of a route declared with `auth: "dashboard"`. */
+export function dashboardPrincipal(request: FastifyRequest): Extract<Principal, { channel: "dashboard" }> {
+  const p = request.principal;
+  if (p?.channel !== "dashboard") throw new Error("route is not on the dashboard channel");
+  return p;
+}
+
+function cookieBase(config: Config) {
+  // Production mode: Secure + SameSite=Strict (SPEC §5.2). Locally (plain http) Secure would drop them.
+  return config.production
+    ? ({ httpOnly: true, secure: true, sameSite: "strict" } as const)
+    : ({ httpOnly: true, secure: false, sameSite: "lax" } as const);
+}
+
+export function setSessionCookies(
+  reply: FastifyReply,
+  config: Config,
+  accessToken: string,
+  accessTtlSeconds: number,
+  refreshToken?: string,
+) {
+  const base = cookieBase(config);
+  reply.setCookie(ACCESS_COOKIE, accessToken, { ...base, path: "/", maxAge: accessTtlSeconds });
+  if (refreshToken) {
+    reply.setCookie(REFRESH_COOKIE, refreshToken, {
+      ...base,
+      path: REFRESH_COOKIE_PATH,
+      maxAge: REFRESH_TOKEN_TTL_SECONDS,
+    });
+  }
+}
+
+export function clearSessionCookies(reply: FastifyReply, config: Config) {
+  const base = cookieBase(config);
+  reply.clearCookie(ACCESS_COOKIE, { ...base, path: "/" });
+  reply.clearCookie(REFRESH_COOKIE, { ...base, path: REFRESH_COOKIE_PATH });
 }

@@ -1,0 +1,111 @@
+import { createHmac, randomInt, timingSafeEqual } from "node:crypto";
+import type { Db } from "../db/database.js";
+import type { OtpPurpose } from "../db/tables/dashboard.js";
+import { newId } from "../domain/ids.js";
+
+/**
+ * E-mailed one-time passwords (CONTRACT §6): 6 digits, kept only as an HMAC (a keyed hash: six
+ * digits under a plain hash fall to a million guesses offline), `OTP_TTL_SECONDS` long, 5 tries,
+ * single use, bound to their purpose. Requesting a new code retires the open ones of the purpose.
+ */
+export const OTP_PURPOSES = ["payout", "password_change"] as const;
+export const OTP_MAX_ATTEMPTS = 5;
+
+export class OtpService {
+  constructor(
+    private readonly db: Db,
+    /** HMAC key (derived from SECRET_ENCRYPTION_KEY). */
+    private readonly key: Buffer,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  #hash(id: string, code: string): Buffer {
+    return createHmac("sha256", this.key).update(`${id}:${code}`).digest();
+  }
+
+  /** Creates a code and returns it (to be e-mailed); earlier open codes of the purpose stop working. */
+  async issue(userId: string, purpose: OtpPurpose, now: Date): Promise<{ code: string; expiresAt: Date }> {
+    const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
+    const id = newId("otp");
+    const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable("dashboard_otps")
+        .set({ consumed_at: now })
+        .where("user_id", "=", userId)
+        .where("purpose", "=", purpose)
+        .where("consumed_at", "is", null)
+        .execute();
+      await trx
+        .insertInto("dashboard_otps")
+        .values({
+          id,
+          user_id: userId,
+          purpose,
+          code_hash: this.#hash(id, code),
+          expires_at: expiresAt,
+          created_at: now,
+          consumed_at: null,
+        })
+        .execute();
+    });
+    return { code, expiresAt };
+  }
+
+  /**
+   * Checks and consumes a code. A wrong code uses up one of the 5 tries of the open code; an
+   * expired, used-up, consumed or other-purpose code never matches. Runs in the caller's
+   * transaction when given one, so the code is consumed together with the action it authorises.
+   */
+  async verify(
+    userId: string,
+    purpose: OtpPurpose,
+    code: string,
+    now: Date,
+    db: Db = this.db,
+  ): Promise<boolean> {
+    if (!/^\d{6}$/.test(code)) {
+      // Malformed input still costs a try, like any wrong code.
+      await this.#spendTry(db, userId, purpose, now);
+      return false;
+    }
+    const run = async (trx: Db): Promise<boolean> => {
+      const row = await trx
+        .selectFrom("dashboard_otps")
+        .select(["id", "code_hash", "attempts", "expires_at"])
+        .where("user_id", "=", userId)
+        .where("purpose", "=", purpose)
+        .where("consumed_at", "is", null)
+        .orderBy("created_at", "desc")
+        .limit(1)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!row) return false;
+      if (new Date(row.expires_at).getTime() <= now.getTime() || row.attempts >= OTP_MAX_ATTEMPTS)
+        return false;
+      const match = timingSafeEqual(Buffer.from(row.code_hash), this.#hash(row.id, code));
+      if (!match) {
+        await trx
+          .updateTable("dashboard_otps")
+          .set({ attempts: row.attempts + 1 })
+          .where("id", "=", row.id)
+          .execute();
+        return false;
+      }
+      await trx.updateTable("dashboard_otps").set({ consumed_at: now }).where("id", "=", row.id).execute();
+      return true;
+    };
+    return db.isTransaction ? run(db) : db.transaction().execute(run);
+  }
+
+  async #spendTry(db: Db, userId: string, purpose: OtpPurpose, now: Date) {
+    await db
+      .updateTable("dashboard_otps")
+      .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
+      .where("user_id", "=", userId)
+      .where("purpose", "=", purpose)
+      .where("consumed_at", "is", null)
+      .where("expires_at", ">", now)
+      .execute();
+  }
+}

@@ -1,0 +1,80 @@
+import type { Generated, Selectable } from "kysely";
+import type { Timestamp } from "./common.js";
+
+/** Tables of migration 0005 (dashboard channel: logins, sessions, OTPs, password resets, mail outbox). */
+
+export type DashboardRole = "merchant" | "admin";
+export type OtpPurpose = "payout" | "password_change";
+export type SessionRevokedReason = "logout" | "reuse" | "password_change" | "password_reset";
+
+export interface DashboardUsersTable {
+  id: string;
+  merchant_id: string | null;
+  email: string;
+  password_hash: string;
+  role: DashboardRole;
+  totp_secret: string | null;
+  totp_enabled: Generated<boolean>;
+  totp_last_step: bigint | null;
+  failed_logins: Generated<number>;
+  locked_until: Date | null;
+  password_changed_at: Timestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface DashboardSessionsTable {
+  id: string;
+  user_id: string;
+  created_at: Timestamp;
+  last_used_at: Timestamp;
+  expires_at: Date | string;
+  revoked_at: Date | null;
+  revoked_reason: SessionRevokedReason | null;
+}
+
+export interface DashboardRefreshTokensTable {
+  token_hash: Buffer | Uint8Array;
+  session_id: string;
+  created_at: Timestamp;
+  used_at: Date | null;
+}
+
+export interface DashboardOtpsTable {
+  id: string;
+  user_id: string;
+  purpose: OtpPurpose;
+  code_hash: Buffer | Uint8Array;
+  attempts: Generated<number>;
+  expires_at: Date | string;
+  consumed_at: Date | null;
+  created_at: Timestamp;
+}
+
+export interface DashboardPasswordResetsTable {
+  token_hash: Buffer | Uint8Array;
+  user_id: string;
+  expires_at: Date | string;
+  used_at: Date | null;
+  created_at: Timestamp;
+}
+
+export interface MailOutboxTable {
+  id: string;
+  recipient: string;
+  subject: string;
+  body: string;
+  created_at: Timestamp;
+}
+
+export interface DashboardTables {
+  dashboard_users: DashboardUsersTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_refresh_tokens: DashboardRefreshTokensTable;
+  dashboard_otps: DashboardOtpsTable;
+  dashboard_password_resets: DashboardPasswordResetsTable;
+  mail_outbox: MailOutboxTable;
+}
+
+export type DashboardUser = Selectable<DashboardUsersTable>;
+export type MailOutboxRow = Selectable<MailOutboxTable>;

@@ -1,0 +1,90 @@
+import cors from "@fastify/cors";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Config } from "../../config/config.js";
+import { AppError } from "../../domain/errors.js";
+
+/**
+ * CORS for the dashboard (SPEC §5.2, CONTRACT §9): the browser may call dashboard, auth, admin and
+ * webhook-management routes from the origins of `CORS_ORIGINS`, with credentials. API-key paths
+ * are exempt: they get no CORS headers at all (server-to-server; a secret never belongs in a browser).
+ */
+const BROWSER_PATHS = ["/api/v1/auth/", "/api/v1/dashboard/", "/api/v1/admin/", "/api/v1/webhook/"];
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function isBrowserPath(url: string): boolean {
+  return BROWSER_PATHS.some((p) => url.startsWith(p));
+}
+
+export function isSafeMethod(method: string): boolean {
+  return SAFE_METHODS.has(method);
+}
+
+/** The caller's origin: `Origin`, else the origin of `Referer`; undefined when neither is sent. */
+function requestOrigin(request: FastifyRequest): string | undefined {
+  const origin = request.headers.origin;
+  if (typeof origin === "string" && origin !== "") return origin;
+  const referer = request.headers.referer;
+  if (typeof referer === "string" && referer !== "") {
+    try {
+      return new URL(referer).origin;
+    } catch {
+      return "null";
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The Origin check of cookie-authenticated writes (CSRF defence beside `sameSite`): a write whose
+ * origin is not allowed is refused; when the session came from a cookie the origin must be present.
+ */
+export function assertWriteOrigin(
+  request: FastifyRequest,
+  allowed: ReadonlySet<string>,
+  mustBePresent: boolean,
+) {
+  if (isSafeMethod(request.method)) return;
+  const origin = requestOrigin(request);
+  if (origin === undefined) {
+    if (mustBePresent)
+      throw AppError.forbidden("Cookie-authenticated writes need an Origin header from an allowed origin.");
+    return;
+  }
+  if (!allowed.has(origin)) throw AppError.forbidden(`Origin ${origin} is not allowed.`);
+}
+
+export function allowedOrigins(config: Config): ReadonlySet<string> {
+  return new Set(config.corsOrigins.map((o) => o.replace(/\/+$/, "")));
+}
+
+export async function registerCors(app: FastifyInstance, config: Config) {
+  const origins = allowedOrigins(config);
+  await app.register(cors, {
+    hook: "onRequest",
+    delegator: (request, callback) => {
+      if (!isBrowserPath(request.url)) {
+        callback(null, { origin: false });
+        return;
+      }
+      callback(null, {
+        origin: [...origins],
+        credentials: true,
+        methods: ["GET", "POST", "PATCH", "DELETE"],
+        allowedHeaders: ["Content-Type", "Authorization", "X-Environment", "X-Request-Id", "Idempotency-Key"],
+        exposedHeaders: [
+          "X-Request-Id",
+          "RateLimit-Limit",
+          "RateLimit-Remaining",
+          "RateLimit-Reset",
+          "RateLimit-Policy",
+          "Retry-After",
+        ],
+        maxAge: 600,
+      });
+    },
+  });
+  // Writes to browser paths from a foreign origin are refused whatever the credentials.
+  app.addHook("onRequest", async (request) => {
+    if (isBrowserPath(request.url)) assertWriteOrigin(request, origins, false);
+  });
+}

@@ -1,0 +1,391 @@
+import { Type } from "@sinclair/typebox";
+import type { FastifyRequest } from "fastify";
+import { authKit } from "../../auth/kit.js";
+import { OTP_PURPOSES } from "../../auth/otp.js";
+import { revokeSession, rotateRefreshToken, sessionOfRefreshToken } from "../../auth/sessions.js";
+import { findUserById } from "../../auth/users.js";
+import { AppError } from "../../domain/errors.js";
+import { findMerchantById } from "../../repositories/merchants.js";
+import {
+  changePassword,
+  disableTotp,
+  enableTotp,
+  forgotPassword,
+  issueAccessToken,
+  login,
+  register,
+  requestOtp,
+  resetPassword,
+  setupTotp,
+} from "../../services/accounts.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { allowedOrigins, assertWriteOrigin } from "../plugins/cors.js";
+import {
+  clearSessionCookies,
+  dashboardPrincipal,
+  dashboardSession,
+  REFRESH_COOKIE,
+  setSessionCookies,
+} from "../plugins/dashboard-auth.js";
+import { commonErrors, ok } from "../schemas/common.js";
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const UserSchema = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  role: Type.Union([Type.Literal("merchant"), Type.Literal("admin")]),
+  merchantId: Nullable(Type.String()),
+  companyName: Nullable(Type.String()),
+  totpEnabled: Type.Boolean(),
+  createdAt: Type.String({ format: "date-time" }),
+});
+
+const SessionTokens = {
+  accessToken: Type.String({
+    description: "Also set as the httpOnly cookie; send as `Authorization: Bearer` from non-browser clients",
+  }),
+  expiresIn: Type.Integer({ description: "Seconds until the access token expires; refresh before" }),
+};
+
+const KeyPairSchema = Type.Object({
+  id: Type.String(),
+  environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+  apiKey: Type.String(),
+  apiSecret: Type.String({ description: "Shown only in this response" }),
+});
+
+const Email = Type.String({ minLength: 3, maxLength: 254 });
+const Password = Type.String({ minLength: 1, maxLength: 256 });
+const Done = Type.Object({ message: Type.String() });
+const Code = Type.Object(
+  { code: Type.String({ minLength: 1, maxLength: 16 }) },
+  { additionalProperties: false },
+);
+
+/** `/api/v1/auth/*`: registration, sessions, password reset and change, OTPs and TOTP enrolment. */
+export function authRoutes(app: App, deps: RouteDeps) {
+  const kit = authKit(deps);
+  const { config } = deps;
+  const origins = allowedOrigins(config);
+
+  async function userView(userId: string) {
+    const user = await findUserById(kit.db, userId);
+    if (!user) throw AppError.invalidAuth();
+    const merchant = user.merchant_id ? await findMerchantById(kit.db, user.merchant_id) : undefined;
+    return {
+      id: user.id,
+      email: user.email,
+      role: user.role,
+      merchantId: user.merchant_id,
+      companyName: merchant?.company_name ?? null,
+      totpEnabled: user.totp_enabled,
+      createdAt: new Date(user.created_at).toISOString(),
+    };
+  }
+
+  function refreshCookie(request: FastifyRequest): string | undefined {
+    const v = request.cookies?.[REFRESH_COOKIE];
+    return v ? v : undefined;
+  }
+
+  app.post(
+    "/api/v1/auth/register",
+    {
+      config: { tier: "auth" },
+      schema: {
+        summary: "Register a merchant account (signs in; returns one API key pair per environment, once)",
+        tags: ["Dashboard auth"],
+        body: Type.Object(
+          { email: Email, password: Password, companyName: Type.String({ minLength: 1, maxLength: 200 }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: ok(Type.Object({ user: UserSchema, apiKeys: Type.Array(KeyPairSchema), ...SessionTokens })),
+          ...commonErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const r = await register(kit, request.body);
+      setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
+      return reply.code(201).send({
+        success: true as const,
+        data: {
+          user: await userView(r.user.id),
+          apiKeys: r.merchant.keys,
+          accessToken: r.accessToken,
+          expiresIn: kit.tokens.ttlSeconds,
+        },
+      });
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/login",
+    {
+      config: { tier: "auth" },
+      schema: {
+        summary: "Sign in (sets the session cookies); `totp` is required once 2FA is enabled",
+        tags: ["Dashboard auth"],
+        body: Type.Object(
+          { email: Email, password: Password, totp: Type.Optional(Type.String({ maxLength: 16 })) },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(Type.Object({ user: UserSchema, ...SessionTokens })), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const r = await login(kit, request.body);
+      setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
+      return {
+        success: true as const,
+        data: {
+          user: await userView(r.user.id),
+          accessToken: r.accessToken,
+          expiresIn: kit.tokens.ttlSeconds,
+        },
+      };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/refresh",
+    {
+      config: { tier: "dashboard" },
+      schema: {
+        summary: "Rotate the refresh token (cookie) and get a new access token",
+        description: "Presenting an already rotated refresh token ends the whole session (reuse detection).",
+        tags: ["Dashboard auth"],
+        response: { 200: ok(Type.Object(SessionTokens)), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      assertWriteOrigin(request, origins, false);
+      const token = refreshCookie(request);
+      if (!token) throw AppError.invalidAuth("Missing refresh token.");
+      const r = await rotateRefreshToken(kit.db, token, kit.now());
+      if (r.kind !== "rotated") {
+        clearSessionCookies(reply, config);
+        if (r.kind === "reuse")
+          request.log.warn({ sessionId: r.sessionId }, "refresh token reuse: session revoked");
+        throw AppError.invalidAuth("Invalid or expired refresh token; sign in again.");
+      }
+      const accessToken = await issueAccessToken(kit, r.userId, r.sessionId);
+      setSessionCookies(reply, config, accessToken, kit.tokens.ttlSeconds, r.refreshToken);
+      return { success: true as const, data: { accessToken, expiresIn: kit.tokens.ttlSeconds } };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/logout",
+    {
+      config: { tier: "dashboard" },
+      schema: {
+        summary: "Sign out: ends the session (refresh cookie or access token) and clears the cookies",
+        tags: ["Dashboard auth"],
+        response: { 200: ok(Done), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      assertWriteOrigin(request, origins, false);
+      const now = kit.now();
+      const refresh = refreshCookie(request);
+      const fromRefresh = refresh ? await sessionOfRefreshToken(kit.db, refresh) : undefined;
+      if (fromRefresh) await revokeSession(kit.db, fromRefresh, "logout", now);
+      const authorization = request.headers.authorization;
+      const access = authorization?.startsWith("Bearer ")
+        ? authorization.slice(7).trim()
+        : request.cookies?.sg_access;
+      const claims = access ? await kit.tokens.verify(access) : null;
+      if (claims) await revokeSession(kit.db, claims.sessionId, "logout", now);
+      clearSessionCookies(reply, config);
+      return { success: true as const, data: { message: "Signed out." } };
+    },
+  );
+
+  app.get(
+    "/api/v1/auth/me",
+    {
+      config: { auth: "dashboard", tier: "dashboard" },
+      schema: {
+        summary: "The signed-in user and the environment the dashboard is looking at",
+        tags: ["Dashboard auth"],
+        response: {
+          200: ok(
+            Type.Object({
+              user: UserSchema,
+              environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+            }),
+          ),
+          ...commonErrors,
+        },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      return { success: true as const, data: { user: await userView(p.userId), environment: p.environment } };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/password/forgot",
+    {
+      config: { tier: "auth" },
+      schema: {
+        summary: "E-mail a single-use password-reset token (same answer whether or not the account exists)",
+        tags: ["Dashboard auth"],
+        body: Type.Object({ email: Email }, { additionalProperties: false }),
+        response: { 200: ok(Done), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const app0 = config.corsOrigins[0] ?? config.http.productionBaseUrl;
+      await forgotPassword(
+        kit,
+        request.body.email,
+        (t) => `${app0}/reset-password?token=${encodeURIComponent(t)}`,
+      );
+      return {
+        success: true as const,
+        data: { message: "If an account exists for this e-mail, a reset link is on its way." },
+      };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/password/reset",
+    {
+      config: { tier: "auth" },
+      schema: {
+        summary: "Set a new password with an e-mailed reset token (ends every session)",
+        tags: ["Dashboard auth"],
+        body: Type.Object(
+          { token: Type.String({ minLength: 1, maxLength: 200 }), newPassword: Password },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(Done), ...commonErrors },
+      },
+    },
+    async (request) => {
+      await resetPassword(kit, request.body.token, request.body.newPassword);
+      return {
+        success: true as const,
+        data: { message: "Password changed; sign in with the new password." },
+      };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/otp",
+    {
+      config: { auth: "dashboard", tier: "auth" },
+      schema: {
+        summary: "E-mail a 6-digit one-time code for a purpose (payout, password_change)",
+        tags: ["Dashboard auth"],
+        body: Type.Object(
+          { purpose: Type.Union(OTP_PURPOSES.map((p) => Type.Literal(p))) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: ok(Type.Object({ purpose: Type.String(), expiresAt: Type.String({ format: "date-time" }) })),
+          ...commonErrors,
+        },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const { expiresAt } = await requestOtp(kit, p.userId, request.body.purpose);
+      return {
+        success: true as const,
+        data: { purpose: request.body.purpose, expiresAt: expiresAt.toISOString() },
+      };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/password/change",
+    {
+      config: { auth: "dashboard", tier: "auth" },
+      schema: {
+        summary: "Change the password: current password + an OTP of purpose password_change",
+        description: "Every other session of the user ends.",
+        tags: ["Dashboard auth"],
+        body: Type.Object(
+          {
+            currentPassword: Password,
+            newPassword: Password,
+            otp: Type.String({ minLength: 1, maxLength: 16 }),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(Done), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      await changePassword(kit, p.userId, dashboardSession(request).sessionId, request.body);
+      return { success: true as const, data: { message: "Password changed." } };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/2fa/setup",
+    {
+      config: { auth: "dashboard", tier: "dashboard" },
+      schema: {
+        summary: "Start TOTP enrolment: a new seed as otpauth URI and QR code (not active until enabled)",
+        tags: ["Dashboard auth"],
+        response: {
+          200: ok(
+            Type.Object({
+              secret: Type.String({ description: "Base32 seed, for manual entry" }),
+              otpauthUri: Type.String(),
+              qrCode: Type.String({ description: "PNG data URL of the otpauth URI" }),
+            }),
+          ),
+          409: commonErrors[400],
+          ...commonErrors,
+        },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      return { success: true as const, data: await setupTotp(kit, p.userId) };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/2fa/enable",
+    {
+      config: { auth: "dashboard", tier: "auth" },
+      schema: {
+        summary: "Enable TOTP with a valid code of the seed from setup",
+        tags: ["Dashboard auth"],
+        body: Code,
+        response: { 200: ok(Done), 409: commonErrors[400], ...commonErrors },
+      },
+    },
+    async (request) => {
+      await enableTotp(kit, dashboardPrincipal(request).userId, request.body.code);
+      return { success: true as const, data: { message: "Two-factor authentication enabled." } };
+    },
+  );
+
+  app.post(
+    "/api/v1/auth/2fa/disable",
+    {
+      config: { auth: "dashboard", tier: "auth" },
+      schema: {
+        summary: "Disable TOTP with a valid code",
+        tags: ["Dashboard auth"],
+        body: Code,
+        response: { 200: ok(Done), 409: commonErrors[400], ...commonErrors },
+      },
+    },
+    async (request) => {
+      await disableTotp(kit, dashboardPrincipal(request).userId, request.body.code);
+      return { success: true as const, data: { message: "Two-factor authentication disabled." } };
+    },
+  );
+}

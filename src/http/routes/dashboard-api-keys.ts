@@ -1,0 +1,134 @@
+import { Type } from "@sinclair/typebox";
+import type { ApiKeyRow } from "../../db/schema.js";
+import {
+  createApiKey,
+  listApiKeys,
+  revokeOwnApiKey,
+  rotateApiKey,
+} from "../../services/api-key-management.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
+import { commonErrors, list, ok } from "../schemas/common.js";
+
+const Env = Type.Union([Type.Literal("production"), Type.Literal("sandbox")]);
+
+const ApiKeySchema = Type.Object({
+  id: Type.String(),
+  environment: Env,
+  apiKey: Type.String(),
+  secretHint: Type.String({
+    description: "Last 4 characters of the secret; the secret itself is never shown again",
+  }),
+  status: Type.Union([Type.Literal("active"), Type.Literal("revoked")]),
+  revokedReason: Type.Union([Type.Literal("revoked"), Type.Literal("rotated"), Type.Null()]),
+  replacedBy: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String({ format: "date-time" }),
+  revokedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+});
+
+const NewKeyPair = Type.Object({
+  id: Type.String(),
+  apiKey: Type.String(),
+  apiSecret: Type.String({
+    description: "Shown only in this response; store it in your server's secret store",
+  }),
+  environment: Env,
+});
+
+function view(k: ApiKeyRow) {
+  return {
+    id: k.id,
+    environment: k.environment,
+    apiKey: k.api_key,
+    secretHint: `…${k.secret_hint}`,
+    status: k.status,
+    revokedReason: k.revoked_reason,
+    replacedBy: k.replaced_by,
+    createdAt: new Date(k.created_at).toISOString(),
+    revokedAt: k.revoked_at ? new Date(k.revoked_at).toISOString() : null,
+  };
+}
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+/** `/api/v1/dashboard/api-keys`: key pairs of the dashboard's environment (CONTRACT §6). */
+export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
+  const db = database.db;
+  const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+
+  app.get(
+    "/api/v1/dashboard/api-keys",
+    {
+      config: cfg,
+      schema: {
+        summary: "List the API key pairs of the environment (never secrets)",
+        tags: ["Dashboard"],
+        querystring: ListQuerySchema,
+        response: { 200: list(ApiKeySchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const params = listParams(request.query);
+      const { rows, total } = await listApiKeys(db, p.merchantId, p.environment, params);
+      return { success: true as const, data: rows.map(view), pagination: pagination(params, total) };
+    },
+  );
+
+  app.post(
+    "/api/v1/dashboard/api-keys",
+    {
+      config: cfg,
+      schema: {
+        summary: "Create a key pair (the secret is shown once)",
+        description: "`environment` defaults to the dashboard's environment (X-Environment or base URL).",
+        tags: ["Dashboard"],
+        body: Type.Object({ environment: Type.Optional(Env) }, { additionalProperties: false }),
+        response: { 201: ok(NewKeyPair), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const p = dashboardPrincipal(request);
+      const pair = await createApiKey(db, p.merchantId, request.body.environment ?? p.environment);
+      return reply.code(201).send({ success: true as const, data: pair });
+    },
+  );
+
+  app.post(
+    "/api/v1/dashboard/api-keys/:id/rotate",
+    {
+      config: cfg,
+      schema: {
+        summary: "Rotate a key pair: a new pair (shown once); the old pair stops working at once",
+        tags: ["Dashboard"],
+        params: IdParams,
+        response: { 200: ok(NewKeyPair), 409: commonErrors[400], ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      return { success: true as const, data: await rotateApiKey(db, p.merchantId, request.params.id) };
+    },
+  );
+
+  app.delete(
+    "/api/v1/dashboard/api-keys/:id",
+    {
+      config: cfg,
+      schema: {
+        summary: "Revoke a key pair",
+        tags: ["Dashboard"],
+        params: IdParams,
+        response: { 200: ok(ApiKeySchema), 409: commonErrors[400], ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      return {
+        success: true as const,
+        data: view(await revokeOwnApiKey(db, p.merchantId, request.params.id)),
+      };
+    },
+  );
+}

@@ -1,0 +1,88 @@
+import { Type } from "@sinclair/typebox";
+import { CURRENCY_TYPES } from "../../domain/currency.js";
+import { formatAmount } from "../../domain/money.js";
+import { getSettings, type MerchantSettings, updateSettings } from "../../services/settings.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
+import { commonErrors, ok } from "../schemas/common.js";
+
+const Amount = Type.Union([Type.Number(), Type.String()], { description: "USDT, at most 6 decimals" });
+
+const SettingsSchema = Type.Object({
+  environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+  autoWithdraw: Type.Boolean(),
+  autoApproveThreshold: Type.Object(
+    Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Number()])) as Record<
+      string,
+      ReturnType<typeof Type.Number>
+    >,
+    { description: "Per currency type, in USDT" },
+  ),
+  ipAllowlist: Type.Array(Type.String()),
+  updatedAt: Type.String({ format: "date-time" }),
+});
+
+function view(s: MerchantSettings) {
+  return {
+    environment: s.environment,
+    autoWithdraw: s.autoWithdraw,
+    autoApproveThreshold: Object.fromEntries(
+      Object.entries(s.autoApproveThreshold).map(([c, units]) => [c, formatAmount(units)]),
+    ),
+    ipAllowlist: s.ipAllowlist,
+    updatedAt: s.updatedAt.toISOString(),
+  };
+}
+
+/** `/api/v1/dashboard/settings`: withdrawal settings and IP allowlist of the dashboard's environment. */
+export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
+  const db = deps.database.db;
+  const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+
+  app.get(
+    "/api/v1/dashboard/settings",
+    {
+      config: cfg,
+      schema: {
+        summary: "Settings of the environment",
+        tags: ["Dashboard"],
+        response: { 200: ok(SettingsSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      return { success: true as const, data: view(await getSettings(db, p.merchantId, p.environment)) };
+    },
+  );
+
+  app.patch(
+    "/api/v1/dashboard/settings",
+    {
+      config: cfg,
+      schema: {
+        summary: "Change settings of the environment (fields not sent stay as they are)",
+        tags: ["Dashboard"],
+        body: Type.Object(
+          {
+            autoWithdraw: Type.Optional(Type.Boolean()),
+            autoApproveThreshold: Type.Optional(Type.Record(Type.String(), Amount)),
+            ipAllowlist: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1000 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(SettingsSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const s = await updateSettings(
+        db,
+        p.merchantId,
+        p.environment,
+        request.body,
+        new Date(deps.clock.now()),
+      );
+      return { success: true as const, data: view(s) };
+    },
+  );
+}

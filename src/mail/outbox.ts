@@ -1,0 +1,55 @@
+import type { Db } from "../db/database.js";
+import type { MailOutboxRow } from "../db/tables/dashboard.js";
+import { newId } from "../domain/ids.js";
+import type { Clock } from "../lib/clock.js";
+import type { Mail, Mailer } from "./mailer.js";
+
+/**
+ * The local outbox used outside production mode when no `SMTP_URL` is set: mails are rows of
+ * `mail_outbox`, so every instance and the tests see them, and the dashboard lists them.
+ */
+export class OutboxMailer implements Mailer {
+  readonly kind = "outbox" as const;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  async send(mail: Mail): Promise<void> {
+    await this.db
+      .insertInto("mail_outbox")
+      .values({
+        id: newId("mail"),
+        recipient: mail.to,
+        subject: mail.subject,
+        body: mail.text,
+        created_at: new Date(this.clock.now()),
+      })
+      .execute();
+  }
+
+  async close(): Promise<void> {}
+}
+
+export async function listOutbox(
+  db: Db,
+  recipient: string,
+  limit: number,
+  offset: number,
+): Promise<{ rows: MailOutboxRow[]; total: number }> {
+  const where = db
+    .selectFrom("mail_outbox")
+    .where((eb) => eb(eb.fn("lower", ["recipient"]), "=", recipient.toLowerCase()));
+  const [rows, count] = await Promise.all([
+    where
+      .selectAll()
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(limit)
+      .offset(offset)
+      .execute(),
+    where.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}

@@ -1,0 +1,112 @@
+import type { Db } from "../db/database.js";
+import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import { AppError, type FieldError } from "../domain/errors.js";
+import { validateAllowlist } from "../domain/ip-allowlist.js";
+import { parseAmount, UNIT } from "../domain/money.js";
+import { insertDefaultSettings } from "../repositories/merchants.js";
+
+/**
+ * Merchant settings per environment (CONTRACT §4.2, §6): `autoWithdraw` (default on),
+ * `autoApproveThreshold` per currency type (default 1,000 USDT; stored as base units, a missing
+ * currency means the default) and the API-key channel's `ipAllowlist`.
+ */
+export const DEFAULT_AUTO_APPROVE_THRESHOLD = 1_000n * UNIT;
+export const MAX_ALLOWLIST_ENTRIES = 100;
+
+export interface MerchantSettings {
+  environment: Environment;
+  autoWithdraw: boolean;
+  autoApproveThreshold: Record<CurrencyType, bigint>;
+  ipAllowlist: string[];
+  updatedAt: Date;
+}
+
+export async function getSettings(
+  db: Db,
+  merchantId: string,
+  environment: Environment,
+): Promise<MerchantSettings> {
+  let row = await db
+    .selectFrom("merchant_settings")
+    .selectAll()
+    .where("merchant_id", "=", merchantId)
+    .where("environment", "=", environment)
+    .executeTakeFirst();
+  if (!row) {
+    await insertDefaultSettings(db, merchantId, environment);
+    row = await db
+      .selectFrom("merchant_settings")
+      .selectAll()
+      .where("merchant_id", "=", merchantId)
+      .where("environment", "=", environment)
+      .executeTakeFirstOrThrow();
+  }
+  const stored = row.auto_approve_threshold ?? {};
+  const thresholds = {} as Record<CurrencyType, bigint>;
+  for (const c of CURRENCY_TYPES) {
+    const v = stored[c];
+    thresholds[c] = v !== undefined && /^\d+$/.test(v) ? BigInt(v) : DEFAULT_AUTO_APPROVE_THRESHOLD;
+  }
+  return {
+    environment,
+    autoWithdraw: row.auto_withdraw,
+    autoApproveThreshold: thresholds,
+    ipAllowlist: row.ip_allowlist ?? [],
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
+export interface SettingsPatch {
+  autoWithdraw?: boolean | undefined;
+  /** Per currency type: USDT as a JSON number or numeric string (CONTRACT §3). */
+  autoApproveThreshold?: Record<string, unknown> | undefined;
+  ipAllowlist?: string[] | undefined;
+}
+
+export async function updateSettings(
+  db: Db,
+  merchantId: string,
+  environment: Environment,
+  patch: SettingsPatch,
+  now: Date,
+): Promise<MerchantSettings> {
+  const errors: FieldError[] = [];
+  const thresholds: Partial<Record<CurrencyType, bigint>> = {};
+  for (const [currency, value] of Object.entries(patch.autoApproveThreshold ?? {})) {
+    const field = `autoApproveThreshold.${currency}`;
+    if (!(CURRENCY_TYPES as readonly string[]).includes(currency)) {
+      errors.push({ field, message: `must be one of ${CURRENCY_TYPES.join(", ")}` });
+      continue;
+    }
+    const r = parseAmount(value);
+    if (r.ok) thresholds[currency as CurrencyType] = r.units;
+    else errors.push({ field, message: r.message });
+  }
+  let allowlist: string[] | undefined;
+  if (patch.ipAllowlist !== undefined) {
+    allowlist = [...new Set(patch.ipAllowlist.map((e) => e.trim()))];
+    errors.push(...validateAllowlist(allowlist));
+    if (allowlist.length > MAX_ALLOWLIST_ENTRIES)
+      errors.push({ field: "ipAllowlist", message: `must have at most ${MAX_ALLOWLIST_ENTRIES} entries` });
+  }
+  if (errors.length > 0) throw AppError.validation(errors);
+
+  return db.transaction().execute(async (trx) => {
+    const current = await getSettings(trx, merchantId, environment);
+    const merged: Record<string, string> = {};
+    for (const c of CURRENCY_TYPES) merged[c] = String(thresholds[c] ?? current.autoApproveThreshold[c]);
+    await trx
+      .updateTable("merchant_settings")
+      .set({
+        auto_withdraw: patch.autoWithdraw ?? current.autoWithdraw,
+        auto_approve_threshold: JSON.stringify(merged),
+        ip_allowlist: allowlist ?? current.ipAllowlist,
+        updated_at: now,
+      })
+      .where("merchant_id", "=", merchantId)
+      .where("environment", "=", environment)
+      .execute();
+    return getSettings(trx, merchantId, environment);
+  });
+}
