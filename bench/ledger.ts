@@ -54,21 +54,19 @@ async function main() {
         while (performance.now() < deadline) {
           const merchantId = pick();
           const started = performance.now();
-          await db
-            .transaction()
-            .execute((trx) =>
-              creditDeposit(
-                trx,
-                {
-                  merchantId,
-                  environment: "sandbox",
-                  currencyType: "USDT-TRC20",
-                  transactionId: newId("tx"),
-                },
-                UNIT,
-                UNIT / 100n,
-              ),
-            );
+          await db.transaction().execute((trx) =>
+            creditDeposit(
+              trx,
+              {
+                merchantId,
+                environment: "sandbox",
+                currencyType: "USDT-TRC20",
+                transactionId: newId("tx"),
+              },
+              UNIT,
+              UNIT / 100n,
+            ),
+          );
           latencies.push(performance.now() - started);
           done++;
         }

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { printCreatedMerchant, runOperator } from "./cli/merchant-create.js";
 import { ConfigError } from "./config/config.js";
@@ -22,6 +23,9 @@ roles (default: serve)
 operator commands
   merchant create --email <email> --company <name> [--json]
              create a merchant and print one API key pair per environment
+  admin create --email <email> [--password-stdin]
+             create a read-only platform admin for the dashboard; without --password-stdin
+             a password is generated and printed once
   ledger verify [--json]
              recompute every balance from the journal and check every posting balances;
              exits 1 with a report on any mismatch
@@ -68,6 +72,31 @@ async function main(argv: string[]): Promise<number> {
     return report.ok ? 0 : 1;
   }
 
+  if (first === "admin") {
+    const [sub, ...flags] = rest;
+    if (sub !== "create") {
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    }
+    const { values } = parseArgs({
+      args: flags,
+      options: { email: { type: "string" }, "password-stdin": { type: "boolean" } },
+    });
+    const generated = !values["password-stdin"];
+    const password = generated
+      ? randomBytes(18).toString("base64url")
+      : (await readStdin()).replace(/\r?\n$/, "");
+    const admin = (await runOperator(config, "admin.create", { email: values.email ?? "", password })) as {
+      id: string;
+      email: string;
+    };
+    process.stdout.write(
+      `Admin ${admin.id} created for ${admin.email} (read-only dashboard access to /api/v1/admin/*).\n` +
+        (generated ? `Password (shown only now): ${password}\n` : ""),
+    );
+    return 0;
+  }
+
   if (!(ROLES as readonly string[]).includes(first)) {
     process.stderr.write(`unknown role or command: ${first}\n\n${USAGE}\n`);
     return 2;
@@ -97,6 +126,12 @@ async function main(argv: string[]): Promise<number> {
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
   });
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 main(process.argv.slice(2)).then(

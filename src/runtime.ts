@@ -1,6 +1,8 @@
 import path from "node:path";
 import { Redis } from "ioredis";
+import { buildChainRegistry, type ChainRegistry } from "./chains/registry.js";
 import type { Config } from "./config/config.js";
+import { resolveMnemonic } from "./config/mnemonic.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
@@ -12,6 +14,9 @@ import { FallbackRateLimitStore } from "./ratelimit/fallback-store.js";
 import { MemoryRateLimitStore } from "./ratelimit/memory-store.js";
 import { RedisRateLimitStore } from "./ratelimit/redis-store.js";
 import type { RateLimitStore } from "./ratelimit/store.js";
+import { AddressDeriver } from "./wallet/address-deriver.js";
+import { DepositHandoff } from "./watcher/handoff.js";
+import { chainReadinessChecks } from "./watcher/status.js";
 import { liveWorkers } from "./worker/heartbeat.js";
 
 /** Everything a process role needs, built once from the configuration. */
@@ -20,6 +25,12 @@ export interface Runtime extends RouteDeps {
   redis: Redis | undefined;
   /** The operator control socket path, when this process holds the embedded database. */
   controlSocket: string | null;
+  /** Every (network, environment) chain; production chains without an endpoint are "unavailable". */
+  chains: ChainRegistry;
+  /** Watch-only HD address derivation from `MASTER_MNEMONIC` (`allocateDepositAddress`). */
+  addressDeriver: AddressDeriver;
+  /** Where the deposit logic registers the handler of confirmed transfers (the watcher calls it). */
+  depositHandoff: DepositHandoff;
   close(): Promise<void>;
 }
 
@@ -40,6 +51,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   const secrets = await resolveSecrets(config);
+  const addressDeriver = AddressDeriver.fromMnemonic((await resolveMnemonic(config)).mnemonic);
   const closers: (() => Promise<void>)[] = [];
 
   let database = options.database;
@@ -143,6 +155,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     },
   ];
 
+  const chains = buildChainRegistry(config, { db: db.db, clock });
+  readiness.push(...chainReadinessChecks(chains, db.db, clock));
+
   let closed = false;
   return {
     config,
@@ -155,6 +170,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     metrics: options.metrics ?? createMetrics(),
     readiness,
     controlSocket,
+    chains,
+    addressDeriver,
+    depositHandoff: new DepositHandoff(),
     async close() {
       if (closed) return;
       closed = true;

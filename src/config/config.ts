@@ -41,6 +41,7 @@ export interface Config {
   /** Prefix of every Redis key, so one Redis can serve several deployments. */
   redisKeyPrefix: string;
   smtpUrl: string | undefined;
+  mailFrom: string | undefined;
   rateLimit: { enabled: boolean; windowMs: number; limits: Record<RateLimitTier, number> };
   webhooks: { retryScheduleSeconds: number[]; timeoutMs: number; ssrfAllowCidrs: string[] };
   checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
@@ -55,9 +56,9 @@ export interface Config {
   docs: { user: string | undefined; password: string | undefined };
   corsOrigins: string[];
   otpTtlSeconds: number;
-  metricsToken: string | undefined;
   /** Fees per currency type and kind (defaults overridden by FEE_SCHEDULE). */
   fees: FeeSchedule;
+  metricsToken: string | undefined;
   shutdownTimeoutMs: number;
 }
 
@@ -116,13 +117,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
   }
-  if (problems.length > 0) throw new ConfigError(problems);
   let fees = DEFAULT_FEE_SCHEDULE;
   if (e.FEE_SCHEDULE) {
     const parsedFees = parseFeeSchedule(e.FEE_SCHEDULE);
     if ("error" in parsedFees) problems.push({ variable: "FEE_SCHEDULE", message: parsedFees.error });
     else fees = parsedFees.schedule;
   }
+  if (problems.length > 0) throw new ConfigError(problems);
 
   const productionBaseUrl = stripSlash(e.PRODUCTION_BASE_URL ?? `http://localhost:${e.PORT}`);
   const sandboxBaseUrl = stripSlash(e.SANDBOX_BASE_URL ?? `http://localhost:${e.SANDBOX_PORT}`);
@@ -150,6 +151,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
     rateLimit: {
       enabled: e.RATE_LIMIT_ENABLED,
       windowMs: e.RATE_LIMIT_WINDOW_SECONDS * 1000,
@@ -195,9 +197,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     docs: { user: e.DOCS_USER, password: e.DOCS_PASSWORD },
     corsOrigins: e.CORS_ORIGINS ?? [productionBaseUrl, sandboxBaseUrl],
     otpTtlSeconds: e.OTP_TTL_SECONDS,
+    fees,
     metricsToken: e.METRICS_TOKEN,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    fees,
   };
 }
 

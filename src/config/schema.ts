@@ -37,6 +37,8 @@ export const envSchema = z.object({
   REDIS_URL: optionalUrl,
   REDIS_KEY_PREFIX: z.string().default("stablegate:"),
   SMTP_URL: optionalUrl,
+  /** Sender of OTP and password-reset mails; default `stablegate <no-reply@host of PRODUCTION_BASE_URL>`. */
+  MAIL_FROM: z.string().min(3).optional(),
 
   RATE_LIMIT_ENABLED: bool.default("true"),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(900),
@@ -47,8 +49,9 @@ export const envSchema = z.object({
   RATE_LIMIT_DASHBOARD: positiveInt.default(200),
   RATE_LIMIT_PUBLIC_PAGE: positiveInt.default(60),
 
+  // Seconds; fractions allowed (tests run the schedule in fractions of a second).
   WEBHOOK_RETRY_SCHEDULE: csv
-    .pipe(z.array(z.coerce.number().int().positive()).min(1))
+    .pipe(z.array(z.coerce.number().positive().finite()).min(1))
     .default("60,300,1800,7200,43200"),
   WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
   SSRF_ALLOW_CIDRS: csv.default(""),
@@ -78,10 +81,10 @@ export const envSchema = z.object({
   DOCS_USER: z.string().optional(),
   DOCS_PASSWORD: z.string().optional(),
   CORS_ORIGINS: csv.optional(),
+  FEE_SCHEDULE: z.string().optional(),
   OTP_TTL_SECONDS: positiveInt.default(600),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(25_000),
-  FEE_SCHEDULE: z.string().optional(),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

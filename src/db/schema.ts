@@ -1,11 +1,14 @@
+import type { ChainsTables } from "./tables/chains.js";
+import type { DashboardTables } from "./tables/dashboard.js";
 import type { FoundationTables } from "./tables/foundation.js";
 import type { LedgerTables } from "./tables/ledger.js";
+import type { WebhookTables } from "./tables/webhooks.js";
 
 /**
  * Kysely's view of the database: the typed mirror of `migrations/*.sql`. Each concern declares its
  * tables in `tables/<concern>.ts`; this interface joins them.
  */
-export interface DB extends FoundationTables, LedgerTables {}
+export interface DB extends FoundationTables, LedgerTables, DashboardTables, ChainsTables, WebhookTables {}
 
 export type {
   ApiKeyRow,

@@ -65,7 +65,8 @@ export function parseFeeSchedule(json: string): { schedule: FeeSchedule } | { er
   } catch {
     return { error: "must be JSON" };
   }
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { error: "must be a JSON object" };
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    return { error: "must be a JSON object" };
   const schedule = structuredClone(DEFAULT_FEE_SCHEDULE);
   for (const [currency, kinds] of Object.entries(raw)) {
     if (!(currency in schedule)) return { error: `unknown currency type ${currency}` };
@@ -77,7 +78,8 @@ export function parseFeeSchedule(json: string): { schedule: FeeSchedule } | { er
       const m = /^(\d{1,10})(?:\.(\d{1,6}))?$/.exec(fixedText);
       if (!m) return { error: `${currency}.${kind}.fixed must be a USDT amount with at most 6 decimals` };
       const ppm = percentToPpm(String(r.percent ?? "0"));
-      if (ppm === null) return { error: `${currency}.${kind}.percent must be 0..100 with at most 4 decimals` };
+      if (ppm === null)
+        return { error: `${currency}.${kind}.percent must be 0..100 with at most 4 decimals` };
       const fixed = BigInt(m[1] as string) * UNIT + BigInt((m[2] ?? "").padEnd(6, "0"));
       schedule[currency as CurrencyType][kind as FeeKind] = { fixed, ppm };
     }

@@ -7,6 +7,7 @@ import type {
   RawServerDefault,
 } from "fastify";
 import type { Config } from "../config/config.js";
+import type { ResolvedSecrets } from "../config/secrets.js";
 import type { Database } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -32,6 +33,8 @@ export interface ReadinessCheck {
 
 export interface RouteDeps {
   config: Config;
+  /** Resolved secrets (JWT_SECRET, SECRET_ENCRYPTION_KEY, ...); the dashboard channel needs them. */
+  secrets: ResolvedSecrets;
   database: Database;
   rateLimitStore: RateLimitStore;
   clock: Clock;

@@ -1,6 +1,7 @@
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify from "fastify";
+import { authKit } from "../auth/kit.js";
 import { newId } from "../domain/ids.js";
 import type { App, RouteDeps } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
@@ -8,6 +9,8 @@ import { environmentResolver } from "./environment.js";
 import { makeErrorHandler, notFoundHandler } from "./errors.js";
 import { registerLosslessJson } from "./json-body.js";
 import { registerAuth } from "./plugins/auth.js";
+import { registerCors } from "./plugins/cors.js";
+import { registerDashboardAuth } from "./plugins/dashboard-auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
 import { routeModules } from "./routes/index.js";
@@ -50,6 +53,9 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
     request.environment = resolveEnvironment(request.host, (request.raw as RawWithListener)[LISTENER_ENV]);
   });
   registerRateLimit(app, config, deps.rateLimitStore, deps.clock);
+  // Dashboard channel: CORS + Origin check of writes, cookies and the JWT verifier (before auth).
+  await registerCors(app, config);
+  await registerDashboardAuth(app, authKit(deps));
   registerAuth(app, config, deps.database.db);
   registerMetrics(app, deps.metrics);
 
@@ -69,6 +75,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
         securitySchemes: {
           apiKey: { type: "apiKey", in: "header", name: "apikey" },
           apiSecret: { type: "apiKey", in: "header", name: "x-api-secret" },
+          dashboardBearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+          dashboardCookie: { type: "apiKey", in: "cookie", name: "sg_access" },
         },
       },
     },

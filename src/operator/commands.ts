@@ -1,6 +1,7 @@
 import type { Db } from "../db/database.js";
 import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/verify.js";
+import { createAdmin } from "../services/accounts.js";
 import { createMerchantWithKeys } from "../services/merchants.js";
 
 /**
@@ -12,6 +13,11 @@ export const operatorCommands = {
     const email = typeof args.email === "string" ? args.email : "";
     const companyName = typeof args.companyName === "string" ? args.companyName : "";
     return createMerchantWithKeys(db, { email, companyName });
+  },
+  "admin.create": async (db: Db, args: Record<string, unknown>) => {
+    const email = typeof args.email === "string" ? args.email : "";
+    const password = typeof args.password === "string" ? args.password : "";
+    return createAdmin(db, { email, password });
   },
   "ledger.verify": async (db: Db) => verifyLedger(db),
 } as const;

@@ -4,8 +4,10 @@ import { formatCredential, hashSecret } from "../domain/api-key-format.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import { insertApiKey } from "../repositories/api-keys.js";
 import { findMerchantByEmail, insertDefaultSettings, insertMerchant } from "../repositories/merchants.js";
+import { createWebhookEndpoints } from "../webhooks/secrets.js";
 
 export interface KeyPair {
   id: string;
@@ -60,6 +62,10 @@ export async function issueKeyPair(db: Db, merchantId: string, environment: Envi
 export async function createMerchantWithKeys(
   db: Db,
   input: { email: string; companyName: string },
+  /** Runs inside the same transaction after the merchant row exists (dashboard registration adds its login). */
+  within?: (trx: Db, merchantId: string) => Promise<void>,
+  /** Seals the webhook secrets created here; without it they are generated on first use (webhooks decision 1). */
+  webhookSecretBox?: SecretBox,
 ): Promise<CreatedMerchant> {
   const errors = validateMerchantInput(input);
   if (errors.length > 0) throw AppError.validation(errors);
@@ -78,6 +84,8 @@ export async function createMerchantWithKeys(
         await insertDefaultSettings(trx, merchant.id, env);
         keys.push(await issueKeyPair(trx, merchant.id, env));
       }
+      await createWebhookEndpoints(trx, merchant.id, webhookSecretBox);
+      if (within) await within(trx, merchant.id);
       return {
         id: merchant.id,
         email: merchant.email,

@@ -46,16 +46,31 @@ describe("FEE_SCHEDULE", () => {
   it("overrides the defaults it names and keeps the rest", async () => {
     const { parseFeeSchedule } = await import("../../src/domain/fees.js");
     const r = parseFeeSchedule('{"USDT-ERC20": {"withdrawal": {"fixed": "2.5", "percent": "0.1"}}}');
-    expect("schedule" in r && r.schedule["USDT-ERC20"].withdrawal).toEqual({ fixed: 2_500_000n, ppm: 1_000n });
+    expect("schedule" in r && r.schedule["USDT-ERC20"].withdrawal).toEqual({
+      fixed: 2_500_000n,
+      ppm: 1_000n,
+    });
     expect("schedule" in r && r.schedule["USDT-TRC20"]).toEqual(DEFAULT_FEE_SCHEDULE["USDT-TRC20"]);
-    for (const bad of ["[]", "nope", '{"BTC": {}}', '{"USDT-TRC20": {"refund": {}}}', '{"USDT-TRC20": {"payout": {"fixed": "-1"}}}', '{"USDT-TRC20": {"payout": {"percent": "200"}}}']) {
+    for (const bad of [
+      "[]",
+      "nope",
+      '{"BTC": {}}',
+      '{"USDT-TRC20": {"refund": {}}}',
+      '{"USDT-TRC20": {"payout": {"fixed": "-1"}}}',
+      '{"USDT-TRC20": {"payout": {"percent": "200"}}}',
+    ]) {
       expect(parseFeeSchedule(bad)).toHaveProperty("error");
     }
   });
 
   it("a bad FEE_SCHEDULE stops start-up naming the variable", async () => {
     const { parseConfig } = await import("../../src/config/config.js");
-    expect(() => parseConfig({ FEE_SCHEDULE: '{"USDT-TRC20": {"payout": {"fixed": "x"}}}' })).toThrow(/FEE_SCHEDULE/);
-    expect(parseConfig({ FEE_SCHEDULE: '{"USDT-TRC20": {"payout": {"fixed": "0"}}}' }).fees["USDT-TRC20"].payout.fixed).toBe(0n);
+    expect(() => parseConfig({ FEE_SCHEDULE: '{"USDT-TRC20": {"payout": {"fixed": "x"}}}' })).toThrow(
+      /FEE_SCHEDULE/,
+    );
+    expect(
+      parseConfig({ FEE_SCHEDULE: '{"USDT-TRC20": {"payout": {"fixed": "0"}}}' }).fees["USDT-TRC20"].payout
+        .fixed,
+    ).toBe(0n);
   });
 });
