@@ -71,7 +71,7 @@ it("manages and tests webhooks with a dashboard Bearer token, per environment, w
 });
 
 it("refuses the webhook routes without a session or with a bad token", async () => {
-  for (const headers of [{}, { authorization: "Bearer not-a-jwt" }]) {
+  for (const headers of [{}, { authorization: "Bearer not-a-jwt" }] as Record<string, string>[]) {
     const r = await call(svc.urls.sandbox, "/api/v1/webhook/secret", { headers });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe("INVALID_AUTH");
