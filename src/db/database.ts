@@ -13,6 +13,12 @@ export interface Database {
   driver: "postgres" | "pglite";
   /** Round-trips a trivial query; throws when the database is unreachable. */
   ping(): Promise<void>;
+  /**
+   * Calls `onNotify` for every NOTIFY on `channel` (sent at commit) until the returned function is
+   * called. PostgreSQL: a connection of its own outside the pool, re-opened after a loss (then
+   * `onNotify` is called once: notifications may have been missed). PGlite: the instance's listener.
+   */
+  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -38,11 +44,81 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // An idle client that loses its connection emits 'error' on the pool; without a listener
     // that would crash the process. The next query reconnects.
     pool.on("error", () => {});
-    return wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), "postgres");
+    const url = options.url;
+    return {
+      ...wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), "postgres"),
+      listen: (channel, onNotify) => listenPostgres(url, channel, onNotify),
+    };
   }
   // The same extensions as the PostgreSQL deployment (pg_trgm for literal substring search).
   const pglite = await PGlite.create(options.dataDir, { extensions: { pg_trgm } });
-  return wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }) }), "pglite");
+  const pglitePool = new PGlitePool(pglite);
+  return {
+    ...wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: pglitePool }) }), "pglite"),
+    // LISTEN/UNLISTEN take the single connection, so they never land inside someone's transaction.
+    async listen(channel, onNotify) {
+      const held = await pglitePool.connect();
+      let unlisten: () => Promise<void>;
+      try {
+        unlisten = await pglite.listen(channel, () => onNotify());
+      } finally {
+        held.release();
+      }
+      return async () => {
+        if (pglite.closed) return;
+        const h = await pglitePool.connect();
+        try {
+          if (!pglite.closed) await unlisten();
+        } finally {
+          h.release();
+        }
+      };
+    },
+  };
+}
+
+/** LISTEN on a dedicated connection; reconnects (every second while down) until stopped. */
+async function listenPostgres(url: string, channel: string, onNotify: () => void) {
+  const quoted = `"${channel.replaceAll('"', '""')}"`;
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const open = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: url, application_name: "stablegate-listen" });
+    c.on("notification", (n) => {
+      if (n.channel === channel) onNotify();
+    });
+    const lost = () => {
+      if (client !== c) return;
+      client = undefined;
+      void c.end().catch(() => {});
+      if (!stopped) retry = setTimeout(() => void open().then(onNotify, () => {}), 1_000);
+    };
+    c.on("error", lost);
+    c.on("end", lost);
+    client = c;
+    try {
+      await c.connect();
+      await c.query(`listen ${quoted}`);
+    } catch (err) {
+      lost();
+      throw err;
+    }
+  };
+  try {
+    await open();
+  } catch (err) {
+    stopped = true;
+    clearTimeout(retry);
+    throw err;
+  }
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    const c = client;
+    client = undefined;
+    await c?.end().catch(() => {});
+  };
 }
 
 function wrap(db: Db, driver: Database["driver"]): Database {

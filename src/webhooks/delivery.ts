@@ -9,10 +9,10 @@ import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import type { SecretBox } from "../lib/secret-box.js";
+import { AttemptSigner } from "./attempt-signer.js";
 import { NO_URL_ERROR } from "./outbox.js";
 import { testWebhookBody } from "./payload.js";
 import { ensureEndpoint, openSecrets } from "./secrets.js";
-import { signatureHeaders } from "./signing.js";
 import { createGuardedAgent, type Resolve, SsrfBlockedError, ssrfPolicy, systemResolve } from "./ssrf.js";
 
 /**
@@ -25,6 +25,13 @@ import { createGuardedAgent, type Resolve, SsrfBlockedError, ssrfPolicy, systemR
  * the end of its lease, so another worker re-claims it then (at-least-once: the receiver may see
  * that attempt twice, with the same `webhook-id`). The result is written only while the claim
  * token still matches, together with the attempt row, in one statement.
+ *
+ * Pipeline of a worker (`drain`): claims come in batches (one statement also returns each event's
+ * endpoint URL and sealed secrets), a batch is prefetched while the previous one is in flight so
+ * the HTTP slots never wait for the database, a slot is freed as soon as its answer is read, and
+ * results are written by a group commit (one statement per batch of finished attempts, the next
+ * batch forming while the previous one is written). `run` keeps draining and, when idle, waits for
+ * a NOTIFY from the outbox (sent at commit) or the poll interval, whichever comes first.
  *
  * Schedule: attempt 1 at once; after the n-th automatic failure the next one waits
  * `WEBHOOK_RETRY_SCHEDULE[n-1]`; after the last retry fails the event is `failed`. Manual retry:
@@ -48,16 +55,67 @@ export interface DeliveryOptions {
   leaseMs?: number;
   /** Attempts in flight per worker (default 64). */
   concurrency?: number;
+  /** Events per claim statement (default: the concurrency, at most 256). */
+  claimBatch?: number;
   /** Name recorded with each attempt (the worker instance). */
   workerId?: string;
   /** DNS for deliveries (tests point it at a local DNS server). */
   resolve?: Resolve;
 }
 
+/** The event columns an attempt needs. */
+type AttemptEvent = Pick<
+  WebhookEventRow,
+  | "id"
+  | "merchant_id"
+  | "environment"
+  | "transaction_id"
+  | "url_override"
+  | "body"
+  | "attempts"
+  | "auto_attempts"
+  | "is_test"
+  | "delivery_status"
+>;
+
+/** The endpoint columns an attempt needs (URL and sealed secrets). */
+type AttemptEndpoint = Pick<
+  WebhookEndpointRow,
+  | "merchant_id"
+  | "environment"
+  | "url"
+  | "secret_sealed"
+  | "previous_secret_sealed"
+  | "previous_secret_expires_at"
+>;
+
 interface Claimed {
-  event: WebhookEventRow;
+  event: AttemptEvent;
   token: string;
+  /** From the claim statement; absent (or without a secret) = read, and generate, on attempt. */
+  endpoint?: AttemptEndpoint | undefined;
 }
+
+/** A claim row: the event's columns plus its endpoint's (`ep_*`, null when there is no row). */
+interface ClaimRow extends AttemptEvent {
+  ep_url: string | null;
+  ep_secret_sealed: string | null;
+  ep_previous_secret_sealed: string | null;
+  ep_previous_secret_expires_at: Date | null;
+}
+
+/** Opened secrets of one endpoint state (keyed by its ciphertexts, so a rotation misses the cache). */
+interface OpenedSecrets {
+  /** Signs with the current secret only. */
+  current: AttemptSigner;
+  /** Signs with the current and the previous secret (during the rotation grace), if any. */
+  both: AttemptSigner | undefined;
+}
+const SECRET_CACHE_LIMIT = 10_000;
+/** Finished attempts waiting to be written beyond which no new attempt starts. */
+const RECORD_BACKLOG_FACTOR = 4;
+/** Results per write statement at most. */
+const RECORD_BATCH_MAX = 512;
 
 export interface AttemptOutcome {
   ok: boolean;
@@ -76,8 +134,14 @@ export class WebhookDelivery {
   readonly #timeoutMs: number;
   readonly #leaseMs: number;
   readonly #concurrency: number;
+  readonly #claimBatch: number;
   readonly #workerId: string;
   readonly #agent: Agent;
+  readonly #secrets = new Map<string, OpenedSecrets>();
+  /** Set by `notify()`; a drain that ran out of due events claims again when it is set. */
+  #woken = false;
+  /** The running drain's hook for `notify()`, or the idle `run` loop's waiter. */
+  #onWake: (() => void) | undefined;
 
   constructor(options: DeliveryOptions) {
     this.#db = options.db;
@@ -87,11 +151,14 @@ export class WebhookDelivery {
     this.#timeoutMs = options.timeoutMs;
     this.#leaseMs = options.leaseMs ?? options.timeoutMs + 5_000;
     this.#concurrency = options.concurrency ?? 64;
+    this.#claimBatch = Math.min(256, options.claimBatch ?? this.#concurrency);
     this.#workerId = options.workerId ?? `pid-${process.pid}`;
     this.#agent = createGuardedAgent({
       policy: ssrfPolicy(options.ssrfAllowCidrs, options.resolve ?? systemResolve),
       connectTimeoutMs: options.timeoutMs,
-      connections: 128,
+      // One connection per attempt in flight to a receiver (no pipelining: a slow answer must
+      // not hold up the others behind it on the same connection).
+      connections: Math.max(this.#concurrency, 16),
     });
   }
 
@@ -103,10 +170,13 @@ export class WebhookDelivery {
     await this.#agent.close();
   }
 
-  /** Claims up to `limit` due events (pending, `next_attempt_at` passed, not leased). */
+  /**
+   * Claims up to `limit` due events (pending, `next_attempt_at` passed, not leased), with their
+   * endpoint's URL and sealed secrets, in one statement.
+   */
   async claimDue(limit: number): Promise<Claimed[]> {
     const token = `${this.#workerId}:${randomBytes(6).toString("hex")}`;
-    const { rows } = await sql<WebhookEventRow>`
+    const { rows } = await sql<ClaimRow>`
       with due as (
         select id from webhook_events
         where delivery_status = 'pending' and next_attempt_at <= now()
@@ -114,69 +184,166 @@ export class WebhookDelivery {
         order by next_attempt_at
         limit ${limit}
         for update skip locked
+      ), claimed as (
+        update webhook_events e
+        set locked_by = ${token},
+            locked_until = now() + ${this.#leaseMs}::double precision * interval '1 millisecond',
+            next_attempt_at = now() + ${this.#leaseMs}::double precision * interval '1 millisecond'
+        from due
+        where e.id = due.id
+        returning e.id, e.merchant_id, e.environment, e.transaction_id, e.url_override, e.body, e.attempts,
+                  e.auto_attempts, e.is_test, e.delivery_status, e.next_attempt_at
       )
-      update webhook_events e
-      set locked_by = ${token},
-          locked_until = now() + ${this.#leaseMs}::double precision * interval '1 millisecond',
-          next_attempt_at = now() + ${this.#leaseMs}::double precision * interval '1 millisecond'
-      from due
-      where e.id = due.id
-      returning e.*`.execute(this.#db);
-    return rows.map((event) => ({ event, token }));
+      select c.id, c.merchant_id, c.environment, c.transaction_id, c.url_override, c.body, c.attempts,
+             c.auto_attempts, c.is_test, c.delivery_status,
+             w.url as ep_url, w.secret_sealed as ep_secret_sealed,
+             w.previous_secret_sealed as ep_previous_secret_sealed,
+             w.previous_secret_expires_at as ep_previous_secret_expires_at
+      from claimed c
+      left join webhook_endpoints w on w.merchant_id = c.merchant_id and w.environment = c.environment
+      order by c.next_attempt_at`.execute(this.#db);
+    return rows.map(
+      ({ ep_url, ep_secret_sealed, ep_previous_secret_sealed, ep_previous_secret_expires_at, ...event }) => ({
+        event,
+        token,
+        endpoint: ep_secret_sealed
+          ? {
+              merchant_id: event.merchant_id,
+              environment: event.environment,
+              url: ep_url,
+              secret_sealed: ep_secret_sealed,
+              previous_secret_sealed: ep_previous_secret_sealed,
+              previous_secret_expires_at: ep_previous_secret_expires_at,
+            }
+          : undefined,
+      }),
+    );
   }
 
   /**
-   * Delivers everything due, `concurrency` attempts in flight, until nothing is due or `signal`
-   * aborts (then the attempts in flight finish). Returns the number of attempts made.
+   * Wakes the worker: a running drain claims again even if it had run out of due events; an idle
+   * `run` loop starts a drain at once. Called on each NOTIFY from the outbox.
    */
-  async drain(signal?: AbortSignal): Promise<number> {
-    const inflight = new Set<Promise<void>>();
-    let attempts = 0;
-    const minBatch = Math.max(1, Math.floor(this.#concurrency / 4));
-    while (!signal?.aborted) {
-      const room = this.#concurrency - inflight.size;
-      if (room < minBatch && inflight.size > 0) {
-        await Promise.race(inflight);
-        continue;
-      }
-      const claimed = await this.claimDue(room);
-      const endpoints = await this.#endpoints(claimed.map((c) => c.event));
-      for (const c of claimed) {
-        attempts++;
-        const p: Promise<void> = this.#attempt(c, { manual: false, endpoints })
-          .then(() => {})
-          .catch((err: unknown) =>
-            this.#log.error({ err, webhookEventId: c.event.id }, "webhook attempt failed"),
-          )
-          .finally(() => inflight.delete(p));
-        inflight.add(p);
-      }
-      if (claimed.length === 0) {
-        if (inflight.size === 0) break;
-        await Promise.race(inflight);
-      }
-    }
-    await Promise.allSettled([...inflight]);
-    return attempts;
+  notify(): void {
+    this.#woken = true;
+    this.#onWake?.();
   }
 
-  /** Endpoint rows (URL and secrets) of a batch, one query; secrets generated where missing. */
-  async #endpoints(events: WebhookEventRow[]): Promise<Map<string, WebhookEndpointRow>> {
-    const out = new Map<string, WebhookEndpointRow>();
-    if (events.length === 0) return out;
-    const merchants = [...new Set(events.map((e) => e.merchant_id))];
-    const rows = await this.#db
-      .selectFrom("webhook_endpoints")
-      .selectAll()
-      .where("merchant_id", "in", merchants)
-      .execute();
-    for (const r of rows) if (r.secret_sealed) out.set(`${r.merchant_id}:${r.environment}`, r);
-    for (const e of events) {
-      const key = `${e.merchant_id}:${e.environment}`;
-      if (!out.has(key))
-        out.set(key, await ensureEndpoint(this.#db, this.#box, e.merchant_id, e.environment));
+  /**
+   * Delivers until `signal` aborts: drains, then waits for `notify()` or `pollMs`, whichever
+   * comes first (polling finds retries that came due and covers lost notifications).
+   */
+  async run(signal: AbortSignal, pollMs: number): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.drain(signal);
+      } catch (err) {
+        this.#log.error({ err }, "webhook delivery failed; retrying at the next poll");
+      }
+      if (signal.aborted || this.#woken) continue;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          this.#onWake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, pollMs);
+        signal.addEventListener("abort", done);
+        this.#onWake = done;
+      });
     }
-    return out;
+  }
+
+  /**
+   * Delivers everything due, `concurrency` attempts in flight, until nothing is due (and no
+   * `notify()` came meanwhile) or `signal` aborts: then the attempts in flight finish, events
+   * claimed but not started are released, and results are written before it returns. Returns the
+   * number of attempts made.
+   */
+  drain(signal?: AbortSignal): Promise<number> {
+    const C = this.#concurrency;
+    const batch = this.#claimBatch;
+    let attempts = 0;
+    let inflight = 0;
+    let buffer: Claimed[] = [];
+    let claiming = false;
+    let exhausted = false;
+    let finishing = false;
+    return new Promise<number>((resolve) => {
+      const finish = () => {
+        if (finishing) return;
+        finishing = true;
+        this.#onWake = undefined;
+        signal?.removeEventListener("abort", pump);
+        const leftover = buffer;
+        buffer = [];
+        void this.#release(leftover)
+          .then(() => this.#recordsWritten())
+          .then(() => resolve(attempts));
+      };
+      const pump = (): void => {
+        if (finishing) return;
+        const aborted = signal?.aborted ?? false;
+        const backlogLimit = C * RECORD_BACKLOG_FACTOR;
+        while (!aborted && inflight < C && buffer.length > 0 && this.#queue.length < backlogLimit) {
+          const c = buffer.shift() as Claimed;
+          inflight++;
+          attempts++;
+          this.#attempt(c, { manual: false })
+            .catch((err: unknown) =>
+              this.#log.error({ err, webhookEventId: c.event.id }, "webhook attempt failed"),
+            )
+            .finally(() => {
+              inflight--;
+              pump();
+            });
+        }
+        // Prefetch: the next batch is claimed while this one is in flight.
+        if (!aborted && !claiming && !exhausted && buffer.length < batch / 2) {
+          claiming = true;
+          this.#woken = false;
+          this.claimDue(batch).then(
+            (rows) => {
+              claiming = false;
+              buffer.push(...rows);
+              if (rows.length < batch && !this.#woken) exhausted = true;
+              pump();
+            },
+            (err: unknown) => {
+              claiming = false;
+              exhausted = true;
+              this.#log.error({ err }, "webhook claim failed");
+              pump();
+            },
+          );
+        }
+        if (inflight === 0 && !claiming && (aborted || (exhausted && buffer.length === 0))) finish();
+        else if (buffer.length > 0 && inflight < C && this.#queue.length >= backlogLimit) {
+          // Waiting for the results to be written: resumed by the write's completion.
+          this.#afterWrite.add(pump);
+        }
+      };
+      this.#onWake = () => {
+        exhausted = false;
+        pump();
+      };
+      signal?.addEventListener("abort", pump);
+      pump();
+    });
+  }
+
+  /** Gives back leases of claimed events that were never attempted (due again at once). */
+  async #release(claimed: Claimed[]): Promise<void> {
+    if (claimed.length === 0) return;
+    const rows = JSON.stringify(claimed.map((c) => ({ id: c.event.id, token: c.token })));
+    await sql`
+      update webhook_events e
+      set locked_by = null, locked_until = null, next_attempt_at = now()
+      from json_to_recordset(${rows}::json) as r(id text, token text)
+      where e.id = r.id and e.locked_by = r.token`
+      .execute(this.#db)
+      .catch((err: unknown) => this.#log.warn({ err }, "could not release webhook leases; they expire"));
   }
 
   /**
@@ -258,14 +425,13 @@ export class WebhookDelivery {
       .executeTakeFirstOrThrow();
   }
 
-  /** One attempt of a claimed event: sign, POST, record. */
+  /** One attempt of a claimed event: sign, POST, record (automatic attempts: in the next batch). */
   async #attempt(
-    { event, token }: Claimed,
-    options: { manual: boolean; endpoints?: Map<string, WebhookEndpointRow> },
+    { event, token, endpoint: claimedEndpoint }: Claimed,
+    options: { manual: boolean },
   ): Promise<AttemptOutcome> {
     const endpoint =
-      options.endpoints?.get(`${event.merchant_id}:${event.environment}`) ??
-      (await ensureEndpoint(this.#db, this.#box, event.merchant_id, event.environment));
+      claimedEndpoint ?? (await ensureEndpoint(this.#db, this.#box, event.merchant_id, event.environment));
     const url = event.url_override ?? endpoint.url;
     const startedAt = new Date();
     let outcome: AttemptOutcome;
@@ -279,29 +445,59 @@ export class WebhookDelivery {
         url: null,
       };
     } else {
-      const secrets = openSecrets(this.#box, endpoint, startedAt);
-      const signing = [secrets.current, ...(secrets.previous ? [secrets.previous] : [])];
       const headers: Record<string, string> = {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
         "x-webhook-source": "stablegate",
         "x-transaction-id": event.transaction_id,
-        ...signatureHeaders(signing, event.id, Math.floor(startedAt.getTime() / 1000), event.body),
+        ...this.#signer(endpoint, startedAt).headers(
+          event.id,
+          Math.floor(startedAt.getTime() / 1000),
+          event.body,
+        ),
       };
       if (event.is_test) headers["x-webhook-test"] = "true";
       outcome = await this.post(url, event.body, headers);
     }
-    await this.#record(
-      this.#result(event, token, startedAt, outcome, options.manual),
-      options.endpoints === undefined,
-    );
+    const record = this.#result(event, token, startedAt, outcome, options.manual);
+    if (options.manual || event.is_test) await this.#writeRecords([record]);
+    else this.#record(record);
     return outcome;
+  }
+
+  /**
+   * The signer of an attempt: the current secret, plus the previous one until it expires. The
+   * opened secrets and their imported HMAC keys are kept in memory, keyed by the ciphertexts:
+   * decrypted once per endpoint state instead of once per attempt; a rotation changes the
+   * ciphertexts, so it is seen at once, and the expiry is read from the row on every attempt.
+   */
+  #signer(endpoint: AttemptEndpoint, now: Date): AttemptSigner {
+    const key = `${endpoint.secret_sealed}|${endpoint.previous_secret_sealed ?? ""}`;
+    let opened = this.#secrets.get(key);
+    if (!opened) {
+      // Both opened whatever the expiry (epoch); the row's expiry is checked on every attempt.
+      const { current, previous } = openSecrets(this.#box, endpoint as WebhookEndpointRow, new Date(0));
+      opened = {
+        current: new AttemptSigner([current]),
+        both: previous ? new AttemptSigner([current, previous]) : undefined,
+      };
+      if (this.#secrets.size >= SECRET_CACHE_LIMIT) this.#secrets.clear();
+      this.#secrets.set(key, opened);
+    }
+    const expires = endpoint.previous_secret_expires_at;
+    return opened.both && expires && expires > now ? opened.both : opened.current;
   }
 
   /** One POST with the SSRF-guarded dispatcher: no redirects, no proxy, `WEBHOOK_TIMEOUT_MS` overall. */
   async post(url: string, body: string, headers: Record<string, string>): Promise<AttemptOutcome> {
     const started = performance.now();
-    const signal = AbortSignal.timeout(this.#timeoutMs);
+    // One timer per attempt (AbortSignal.timeout costs far more per call).
+    const abort = new AbortController();
+    const timer = setTimeout(
+      () => abort.abort(Object.assign(new Error("attempt timed out"), { name: "TimeoutError" })),
+      this.#timeoutMs,
+    );
+    const signal = abort.signal;
     const done = (o: Omit<AttemptOutcome, "latencyMs" | "url">): AttemptOutcome => ({
       ...o,
       url,
@@ -348,12 +544,14 @@ export class WebhookDelivery {
         error: describeError(err, this.#timeoutMs),
         responseBody: null,
       });
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   /** The new state of an event after an attempt (the schedule decides). */
   #result(
-    event: WebhookEventRow,
+    event: AttemptEvent,
     token: string,
     startedAt: Date,
     o: AttemptOutcome,
@@ -382,51 +580,86 @@ export class WebhookDelivery {
   }
 
   /**
-   * Results are written in batches (one statement per batch, flushed when 64 are waiting or after
-   * 5 ms): under load a worker then spends one round trip per batch rather than per attempt.
+   * Results of automatic attempts are written by a group commit: a write starts as soon as one is
+   * due and none is running (or a second when 64 are waiting), and takes everything queued. Under
+   * load a worker spends one round trip per batch, not per attempt; idle, a result is written at once.
    */
-  #record(r: AttemptRecord, immediate: boolean): Promise<void> {
-    if (immediate) return this.#writeRecords([r]);
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ record: r, resolve, reject });
-      if (this.#queue.length >= 64) this.#flush();
-      else this.#flushTimer ??= setTimeout(() => this.#flush(), 5);
-    });
+  #record(r: AttemptRecord): void {
+    this.#queue.push(r);
+    this.#kickWrites();
   }
 
-  readonly #queue: { record: AttemptRecord; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  #flushTimer: NodeJS.Timeout | undefined;
+  readonly #queue: AttemptRecord[] = [];
+  #writing = 0;
+  /** Called after each write (a drain held back by the result backlog; `#recordsWritten` waiters). */
+  readonly #afterWrite = new Set<() => void>();
 
-  #flush(): void {
-    if (this.#flushTimer) clearTimeout(this.#flushTimer);
-    this.#flushTimer = undefined;
-    const batch = this.#queue.splice(0);
-    if (batch.length === 0) return;
-    this.#writeRecords(batch.map((b) => b.record)).then(
-      () => {
-        for (const b of batch) b.resolve();
-      },
-      (err: unknown) => {
-        for (const b of batch) b.reject(err);
-      },
-    );
+  #kickWrites(): void {
+    while (
+      this.#queue.length > 0 &&
+      (this.#writing === 0 || (this.#writing === 1 && this.#queue.length >= 64))
+    ) {
+      const batch = this.#queue.splice(0, RECORD_BATCH_MAX);
+      this.#writing++;
+      this.#writeRecords(batch)
+        .catch(async (err: unknown) => {
+          // One more try; if it fails too the events stay leased and are attempted again when the
+          // lease ends (at-least-once), and the attempt rows are missing.
+          await new Promise((r) => setTimeout(r, 200));
+          await this.#writeRecords(batch).catch((again: unknown) =>
+            this.#log.error(
+              { err: again, firstError: err, webhookEventIds: batch.map((b) => b.id) },
+              "could not record webhook attempts; the events are retried when their lease ends",
+            ),
+          );
+        })
+        .finally(() => {
+          this.#writing--;
+          this.#kickWrites();
+          const waiting = [...this.#afterWrite];
+          this.#afterWrite.clear();
+          for (const f of waiting) f();
+        });
+    }
+  }
+
+  /** Resolves once every result queued so far is written. */
+  async #recordsWritten(): Promise<void> {
+    while (this.#queue.length > 0 || this.#writing > 0) {
+      await new Promise<void>((resolve) => this.#afterWrite.add(resolve));
+    }
   }
 
   /**
    * Writes attempt rows and the events' new states in one statement, each event only while our
    * claim token still holds it. A manual failure keeps a pending event's automatic schedule.
+   * The batch travels as one JSON parameter: the statement text is the same for every batch size.
    */
   async #writeRecords(records: AttemptRecord[]): Promise<void> {
-    const rows = records.map(
-      (r) => sql`(${r.id}::text, ${r.token}::text, ${r.status}::text, ${r.autoAttempts}::int,
-        ${r.delayMs}::double precision, ${r.attemptNumber}::int, ${r.manual}::boolean, ${r.startedAt}::timestamptz,
-        ${r.outcome.responseStatus}::int, ${r.outcome.error}::text, ${r.outcome.url}::text, ${r.outcome.ok}::boolean,
-        ${r.outcome.latencyMs}::int, ${r.outcome.responseBody}::text)`,
+    const input = JSON.stringify(
+      records.map((r) => ({
+        id: r.id,
+        token: r.token,
+        status: r.status,
+        auto_attempts: r.autoAttempts,
+        delay_ms: r.delayMs,
+        attempt_number: r.attemptNumber,
+        manual: r.manual,
+        started_at: r.startedAt.toISOString(),
+        response_status: r.outcome.responseStatus,
+        error: r.outcome.error,
+        url: r.outcome.url,
+        ok: r.outcome.ok,
+        latency_ms: r.outcome.latencyMs,
+        response_body: r.outcome.responseBody,
+      })),
     );
     const { rows: updated } = await sql<{ id: string }>`
-      with input (id, token, status, auto_attempts, delay_ms, attempt_number, manual, started_at,
-                  response_status, error, url, ok, latency_ms, response_body) as (
-        values ${sql.join(rows)}
+      with input as (
+        select * from json_to_recordset(${input}::json) as i(
+          id text, token text, status text, auto_attempts int, delay_ms double precision,
+          attempt_number int, manual boolean, started_at timestamptz, response_status int, error text,
+          url text, ok boolean, latency_ms int, response_body text)
       ), upd as (
         update webhook_events e
         set delivery_status = i.status,

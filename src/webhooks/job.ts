@@ -2,8 +2,12 @@ import { SecretBox } from "../lib/secret-box.js";
 import type { Runtime } from "../runtime.js";
 import type { Job } from "../worker/runner.js";
 import { WebhookDelivery } from "./delivery.js";
+import { WEBHOOK_CHANNEL } from "./outbox.js";
 
-/** How often an idle worker looks for due webhook events. */
+/**
+ * How often an idle worker looks for due webhook events anyway: retries that came due, and new
+ * events when no notification arrives (LISTEN unavailable, connection being re-opened).
+ */
 export const WEBHOOK_POLL_MS = 100;
 
 export function createDelivery(runtime: Runtime, workerId: string): WebhookDelivery {
@@ -20,16 +24,34 @@ export function createDelivery(runtime: Runtime, workerId: string): WebhookDeliv
 }
 
 /**
- * The delivery job of every worker process (and of `serve`): drains due events with bounded
- * concurrency; when idle, polls every WEBHOOK_POLL_MS. Safe with any number of workers.
+ * The delivery job of every worker process (and of `serve`): one long run that drains due events
+ * with bounded concurrency and, when idle, sleeps until the outbox's NOTIFY (sent when the
+ * enqueuing transaction commits) or `pollMs`, whichever comes first. Safe with any number of
+ * workers: every notified worker tries to claim; SKIP LOCKED gives each event to one.
  */
-export function webhookDeliveryJob(runtime: Runtime, instanceId: string): Job {
+export function webhookDeliveryJob(
+  runtime: Runtime,
+  instanceId: string,
+  options: { pollMs?: number } = {},
+): Job {
   const delivery = createDelivery(runtime, instanceId);
+  const pollMs = options.pollMs ?? WEBHOOK_POLL_MS;
   return {
     name: "webhook-delivery",
-    everyMs: WEBHOOK_POLL_MS,
+    everyMs: pollMs,
     async run(signal) {
-      await delivery.drain(signal);
+      let unlisten: (() => Promise<void>) | undefined;
+      try {
+        unlisten = await runtime.database.listen?.(WEBHOOK_CHANNEL, () => delivery.notify());
+      } catch (err) {
+        runtime.logger.warn({ err }, "webhook LISTEN unavailable; new events are found by polling");
+      }
+      try {
+        await delivery.run(signal, pollMs);
+      } finally {
+        await unlisten?.().catch(() => {});
+        if (signal.aborted) await delivery.close();
+      }
     },
   };
 }

@@ -19,12 +19,20 @@ export interface EnqueueWebhookInput {
   url?: string | null;
 }
 
+/** NOTIFY channel of new deliverable events: sent by the enqueue, delivered at commit; workers LISTEN. */
+export const WEBHOOK_CHANNEL = "stablegate_webhook_events";
+
 /**
  * The transactional outbox (CONTRACT §5): writes the webhook event in the CALLER's transaction,
  * so the event exists if and only if the status change commits. Delivery happens later, from the
  * worker (`delivery.ts`). The body is serialised here, once: every attempt sends the same bytes.
  * Without a destination URL the event is recorded as `failed` so that a manual retry can deliver
  * it once a URL is set.
+ *
+ * One statement: the destination lookup, the insert and a `pg_notify` on WEBHOOK_CHANNEL, which
+ * PostgreSQL sends when the caller's transaction commits (never for a rolled-back one), so idle
+ * workers start the delivery at once instead of at their next poll. Notifications of one
+ * transaction collapse into one.
  */
 export async function enqueueWebhookEvent(
   trx: Db,
@@ -36,37 +44,24 @@ export async function enqueueWebhookEvent(
     input.data,
     input.transactionId,
   );
-  let url = input.url ?? null;
-  if (!url) {
-    const endpoint = await trx
-      .selectFrom("webhook_endpoints")
-      .select("url")
-      .where("merchant_id", "=", input.merchantId)
-      .where("environment", "=", input.environment)
-      .executeTakeFirst();
-    url = endpoint?.url ?? null;
-  }
-  await trx
-    .insertInto("webhook_events")
-    .values({
-      id,
-      merchant_id: input.merchantId,
-      environment: input.environment,
-      transaction_id: input.transactionId,
-      type: input.type,
-      transaction_status: input.transactionStatus,
-      url_override: input.url ?? null,
-      url,
-      body,
-      delivery_status: url ? "pending" : "failed",
-      next_attempt_at: url ? sql<Date>`now()` : null,
-      last_error: url ? null : NO_URL_ERROR,
-      locked_by: null,
-      locked_until: null,
-      last_attempt_at: null,
-      last_response_status: null,
-      delivered_at: null,
-    })
-    .execute();
+  const override = input.url || null;
+  await sql`
+    with destination as (
+      select coalesce(${override}::text,
+        (select url from webhook_endpoints
+         where merchant_id = ${input.merchantId} and environment = ${input.environment})) as url
+    ), inserted as (
+      insert into webhook_events
+        (id, merchant_id, environment, transaction_id, type, transaction_status, url_override, url, body,
+         delivery_status, next_attempt_at, last_error)
+      select ${id}, ${input.merchantId}, ${input.environment}, ${input.transactionId}, ${input.type},
+             ${input.transactionStatus}, ${override}::text, d.url, ${body},
+             case when d.url is null then 'failed' else 'pending' end,
+             case when d.url is null then null else now() end,
+             case when d.url is null then ${NO_URL_ERROR}::text end
+      from destination d
+      returning delivery_status
+    )
+    select pg_notify(${WEBHOOK_CHANNEL}, '') from inserted where delivery_status = 'pending'`.execute(trx);
   return { webhookEventId: id };
 }
