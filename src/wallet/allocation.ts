@@ -30,43 +30,59 @@ export interface AllocatedAddress {
  * watched set — all inside the caller's transaction `trx`, so the address exists exactly when the
  * record that uses it does.
  *
- * The index comes from one row per (network, environment) advanced by an atomic upsert: concurrent
- * allocations serialise on that row and never share an index, and an index handed out by a
- * committed transaction is never handed out again. (A rolled-back transaction also rolls back its
- * increment; its address was never stored or shown, so nothing is reused.) Indexes start at
- * `FIRST_DEPOSIT_INDEX`, below which the hot wallet and gas tank live.
+ * The index comes from a PostgreSQL sequence per (network, environment) (migration 0006): concurrent
+ * allocations never wait for each other and never share an index. An index taken by a transaction
+ * that rolls back is skipped, never reused (its address was never stored or shown). Indexes start
+ * at `FIRST_DEPOSIT_INDEX` (100), below which the hot wallet and gas tank live; the unique
+ * (network, environment, derivation_index) of `watched_addresses` backs this up.
  */
 export async function allocateDepositAddress(
   trx: Db,
   request: AllocateDepositAddressRequest,
 ): Promise<AllocatedAddress> {
-  const { network, environment } = request;
-  const row = await trx
-    .insertInto("address_index_counters")
-    .values({ network, environment, next_index: FIRST_DEPOSIT_INDEX + 1 })
-    .onConflict((oc) =>
-      oc
-        .columns(["network", "environment"])
-        .doUpdateSet({ next_index: sql`address_index_counters.next_index + 1` }),
-    )
-    .returning(sql<bigint>`next_index - 1`.as("index"))
-    .executeTakeFirstOrThrow();
-  const index = Number(row.index);
-  const address = request.deriver.address(network, environment, index);
+  const index = await nextDepositIndex(trx, request.network, request.environment);
+  const address = request.deriver.address(request.network, request.environment, index);
   await trx
     .insertInto("watched_addresses")
-    .values({
-      network,
-      environment,
-      address,
-      derivation_index: index,
-      merchant_id: request.merchantId,
-      purpose: request.purpose,
-      reference_id: request.referenceId ?? null,
-      watch_until: request.watchUntil ?? null,
-    })
+    .values(watchedAddressValues(request, index, address))
     .execute();
   return { address, index };
+}
+
+/** The next deposit index of (network, environment) from its sequence (never waits, never repeats). */
+export async function nextDepositIndex(db: Db, network: Network, environment: Environment): Promise<number> {
+  const row = await sql<{
+    index: string;
+  }>`select nextval(${sql.raw(`'${indexSequence(network, environment)}'`)})::text as index`
+    .execute(db)
+    .then((r) => r.rows[0]);
+  if (!row) throw new Error("nextval returned no row");
+  const index = Number(row.index);
+  if (index < FIRST_DEPOSIT_INDEX) throw new Error(`deposit index ${index} is in the reserved range`);
+  return index;
+}
+
+/** The `watched_addresses` row of an allocated address (for callers that insert it in a larger statement). */
+export function watchedAddressValues(
+  request: Omit<AllocateDepositAddressRequest, "deriver">,
+  index: number,
+  address: string,
+) {
+  return {
+    network: request.network,
+    environment: request.environment,
+    address,
+    derivation_index: index,
+    merchant_id: request.merchantId,
+    purpose: request.purpose,
+    reference_id: request.referenceId ?? null,
+    watch_until: request.watchUntil ?? null,
+  };
+}
+
+/** The sequence of deposit indexes of (network, environment), e.g. `deposit_index_usdt_trc20_sandbox`. */
+function indexSequence(network: Network, environment: Environment): string {
+  return `deposit_index_${network.toLowerCase().replace("-", "_")}_${environment}`;
 }
 
 /** Changes how long an address stays watched (e.g. a session that expired: + the late-payment window). */

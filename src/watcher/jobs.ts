@@ -1,4 +1,5 @@
 import type { ChainRegistry } from "../chains/registry.js";
+import { SIM_BLOCK_CHANNEL } from "../chains/simulator/simulated-chain.js";
 import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -12,6 +13,8 @@ export interface WatcherJobDeps {
   depositHandoff: DepositHandoff;
   logger: Logger;
   clock: Clock;
+  /** LISTEN on the database (`Database.listen`): wakes simulator watchers when a block is mined. */
+  listen?: ((channel: string, onNotify: () => void) => Promise<() => Promise<void>>) | undefined;
 }
 
 /** One watcher job per available (network, environment) chain; the lease picks one worker per chain. */
@@ -30,12 +33,69 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
       owner: instanceId,
       start: chain.kind === "simulator" ? "genesis" : "safe",
     });
+    const name = `watcher:${chain.network}:${chain.environment}`;
+    if (chain.kind !== "simulator" || !deps.listen) {
+      return {
+        name,
+        everyMs: chain.scan.pollIntervalMs,
+        async run(signal: AbortSignal) {
+          await watcher.tick(signal);
+        },
+      };
+    }
+    // The simulator announces each mined block (NOTIFY at commit): one long run that scans, then
+    // sleeps until a block of this chain is announced or the poll interval passes.
+    const listen = deps.listen;
+    const key = `${chain.network}/${chain.environment}`;
+    const wake = new Wakeup();
     return {
-      name: `watcher:${chain.network}:${chain.environment}`,
+      name,
       everyMs: chain.scan.pollIntervalMs,
       async run(signal: AbortSignal) {
-        await watcher.tick(signal);
+        let unlisten: (() => Promise<void>) | undefined;
+        try {
+          unlisten = await listen(SIM_BLOCK_CHANNEL, () => wake.notify());
+        } catch (err) {
+          deps.logger.warn({ err, chain: key }, "simulator LISTEN unavailable; blocks are found by polling");
+        }
+        try {
+          while (!signal.aborted) {
+            await watcher.tick(signal);
+            await wake.wait(chain.scan.pollIntervalMs, signal);
+          }
+        } finally {
+          await unlisten?.().catch(() => {});
+        }
       },
     };
   });
+}
+
+/** A sleep that a notification (or an abort) ends early; a notification while awake is kept for the next wait. */
+class Wakeup {
+  #pending = false;
+  #resolve: (() => void) | null = null;
+
+  notify(): void {
+    if (this.#resolve) this.#resolve();
+    else this.#pending = true;
+  }
+
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.#pending || signal.aborted) {
+      this.#pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        this.#resolve = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+      this.#resolve = done;
+    });
+  }
 }

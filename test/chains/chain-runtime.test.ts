@@ -8,7 +8,7 @@ import { AppError } from "../../src/domain/errors.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { allocateDepositAddress } from "../../src/wallet/allocation.js";
-import type { ConfirmedTransfer } from "../../src/watcher/handoff.js";
+import { type ConfirmedTransfer, DepositHandoff } from "../../src/watcher/handoff.js";
 import { watcherJobs } from "../../src/watcher/jobs.js";
 import { openTestDatabase } from "../support/db.js";
 
@@ -60,7 +60,9 @@ describe("chains in the runtime: registry, shared sandbox simulator, hand-off, r
 
   it("a sandbox payment made through one instance is seen and handed off by the watcher of another", async () => {
     const handed: ConfirmedTransfer[] = [];
-    worker.depositHandoff.register(async (_trx, t) => {
+    // The runtime's hand-off carries the deposit logic; this test watches the raw hand-off instead.
+    const handoff = new DepositHandoff();
+    handoff.register(async (_trx, t) => {
       handed.push(t);
     });
     const { address } = await database.db.transaction().execute((trx) =>
@@ -79,7 +81,7 @@ describe("chains in the runtime: registry, shared sandbox simulator, hand-off, r
       {
         db: (second ?? database).db,
         chains: worker.chains,
-        depositHandoff: worker.depositHandoff,
+        depositHandoff: handoff,
         logger: worker.logger,
         clock: worker.clock,
       },

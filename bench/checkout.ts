@@ -1,0 +1,281 @@
+/**
+ * `npm run bench:checkout` — checkout session creation throughput, and confirmation latency with
+ * 100,000 open sessions.
+ *
+ * On real PostgreSQL + Redis, `stablegate serve` as a child process (sandbox simulator chains):
+ * 1. Ceiling: a bare `pg` loop in this process doing the same inserts per session as the service
+ *    (index from its sequence, watched address, deposit transaction, session row — one transaction
+ *    each) at the same concurrency. Then `POST /checkout/session` with autocannon. Prints req/s,
+ *    p50/p99 and the ratio. Goal: ≥ 1,500 req/s and ≥ 40 % of the ceiling.
+ * 2. 100,000 open sessions are bulk-inserted (watched addresses included); then sessions are paid
+ *    one at a time through the sandbox pay endpoint, and the time from the confirming block (the
+ *    pay call's answer: the simulator mines it at once, 1 confirmation) to the webhook's arrival at
+ *    a local receiver is measured. Goal: p50 ≤ 200 ms.
+ *
+ * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
+ * `stablegate_bench_checkout` database is recreated there), BENCH_REDIS_URL, BENCH_SECONDS (10),
+ * BENCH_CONNECTIONS (32), BENCH_OPEN_SESSIONS (100000), BENCH_PAYMENTS (100).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import { type AddressInfo, createServer } from "node:net";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import autocannon from "autocannon";
+import pg from "pg";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
+const MAIN = path.join(ROOT, "src", "main.ts");
+const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const OPEN_SESSIONS = Number(process.env.BENCH_OPEN_SESSIONS ?? 100_000);
+const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 100);
+const DB_NAME = "stablegate_bench_checkout";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function recreateDatabase(): Promise<string> {
+  const c = new pg.Client({ connectionString: ADMIN_URL });
+  await c.connect();
+  await c.query(`drop database if exists ${DB_NAME} with (force)`);
+  await c.query(`create database ${DB_NAME}`);
+  await c.end();
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${DB_NAME}`;
+  return u.toString();
+}
+
+function env(databaseUrl: string, extra: Record<string, string>) {
+  return {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "/tmp",
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    REDIS_KEY_PREFIX: `bench:${Date.now()}:`,
+    LOG_LEVEL: "warn",
+    DATA_DIR: path.join(ROOT, "data", "bench-checkout"),
+    RATE_LIMIT_STANDARD: "1000000000",
+    SSRF_ALLOW_CIDRS: "127.0.0.0/8",
+    DATABASE_POOL_SIZE: String(CONNECTIONS),
+    ...extra,
+  };
+}
+
+async function startServer(e: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(TSX, [MAIN, "serve"], { env: e, stdio: ["ignore", "ignore", "inherit"] });
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${e.PORT}/healthz`)).ok) return child;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error("server did not start");
+}
+
+async function stop(child: ChildProcess) {
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+/** The same rows per session as the service writes, from a bare driver loop: the machine's ceiling. */
+async function bareCeiling(databaseUrl: string, merchantId: string) {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: CONNECTIONS });
+  const latencies: number[] = [];
+  let done = 0;
+  const end = performance.now() + SECONDS * 1000;
+  const worker = async () => {
+    const c = await pool.connect();
+    try {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        const id = `tx_bare${randomBytes(12).toString("hex")}`;
+        await c.query("begin");
+        const idx = await c.query("select nextval('deposit_index_usdt_erc20_sandbox') as index");
+        const address = `0xbare${idx.rows[0].index}`;
+        await c.query(
+          `insert into watched_addresses (network, environment, address, derivation_index, merchant_id, purpose, reference_id, watch_until)
+           values ('USDT-ERC20', 'sandbox', $1, $2, $3, 'checkout', $4, now() + interval '7 days')`,
+          [address, idx.rows[0].index, merchantId, id],
+        );
+        await c.query(
+          `insert into transactions (id, merchant_id, environment, type, status, currency_type, amount, fee, net_amount, wallet_address)
+           values ($1, $2, 'sandbox', 'deposit', 'pending', 'USDT-ERC20', 10000000, 0, 10000000, $3)`,
+          [id, merchantId, address],
+        );
+        await c.query(
+          `insert into checkout_sessions (id, merchant_id, environment, network, address, expires_at)
+           values ($1, $2, 'sandbox', 'USDT-ERC20', $3, now() + interval '30 minutes')`,
+          [id, merchantId, address],
+        );
+        await c.query("commit");
+        latencies.push(performance.now() - t0);
+        done++;
+      }
+    } finally {
+      c.release();
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  const seconds = (performance.now() - t0) / 1000;
+  await pool.end();
+  latencies.sort((a, b) => a - b);
+  return { rps: done / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+async function bulkOpenSessions(databaseUrl: string, merchantId: string, n: number) {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  await c.query("begin");
+  await c.query(
+    `insert into transactions (id, merchant_id, environment, type, status, currency_type, amount, fee, net_amount, wallet_address)
+     select 'tx_bulk' || i, $1, 'sandbox', 'deposit', 'pending', 'USDT-TRC20', 10000000, 0, 10000000, 'Tbulk' || i
+     from generate_series(1, $2::int) i`,
+    [merchantId, n],
+  );
+  await c.query(
+    `insert into checkout_sessions (id, merchant_id, environment, network, address, expires_at)
+     select 'tx_bulk' || i, $1, 'sandbox', 'USDT-TRC20', 'Tbulk' || i, now() + interval '1 day'
+     from generate_series(1, $2::int) i`,
+    [merchantId, n],
+  );
+  await c.query(
+    `insert into watched_addresses (network, environment, address, derivation_index, merchant_id, purpose, reference_id, watch_until)
+     select 'USDT-TRC20', 'sandbox', 'Tbulk' || i, 10000000 + i, $1, 'checkout', 'tx_bulk' || i, now() + interval '8 days'
+     from generate_series(1, $2::int) i`,
+    [merchantId, n],
+  );
+  await c.query("commit");
+  await c.query("analyze");
+  const open = await c.query("select count(*)::int as n from checkout_sessions where closed_at is null");
+  await c.end();
+  return open.rows[0].n as number;
+}
+
+async function main() {
+  const databaseUrl = await recreateDatabase();
+  const ports = { PORT: String(await freePort()), SANDBOX_PORT: String(await freePort()) };
+  execFileSync(TSX, [MAIN, "migrate"], { env: env(databaseUrl, ports), stdio: "inherit" });
+  const created = JSON.parse(
+    execFileSync(
+      TSX,
+      [MAIN, "merchant", "create", "--email", "bench@example.com", "--company", "Bench", "--json"],
+      {
+        env: env(databaseUrl, ports),
+      },
+    ).toString(),
+  ) as { id: string; keys: { environment: string; apiKey: string; apiSecret: string }[] };
+  const k = created.keys.find((x) => x.environment === "sandbox");
+  if (!k) throw new Error("no sandbox key");
+  const headers = { apikey: k.apiKey, "x-api-secret": k.apiSecret, "content-type": "application/json" };
+
+  // ── 1. creation throughput vs the bare ceiling ──
+  const ceiling = await bareCeiling(databaseUrl, created.id);
+  const server = await startServer(env(databaseUrl, ports));
+  const sandbox = `http://127.0.0.1:${ports.SANDBOX_PORT}`;
+  let api: { rps: number; p50: number; p99: number; non2xx: number };
+  try {
+    const options = {
+      url: `${sandbox}/checkout/session`,
+      method: "POST" as const,
+      headers,
+      body: JSON.stringify({ amount: 10, currencyType: "USDT-ERC20" }),
+      connections: CONNECTIONS,
+    };
+    await autocannon({ ...options, duration: 2 }); // warm-up
+    const r = await autocannon({ ...options, duration: SECONDS });
+    api = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx };
+  } finally {
+    await stop(server);
+  }
+
+  // ── 2. block → webhook with many open sessions ──
+  const open = await bulkOpenSessions(databaseUrl, created.id, OPEN_SESSIONS);
+  const arrivals = new Map<string, number>();
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      if (!arrivals.has(body.data.transactionId)) arrivals.set(body.data.transactionId, performance.now());
+      res.end("ok");
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const server2 = await startServer(env(databaseUrl, ports));
+  const latencies: number[] = [];
+  try {
+    const set = await fetch(`${sandbox}/api/v1/webhook/url`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ webhookUrl: hookUrl }),
+    });
+    if (!set.ok) throw new Error(`webhook url: ${set.status} ${await set.text()}`);
+    for (let i = 0; i < PAYMENTS; i++) {
+      const s = await fetch(`${sandbox}/checkout/session`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ amount: 1, currencyType: "USDT-TRC20" }),
+      });
+      const id = ((await s.json()) as { data: { id: string } }).data.id;
+      const pay = await fetch(`${sandbox}/api/v1/sandbox/checkout/${id}/pay`, {
+        method: "POST",
+        headers,
+        body: "{}",
+      });
+      const mined = performance.now();
+      if (pay.status !== 202) throw new Error(`pay: ${pay.status} ${await pay.text()}`);
+      const deadline = mined + 10_000;
+      while (!arrivals.has(id) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      const at = arrivals.get(id);
+      if (at === undefined) throw new Error(`no webhook for ${id} within 10 s`);
+      latencies.push(at - mined);
+    }
+  } finally {
+    await stop(server2);
+    receiver.close();
+  }
+  latencies.sort((a, b) => a - b);
+
+  console.log(`\n## POST /checkout/session — ${CONNECTIONS} connections, ${SECONDS} s, PostgreSQL + Redis\n`);
+  console.log("| run | req/s | p50 ms | p99 ms |");
+  console.log("|---|---:|---:|---:|");
+  console.log(
+    `| bare pg loop, same inserts (ceiling) | ${ceiling.rps.toFixed(0)} | ${ceiling.p50.toFixed(1)} | ${ceiling.p99.toFixed(1)} |`,
+  );
+  console.log(`| stablegate API | ${api.rps.toFixed(0)} | ${api.p50} | ${api.p99} |`);
+  console.log(
+    `\nAPI / ceiling: ${((api.rps / ceiling.rps) * 100).toFixed(0)} % (goal ≥ 40 %); API ${api.rps.toFixed(0)} req/s (goal ≥ 1,500)` +
+      (api.non2xx > 0 ? `; warning: ${api.non2xx} non-2xx answers` : ""),
+  );
+  console.log(
+    `\n## confirming block → webhook received, ${open} open sessions, ${PAYMENTS} payments one at a time\n`,
+  );
+  console.log(
+    `p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms, max ${latencies.at(-1)?.toFixed(0)} ms (goal p50 ≤ 200 ms)`,
+  );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,53 @@
+import type { ColumnType, Selectable } from "kysely";
+import type { Network } from "../../chains/network.js";
+import type { Environment } from "../../domain/environment.js";
+import type { Timestamp } from "./common.js";
+
+/** Tables of migration 0006 (deposits: checkout sessions, deposit wallets, idempotency keys). */
+
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface CheckoutSessionsTable {
+  /** = `transactions.id` of the session's deposit transaction. */
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  network: Network;
+  address: string;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  callback_url: string | null;
+  closed_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface DepositWalletsTable {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  network: Network;
+  address: string;
+  label: string | null;
+  external_user_id: string | null;
+  created_at: Timestamp;
+}
+
+export interface IdempotencyKeysTable {
+  merchant_id: string;
+  environment: Environment;
+  key: string;
+  request_hash: string;
+  state: "running" | "done";
+  response_status: number | null;
+  response_body: string | null;
+  created_at: Timestamp;
+  locked_at: Timestamp;
+}
+
+export interface DepositTables {
+  checkout_sessions: CheckoutSessionsTable;
+  deposit_wallets: DepositWalletsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
+export type DepositWalletRow = Selectable<DepositWalletsTable>;

@@ -1,0 +1,151 @@
+import type { Network } from "../chains/network.js";
+import type { Db } from "../db/database.js";
+import type { CheckoutSessionRecord } from "../domain/checkout.js";
+import type { Environment } from "../domain/environment.js";
+import type { FeeSchedule } from "../domain/fees.js";
+import { newId } from "../domain/ids.js";
+import { toRecord, transactionValues } from "../repositories/transactions.js";
+import type { AddressDeriver } from "../wallet/address-deriver.js";
+import { allocateDepositAddress, nextDepositIndex, watchedAddressValues } from "../wallet/allocation.js";
+import { depositFee } from "./settle.js";
+
+/** What creating deposits needs: the watch-only deriver, fees, and how long late payments are watched. */
+export interface CreateDepositDeps {
+  deriver: AddressDeriver;
+  fees: FeeSchedule;
+  latePaymentWatchHours: number;
+}
+
+export interface NewCheckoutSession {
+  amount: bigint;
+  currencyType: Network;
+  lifetimeMs: number;
+  callbackUrl: string | null;
+  orderId: string | null;
+  metadata: Record<string, unknown> | null;
+}
+
+/**
+ * Creates a session in the caller's transaction: its deposit transaction (`pending`), a fresh
+ * derived address watched until `expiresAt` plus the late-payment window, and the session row.
+ */
+export async function createCheckoutSession(
+  trx: Db,
+  deps: CreateDepositDeps,
+  scope: { merchantId: string; environment: Environment },
+  input: NewCheckoutSession,
+  now: Date,
+): Promise<CheckoutSessionRecord> {
+  const id = newId("tx");
+  const expiresAt = new Date(now.getTime() + input.lifetimeMs);
+  const index = await nextDepositIndex(trx, input.currencyType, scope.environment);
+  const address = deps.deriver.address(input.currencyType, scope.environment, index);
+  const watched = watchedAddressValues(
+    {
+      network: input.currencyType,
+      environment: scope.environment,
+      merchantId: scope.merchantId,
+      purpose: "checkout",
+      watchUntil: new Date(expiresAt.getTime() + deps.latePaymentWatchHours * 3_600_000),
+      referenceId: id,
+    },
+    index,
+    address,
+  );
+  // The watched address, the deposit transaction and the session row in ONE statement (data-modifying
+  // CTEs; the foreign keys are checked at its end): one round trip instead of three.
+  const row = await trx
+    .with("w", (db) => db.insertInto("watched_addresses").values(watched))
+    .with("s", (db) =>
+      db.insertInto("checkout_sessions").values({
+        id,
+        merchant_id: scope.merchantId,
+        environment: scope.environment,
+        network: input.currencyType,
+        address,
+        expires_at: expiresAt,
+        callback_url: input.callbackUrl,
+      }),
+    )
+    .insertInto("transactions")
+    .values(
+      transactionValues({
+        id,
+        merchantId: scope.merchantId,
+        environment: scope.environment,
+        type: "deposit",
+        status: "pending",
+        currencyType: input.currencyType,
+        amount: input.amount,
+        fee: depositFee(deps.fees, input.currencyType, input.amount),
+        walletAddress: address,
+        orderId: input.orderId,
+        metadata: input.metadata,
+        createdAt: now,
+      }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const transaction = toRecord(row);
+  return {
+    transaction,
+    network: input.currencyType,
+    address,
+    expiresAt,
+    callbackUrl: input.callbackUrl,
+    metadata: input.metadata,
+    closedAt: null,
+  };
+}
+
+export interface DepositWallet {
+  id: string;
+  address: string;
+  currencyType: Network;
+  network: Network;
+  label: string | null;
+  externalUserId: string | null;
+  createdAt: Date;
+}
+
+/** `/wallet/generate`: a permanent address (watched for good); each payment to it is its own deposit. */
+export async function generateDepositWallet(
+  trx: Db,
+  deps: CreateDepositDeps,
+  scope: { merchantId: string; environment: Environment },
+  input: { currencyType: Network; label: string | null; externalUserId: string | null },
+  now: Date,
+): Promise<DepositWallet> {
+  const id = newId("wal");
+  const { address } = await allocateDepositAddress(trx, {
+    deriver: deps.deriver,
+    network: input.currencyType,
+    environment: scope.environment,
+    merchantId: scope.merchantId,
+    purpose: "wallet",
+    watchUntil: null,
+    referenceId: id,
+  });
+  await trx
+    .insertInto("deposit_wallets")
+    .values({
+      id,
+      merchant_id: scope.merchantId,
+      environment: scope.environment,
+      network: input.currencyType,
+      address,
+      label: input.label,
+      external_user_id: input.externalUserId,
+      created_at: now,
+    })
+    .execute();
+  return {
+    id,
+    address,
+    currencyType: input.currencyType,
+    network: input.currencyType,
+    label: input.label,
+    externalUserId: input.externalUserId,
+    createdAt: now,
+  };
+}

@@ -1,0 +1,60 @@
+import type { Db } from "../db/database.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import { claimExpiredSessionIds, lockCheckoutSession } from "../repositories/checkout-sessions.js";
+import type { Job } from "../worker/runner.js";
+import { closeSession, type SettleDeps } from "./settle.js";
+
+/** How many sessions one run of the expiry job closes at most (each in its own transaction). */
+const EXPIRY_BATCH = 200;
+
+/**
+ * Closes one open session whose `expiresAt` has passed as `failed` (crediting a partial payment),
+ * if there is one no other worker holds. Each session in its own transaction, so one session's
+ * ledger locks are never held while another's are taken. Returns false when none was due.
+ */
+export async function expireOneSession(db: Db, deps: SettleDeps, now: Date): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const [id] = await claimExpiredSessionIds(trx, now, 1);
+    if (!id) return false;
+    const session = await lockCheckoutSession(trx, id);
+    if (session?.transaction.status === "pending") {
+      await closeSession(trx, deps, session, {
+        status: "failed",
+        received: session.transaction.actualBalance ?? 0n,
+        txHash: null,
+        now,
+      });
+    }
+    return true;
+  });
+}
+
+/** Closes every due session (up to `limit` per call); returns how many. */
+export async function expireDueSessions(
+  db: Db,
+  deps: SettleDeps,
+  now: Date,
+  limit = EXPIRY_BATCH,
+): Promise<number> {
+  let n = 0;
+  while (n < limit && (await expireOneSession(db, deps, now))) n++;
+  return n;
+}
+
+/** The expiry job of every worker: any number of workers close each session once (SKIP LOCKED + status check). */
+export function sessionExpiryJob(
+  deps: SettleDeps & { db: Db; clock: Clock; logger: Logger; everyMs: number },
+): Job {
+  return {
+    name: "checkout-expiry",
+    everyMs: deps.everyMs,
+    async run(signal) {
+      let closed = 0;
+      do {
+        closed = await expireDueSessions(deps.db, deps, new Date(deps.clock.now()));
+        if (closed > 0) deps.logger.info({ closed }, "checkout sessions expired");
+      } while (closed === EXPIRY_BATCH && !signal.aborted);
+    },
+  };
+}

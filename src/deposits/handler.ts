@@ -1,0 +1,116 @@
+import type { Db } from "../db/database.js";
+import { sessionTransferOutcome } from "../domain/checkout.js";
+import type { Clock } from "../lib/clock.js";
+import { lockCheckoutSession } from "../repositories/checkout-sessions.js";
+import { updateTransaction } from "../repositories/transactions.js";
+import type { ConfirmedTransfer, DepositHandler } from "../watcher/handoff.js";
+import { closeSession, recordSingleTransferDeposit, type SettleDeps } from "./settle.js";
+
+export interface DepositHandlerDeps extends SettleDeps {
+  clock: Clock;
+}
+
+/**
+ * The deposit logic's entry point for the chain watcher (`DepositHandoff`): called once per
+ * confirmed transfer to a watched address, inside the transaction that marks the transfer handed
+ * off. Whatever the transfer meets — an open session, a closed one, a permanent wallet — it ends in
+ * the database: nothing received is ever lost (CONTRACT §4.1).
+ */
+export function createDepositHandler(deps: DepositHandlerDeps): DepositHandler {
+  return async (trx, transfer) => {
+    // A zero-value Transfer event (some tokens allow them) carries nothing to credit.
+    if (transfer.amount <= 0n) return;
+    if (!transfer.referenceId) {
+      throw new Error(`watched address ${transfer.address} has no record to credit`);
+    }
+    if (transfer.purpose === "checkout") await onSessionTransfer(trx, deps, transfer, transfer.referenceId);
+    else await onWalletTransfer(trx, deps, transfer, transfer.referenceId);
+  };
+}
+
+async function onSessionTransfer(
+  trx: Db,
+  deps: DepositHandlerDeps,
+  transfer: ConfirmedTransfer,
+  sessionId: string,
+): Promise<void> {
+  // Every writer of a session takes this lock first: a payment and the expiry job see one state.
+  const session = await lockCheckoutSession(trx, sessionId);
+  if (!session)
+    throw new Error(`checkout session ${sessionId} of watched address ${transfer.address} is missing`);
+  const t = session.transaction;
+  const now = new Date(deps.clock.now());
+  const outcome = sessionTransferOutcome(
+    { status: t.status, amount: t.amount, received: t.actualBalance ?? 0n, expiresAt: session.expiresAt },
+    transfer.amount,
+    now,
+  );
+  switch (outcome.kind) {
+    case "accumulate":
+      // Short so far: remember what arrived; it is credited when the session closes either way.
+      await updateTransaction(trx, t.id, {
+        actualBalance: outcome.received,
+        blockchainTxHash: transfer.txHash,
+        updatedAt: now,
+      });
+      return;
+    case "confirm":
+      await closeSession(trx, deps, session, {
+        status: "confirmed",
+        received: outcome.received,
+        txHash: transfer.txHash,
+        now,
+      });
+      return;
+    case "expire_then_late":
+      await closeSession(trx, deps, session, {
+        status: "failed",
+        received: t.actualBalance ?? 0n,
+        txHash: null,
+        now,
+      });
+      break;
+    case "late":
+      break;
+  }
+  await recordSingleTransferDeposit(trx, deps, {
+    merchantId: t.merchantId,
+    environment: t.environment,
+    currencyType: t.currencyType,
+    amount: transfer.amount,
+    address: transfer.address,
+    txHash: transfer.txHash,
+    observationId: transfer.observationId,
+    now,
+    checkoutSessionId: t.id,
+    orderId: t.orderId,
+    callbackUrl: session.callbackUrl,
+  });
+}
+
+async function onWalletTransfer(
+  trx: Db,
+  deps: DepositHandlerDeps,
+  transfer: ConfirmedTransfer,
+  walletId: string,
+): Promise<void> {
+  const wallet = await trx
+    .selectFrom("deposit_wallets")
+    .selectAll()
+    .where("id", "=", walletId)
+    .executeTakeFirst();
+  if (!wallet)
+    throw new Error(`deposit wallet ${walletId} of watched address ${transfer.address} is missing`);
+  await recordSingleTransferDeposit(trx, deps, {
+    merchantId: wallet.merchant_id,
+    environment: wallet.environment,
+    currencyType: wallet.network,
+    amount: transfer.amount,
+    address: transfer.address,
+    txHash: transfer.txHash,
+    observationId: transfer.observationId,
+    now: new Date(deps.clock.now()),
+    depositWalletId: wallet.id,
+    externalUserId: wallet.external_user_id,
+  });
+}

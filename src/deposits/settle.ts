@@ -1,0 +1,131 @@
+import type { Db } from "../db/database.js";
+import type { CheckoutSessionRecord } from "../domain/checkout.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import { computeFee, type FeeSchedule } from "../domain/fees.js";
+import { newId } from "../domain/ids.js";
+import { presentTransaction, type TransactionRecord } from "../domain/transaction.js";
+import { creditDeposit } from "../ledger/operations.js";
+import { closeCheckoutSession } from "../repositories/checkout-sessions.js";
+import { insertTransaction, updateTransaction } from "../repositories/transactions.js";
+import { enqueueWebhookEvent } from "../webhooks/outbox.js";
+
+/**
+ * The writes that end a deposit, each in the caller's transaction together with its ledger posting
+ * and its webhook event (transactional outbox): a deposit is credited exactly when its status
+ * change commits, and the merchant hears of it exactly then.
+ */
+
+export interface SettleDeps {
+  fees: FeeSchedule;
+}
+
+/** The deposit fee on what actually arrived (never more than that). */
+export function depositFee(fees: FeeSchedule, currencyType: CurrencyType, received: bigint): bigint {
+  if (received <= 0n) return 0n;
+  const { fee } = computeFee(fees[currencyType].deposit, received);
+  return fee > received ? received : fee;
+}
+
+/**
+ * Closes an open session as `confirmed` (its total reached `amount`) or `failed` (expired): the
+ * whole `received` is credited (overpayment included; a partial payment of an expired session
+ * too), the session stops being open, and the `deposit` webhook goes to its `callbackUrl` or the
+ * environment's `webhookUrl`.
+ */
+export async function closeSession(
+  trx: Db,
+  deps: SettleDeps,
+  session: CheckoutSessionRecord,
+  outcome: { status: "confirmed" | "failed"; received: bigint; txHash: string | null; now: Date },
+): Promise<TransactionRecord> {
+  const t = session.transaction;
+  const fee = depositFee(deps.fees, t.currencyType, outcome.received);
+  const updated = await updateTransaction(trx, t.id, {
+    status: outcome.status,
+    actualBalance: outcome.received,
+    fee,
+    netAmount: t.amount - fee,
+    blockchainTxHash: outcome.txHash ?? t.blockchainTxHash,
+    confirmedAt: outcome.status === "confirmed" ? outcome.now : null,
+    updatedAt: outcome.now,
+  });
+  if (outcome.received > 0n) {
+    await creditDeposit(trx, postingContext(updated), outcome.received, fee);
+  }
+  await closeCheckoutSession(trx, t.id, outcome.now);
+  await notify(trx, updated, session.callbackUrl);
+  return updated;
+}
+
+/**
+ * A deposit made of one transfer, confirmed and credited at once: a payment to a `/wallet/generate`
+ * address, or a late payment to a closed session's address (linked by `checkoutSessionId`).
+ * `chainObservationId` is unique: the same transfer never becomes two deposits.
+ */
+export async function recordSingleTransferDeposit(
+  trx: Db,
+  deps: SettleDeps,
+  d: {
+    merchantId: string;
+    environment: Environment;
+    currencyType: CurrencyType;
+    amount: bigint;
+    address: string;
+    txHash: string;
+    observationId: string;
+    now: Date;
+    checkoutSessionId?: string;
+    orderId?: string | null;
+    depositWalletId?: string;
+    externalUserId?: string | null;
+    /** Where the webhook goes (a session's callbackUrl); else the environment's webhookUrl. */
+    callbackUrl?: string | null;
+  },
+): Promise<TransactionRecord> {
+  const fee = depositFee(deps.fees, d.currencyType, d.amount);
+  const record = await insertTransaction(trx, {
+    id: newId("tx"),
+    merchantId: d.merchantId,
+    environment: d.environment,
+    type: "deposit",
+    status: "confirmed",
+    currencyType: d.currencyType,
+    amount: d.amount,
+    fee,
+    actualBalance: d.amount,
+    walletAddress: d.address,
+    blockchainTxHash: d.txHash,
+    confirmedAt: d.now,
+    createdAt: d.now,
+    chainObservationId: d.observationId,
+    checkoutSessionId: d.checkoutSessionId ?? null,
+    orderId: d.orderId ?? null,
+    depositWalletId: d.depositWalletId ?? null,
+    externalUserId: d.externalUserId ?? null,
+  });
+  await creditDeposit(trx, postingContext(record), d.amount, fee);
+  await notify(trx, record, d.callbackUrl ?? null);
+  return record;
+}
+
+function postingContext(t: TransactionRecord) {
+  return {
+    merchantId: t.merchantId,
+    environment: t.environment,
+    currencyType: t.currencyType,
+    transactionId: t.id,
+  };
+}
+
+async function notify(trx: Db, t: TransactionRecord, url: string | null): Promise<void> {
+  await enqueueWebhookEvent(trx, {
+    merchantId: t.merchantId,
+    environment: t.environment,
+    transactionId: t.id,
+    type: "deposit",
+    transactionStatus: t.status,
+    data: presentTransaction(t),
+    url,
+  });
+}

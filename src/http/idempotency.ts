@@ -1,0 +1,120 @@
+import { createHash } from "node:crypto";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Db } from "../db/database.js";
+import { AppError } from "../domain/errors.js";
+import type { Clock } from "../lib/clock.js";
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  type IdempotencyScope,
+  releaseIdempotencyKey,
+} from "../repositories/idempotency-keys.js";
+import type { Principal } from "./context.js";
+
+/** How long a key's response is kept and replayed (CONTRACT §4: 24 h). */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/**
+ * A `running` claim older than this belongs to a request that died before committing (the claim
+ * and the operation's result are written together, so a finished request is never `running`).
+ */
+export const IDEMPOTENCY_ABANDONED_MS = 2 * 60 * 1000;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * Runs a creating POST once per `Idempotency-Key` (CONTRACT §4), the way Stripe does: the same
+ * key with the same body replays the stored response (status and bytes, with
+ * `Idempotent-Replayed: true`); a different body is 422 IDEMPOTENCY_MISMATCH; the first request
+ * still running is 409 IDEMPOTENCY_CONFLICT. `run` gets the transaction in which the stored
+ * response is written, so "created" and "remembered" commit together. A request that fails with an
+ * error stores nothing: retrying with the same key is allowed. Without the header, `run` simply
+ * runs in a transaction.
+ */
+export async function idempotentCreate(
+  ctx: { db: Db; clock: Clock },
+  request: FastifyRequest,
+  reply: FastifyReply,
+  who: Principal,
+  status: number,
+  run: (trx: Db) => Promise<unknown>,
+): Promise<FastifyReply> {
+  // The body is serialised here (with the route's response schema) so that a replay sends the same bytes.
+  return reply.send(await respond(ctx, request, reply, who, status, run));
+}
+
+async function respond(
+  ctx: { db: Db; clock: Clock },
+  request: FastifyRequest,
+  reply: FastifyReply,
+  who: Principal,
+  status: number,
+  run: (trx: Db) => Promise<unknown>,
+): Promise<string> {
+  const header = request.headers["idempotency-key"];
+  reply.code(status).type("application/json; charset=utf-8");
+  if (header === undefined) {
+    return ctx.db.transaction().execute(async (trx) => serialize(reply, await run(trx)));
+  }
+  if (typeof header !== "string" || !KEY_PATTERN.test(header)) {
+    throw AppError.validation([
+      { field: "Idempotency-Key", message: "must be 1 to 255 printable ASCII characters without spaces" },
+    ]);
+  }
+  const scope: IdempotencyScope = { merchantId: who.merchantId, environment: who.environment, key: header };
+  const now = ctx.clock.now();
+  const claim = await claimIdempotencyKey(ctx.db, scope, requestHash(request), {
+    now: new Date(now),
+    retainedSince: new Date(now - IDEMPOTENCY_RETENTION_MS),
+    abandonedBefore: new Date(now - IDEMPOTENCY_ABANDONED_MS),
+  });
+  switch (claim.kind) {
+    case "replay":
+      reply.code(claim.status).header("idempotent-replayed", "true");
+      return claim.body;
+    case "mismatch":
+      throw new AppError(
+        "IDEMPOTENCY_MISMATCH",
+        "This Idempotency-Key was used with a different request; use a new key for a new request.",
+      );
+    case "in_flight":
+      throw new AppError(
+        "IDEMPOTENCY_CONFLICT",
+        "A request with this Idempotency-Key is still being processed; retry shortly.",
+      );
+    case "claimed":
+      break;
+  }
+  try {
+    return await ctx.db.transaction().execute(async (trx) => {
+      const body = serialize(reply, await run(trx));
+      await completeIdempotencyKey(trx, scope, { status, body });
+      return body;
+    });
+  } catch (err) {
+    await releaseIdempotencyKey(ctx.db, scope);
+    throw err;
+  }
+}
+
+/** The route's response serializer for the status set on the reply (unknown fields never leak). */
+function serialize(reply: FastifyReply, payload: unknown): string {
+  const body = reply.serialize(payload);
+  return typeof body === "string" ? body : Buffer.from(body as ArrayBuffer).toString("utf8");
+}
+
+/** What makes two requests "the same": method, route and the body's JSON with keys in a stable order. */
+function requestHash(request: FastifyRequest): string {
+  return createHash("sha256")
+    .update(`${request.method} ${request.routeOptions.url ?? request.url}\n${canonicalJson(request.body)}`)
+    .digest("hex");
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}

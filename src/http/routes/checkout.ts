@@ -1,0 +1,168 @@
+import { Type } from "@sinclair/typebox";
+import {
+  type CreateDepositDeps,
+  createCheckoutSession,
+  generateDepositWallet,
+} from "../../deposits/create.js";
+import {
+  checkoutUrl,
+  metadataErrors,
+  presentCheckoutSession,
+  sessionLifetimeMs,
+} from "../../domain/checkout.js";
+import { AppError, type FieldError } from "../../domain/errors.js";
+import { amountField } from "../../domain/money.js";
+import { findCheckoutSession } from "../../repositories/checkout-sessions.js";
+import { validateWebhookUrl } from "../../webhooks/ssrf.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { idempotentCreate } from "../idempotency.js";
+import { principal } from "../plugins/auth.js";
+import { commonErrors, ok } from "../schemas/common.js";
+import {
+  CheckoutSessionSchema,
+  CreateCheckoutSessionBody,
+  DepositWalletSchema,
+  GenerateWalletBody,
+} from "../schemas/deposits.js";
+
+const IdempotencyHeaders = Type.Object({
+  "idempotency-key": Type.Optional(
+    Type.String({ description: "Replays the stored response for 24 h when the same request is sent again" }),
+  ),
+});
+
+/**
+ * Deposits (CONTRACT §4.1): `POST /checkout/session`, `GET /checkout/session/{id}`,
+ * `POST /wallet/generate` — at the root, without `/api/v1` (SPEC §1). Both credential channels:
+ * the API key of a merchant's server, or the dashboard session (its "create a test session").
+ */
+export function checkoutRoutes(app: App, deps: RouteDeps) {
+  const { config, database, clock, chains } = deps;
+  const db = database.db;
+  const createDeps: CreateDepositDeps = {
+    deriver: deps.addressDeriver,
+    fees: config.fees,
+    latePaymentWatchHours: config.checkout.latePaymentWatchHours,
+  };
+  const baseUrl = (environment: "production" | "sandbox") =>
+    environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl;
+  const tags = ["Deposits"];
+
+  app.post(
+    "/checkout/session",
+    {
+      config: { auth: "merchant", tier: "standard" },
+      schema: {
+        summary: "Create a checkout session",
+        description:
+          "A fresh deposit address for one payment of `amount`, a hosted page (`checkoutUrl`) and a timer. " +
+          "The session becomes `confirmed` when the address has received `amount` with the required " +
+          "confirmations, or `failed` at `expiresAt`; a `deposit` webhook reports either.",
+        tags,
+        headers: IdempotencyHeaders,
+        body: CreateCheckoutSessionBody,
+        response: { 201: ok(CheckoutSessionSchema), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const who = principal(request);
+      const body = request.body;
+      const amount = amountField("amount", body.amount);
+      const lifetime = sessionLifetimeMs(body.expiresInMinutes, config.checkout.minExpirySeconds);
+      const errors: FieldError[] = [...amount.errors, ...lifetime.errors, ...metadataErrors(body.metadata)];
+      if (body.callbackUrl !== undefined) {
+        errors.push(
+          ...(await validateWebhookUrl(body.callbackUrl, {
+            environment: who.environment,
+            allowCidrs: config.webhooks.ssrfAllowCidrs,
+            field: "callbackUrl",
+          })),
+        );
+      }
+      if (errors.length > 0 || amount.units === undefined) throw AppError.validation(errors);
+      const units = amount.units;
+      chains.get(body.currencyType, who.environment); // 503 CHAIN_UNAVAILABLE before anything is written
+      return idempotentCreate({ db, clock }, request, reply, who, 201, async (trx) => {
+        const session = await createCheckoutSession(
+          trx,
+          createDeps,
+          who,
+          {
+            amount: units,
+            currencyType: body.currencyType,
+            lifetimeMs: lifetime.ms,
+            callbackUrl: body.callbackUrl ?? null,
+            orderId: body.orderId ?? null,
+            metadata: body.metadata ?? null,
+          },
+          new Date(clock.now()),
+        );
+        return {
+          success: true as const,
+          data: presentCheckoutSession(
+            session,
+            checkoutUrl(baseUrl(who.environment), session.transaction.id),
+          ),
+        };
+      });
+    },
+  );
+
+  app.get(
+    "/checkout/session/:id",
+    {
+      config: { auth: "merchant", tier: "standard" },
+      schema: {
+        summary: "Get a checkout session",
+        tags,
+        params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+        response: { 200: ok(CheckoutSessionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const who = principal(request);
+      const session = await findCheckoutSession(db, who, request.params.id);
+      if (!session) throw new AppError("NOT_FOUND", "No checkout session with this id.");
+      return {
+        success: true as const,
+        data: presentCheckoutSession(session, checkoutUrl(baseUrl(who.environment), session.transaction.id)),
+      };
+    },
+  );
+
+  app.post(
+    "/wallet/generate",
+    {
+      config: { auth: "merchant", tier: "wallet" },
+      schema: {
+        summary: "Generate a permanent deposit address",
+        description:
+          "Every payment to the address becomes its own `confirmed` deposit (with its webhook), for as " +
+          "long as the address exists. Tie it to one of your users with `externalUserId`.",
+        tags,
+        headers: IdempotencyHeaders,
+        body: GenerateWalletBody,
+        response: { 201: ok(DepositWalletSchema), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const who = principal(request);
+      const body = request.body;
+      chains.get(body.currencyType, who.environment);
+      return idempotentCreate({ db, clock }, request, reply, who, 201, async (trx) => {
+        const wallet = await generateDepositWallet(
+          trx,
+          createDeps,
+          who,
+          {
+            currencyType: body.currencyType,
+            label: body.label ?? null,
+            externalUserId: body.externalUserId ?? null,
+          },
+          new Date(clock.now()),
+        );
+        return { success: true as const, data: { ...wallet, createdAt: wallet.createdAt.toISOString() } };
+      });
+    },
+  );
+}

@@ -1,0 +1,221 @@
+import { randomBytes } from "node:crypto";
+import type { Server } from "node:net";
+import { PassThrough } from "node:stream";
+import { Type } from "@sinclair/typebox";
+import type { FastifyReply } from "fastify";
+import type { Network } from "../../chains/network.js";
+import type { Environment } from "../../domain/environment.js";
+import { AppError } from "../../domain/errors.js";
+import { formatAmount } from "../../domain/money.js";
+import { isFinal, type LiveSnapshot, LiveStatusHub, snapshotOf } from "../../pay/live-status.js";
+import { chooseLanguage } from "../../pay/messages.js";
+import { contentSecurityPolicy, pageState, renderNotFoundPage, renderPayPage } from "../../pay/page.js";
+import { paymentUri, uriCarriesAmount } from "../../pay/payment-uri.js";
+import { qrSvg } from "../../pay/qr.js";
+import {
+  findCheckoutSessionsByIds,
+  findPublicCheckoutSession,
+} from "../../repositories/checkout-sessions.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { ErrorEnvelope, RateLimitedEnvelope } from "../schemas/common.js";
+
+/** Reconnection delay the browser uses after a dropped stream (SSE `retry:`). */
+export const SSE_RETRY_MS = 3_000;
+/** Longest session id we look up (ids are `tx_` + 26 characters). */
+const MAX_ID_LENGTH = 100;
+
+const Html = (description: string) => ({
+  description,
+  content: { "text/html": { schema: Type.String() } },
+});
+const Params = Type.Object({ id: Type.String({ description: "The checkout session id" }) });
+
+/** The SSE event of a snapshot: the session fields the page shows, amounts in USDT as in the API. */
+export function statusEvent(s: LiveSnapshot): string {
+  const remaining = s.amount > s.actualBalance ? s.amount - s.actualBalance : 0n;
+  const data = {
+    status: s.status,
+    actualBalance: formatAmount(s.actualBalance),
+    remaining: formatAmount(remaining),
+    confirmedAt: s.confirmedAt ? s.confirmedAt.toISOString() : null,
+    blockchainTxHash: s.blockchainTxHash,
+  };
+  return `event: status\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+function pageHeaders(reply: FastifyReply, nonce: string) {
+  reply
+    .type("text/html; charset=utf-8")
+    .header("Content-Security-Policy", contentSecurityPolicy(nonce))
+    .header("Cache-Control", "no-store")
+    .header("Referrer-Policy", "no-referrer")
+    .header("X-Frame-Options", "DENY");
+}
+
+/**
+ * The hosted payment page (CONTRACT §4.1, issue #7): `GET /pay/{id}` (server-rendered HTML: amount,
+ * network, address, QR code, countdown, status; works without JavaScript) and `GET /pay/{id}/events`
+ * (its live status as Server-Sent Events over one long-lived connection). Public Page tier, no
+ * credentials; a session is visible only on the base URL of its environment. The page never carries
+ * the merchant's secrets, `callbackUrl` or `metadata`.
+ */
+export function payRoutes(app: App, deps: RouteDeps) {
+  const { config, clock, logger } = deps;
+  const db = deps.database.db;
+  const tags = ["Hosted payment page"];
+
+  // One poller per process for every open page (one query per interval, whatever the number of pages).
+  const hub = new LiveStatusHub({
+    load: async (ids) => {
+      const sessions = await findCheckoutSessionsByIds(db, ids);
+      return new Map(sessions.map((s) => [s.transaction.id, snapshotOf(s)]));
+    },
+    onError: (err) => logger.warn({ err }, "hosted page live status: read failed"),
+  });
+  app.addHook("preClose", async () => hub.close());
+  app.addHook("onClose", async () => hub.close());
+
+  // The USDT contract the QR code names: the configured one, except on the sandbox simulator (no token).
+  const tokenContract = (network: Network, environment: Environment) => {
+    const entry = deps.chains.entry(network, environment);
+    if (entry.status === "available" && entry.kind === "simulator") return undefined;
+    const endpoints = config.chains[environment];
+    return network === "USDT-ERC20" ? endpoints.usdtErc20Contract : endpoints.usdtTrc20Contract;
+  };
+
+  app.get(
+    "/pay/:id",
+    {
+      config: { tier: "publicPage" },
+      schema: {
+        summary: "Hosted payment page",
+        description:
+          "HTML page of a checkout session for the paying customer: amount, network, address with a QR " +
+          "code, countdown and live status. No credentials. Language from `lang` or `Accept-Language`.",
+        tags,
+        params: Params,
+        querystring: Type.Object({
+          lang: Type.Optional(Type.String({ description: "Page language: `en` or `de`" })),
+        }),
+        response: {
+          200: Html("The payment page"),
+          404: Html("No session with this id in this environment"),
+          429: RateLimitedEnvelope,
+          500: ErrorEnvelope,
+        },
+      },
+    },
+    async (request, reply) => {
+      const lang = chooseLanguage(request.query.lang, request.headers["accept-language"]);
+      const nonce = randomBytes(16).toString("base64");
+      pageHeaders(reply, nonce);
+      reply.header("Content-Language", lang).header("Vary", "Accept-Language");
+      const id = request.params.id;
+      const session =
+        id.length <= MAX_ID_LENGTH ? await findPublicCheckoutSession(db, request.environment, id) : null;
+      if (!session) return reply.code(404).send(renderNotFoundPage(lang, nonce));
+
+      const snapshot = snapshotOf(session);
+      const now = clock.now();
+      const state = pageState(snapshot, session.expiresAt, now);
+      const remaining = snapshot.amount - snapshot.actualBalance;
+      let qr: string | null = null;
+      let qrUnits: bigint | null = null;
+      if (state === "waiting" || state === "partial") {
+        const uri = paymentUri({
+          network: session.network,
+          address: session.address,
+          units: remaining,
+          tokenContract: tokenContract(session.network, request.environment),
+        });
+        qr = await qrSvg(uri);
+        qrUnits = uriCarriesAmount(uri) ? remaining : null;
+      }
+      return reply.send(
+        renderPayPage({
+          lang,
+          environment: request.environment,
+          sessionId: session.transaction.id,
+          network: session.network,
+          address: session.address,
+          orderId: session.transaction.orderId,
+          snapshot,
+          expiresAt: session.expiresAt,
+          now,
+          qrSvg: qr,
+          qrUnits,
+          nonce,
+        }),
+      );
+    },
+  );
+
+  app.get(
+    "/pay/:id/events",
+    {
+      config: { tier: "publicPage" },
+      schema: {
+        summary: "Live status of the hosted payment page (Server-Sent Events)",
+        description:
+          "One long-lived `text/event-stream` (one request of the Public Page tier): an `event: status` " +
+          "with `{ status, actualBalance, remaining, confirmedAt, blockchainTxHash }` at once and on every " +
+          "change, a comment line every 15 s, `retry: 3000`. The stream ends after `confirmed` or `failed`.",
+        tags,
+        params: Params,
+        response: {
+          200: {
+            description: "The event stream",
+            content: { "text/event-stream": { schema: Type.String() } },
+          },
+          404: ErrorEnvelope,
+          429: RateLimitedEnvelope,
+          500: ErrorEnvelope,
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = request.params.id;
+      const session =
+        id.length <= MAX_ID_LENGTH ? await findPublicCheckoutSession(db, request.environment, id) : null;
+      if (!session) throw AppError.notFound("No checkout session with this id.");
+
+      // A stream payload keeps Fastify's lifecycle (headers set by hooks, logging, metrics at the end);
+      // Fastify destroys it when the client goes away. Node's requestTimeout only bounds receiving the
+      // request, so a long response is not cut.
+      const stream = new PassThrough();
+      const write = (chunk: string) => {
+        if (!stream.writableEnded && !stream.destroyed) stream.write(chunk);
+      };
+      reply
+        .type("text/event-stream; charset=utf-8")
+        .header("Cache-Control", "no-cache, no-transform")
+        .header("X-Accel-Buffering", "no"); // nginx: do not buffer the stream
+      const first = snapshotOf(session);
+      write(`retry: ${SSE_RETRY_MS}\n\n`);
+      write(statusEvent(first));
+      // A closed session never changes; a HEAD request (Fastify drains its payload) must not subscribe.
+      if (isFinal(first) || request.method === "HEAD") {
+        stream.end();
+        return reply.send(stream as never); // a stream payload: the schema types the text it carries
+      }
+      // The listener's server: once it stops listening (graceful stop) the stream ends, so the
+      // drain of in-flight requests does not wait for the shutdown timeout.
+      const server = (request.raw.socket as { server?: Server } | null)?.server;
+      const unsubscribe = hub.subscribe(
+        {
+          sessionId: session.transaction.id,
+          onChange: (s) => {
+            write(statusEvent(s));
+            if (isFinal(s)) stream.end();
+          },
+          onHeartbeat: () => write(": keep-alive\n\n"),
+          alive: () => server?.listening !== false,
+          onEnd: () => stream.end(),
+        },
+        first,
+      );
+      stream.on("close", unsubscribe);
+      return reply.send(stream as never);
+    },
+  );
+}

@@ -1,0 +1,126 @@
+import { Type } from "@sinclair/typebox";
+import { normalizeAddress } from "../../chains/address.js";
+import { AppError } from "../../domain/errors.js";
+import { amountField, formatAmount, parseAmount } from "../../domain/money.js";
+import { findCheckoutSession } from "../../repositories/checkout-sessions.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { principal } from "../plugins/auth.js";
+import { commonErrors, ok } from "../schemas/common.js";
+import { AmountInput } from "../schemas/deposits.js";
+import { CurrencyTypeSchema } from "../schemas/transaction.js";
+
+const SandboxPaymentSchema = Type.Object({
+  txHash: Type.String(),
+  blockNumber: Type.Integer(),
+  address: Type.String(),
+  amount: Type.Number(),
+  currencyType: CurrencyTypeSchema,
+});
+
+/**
+ * Sandbox payments (CONTRACT §4.1, 404 in production): the built-in simulator pays an address of
+ * the merchant from its faucet, mined at once. The deposit then takes the real path — the watcher
+ * sees the block, the deposit logic confirms and credits, the webhook leaves — so a merchant tests
+ * exactly what production does. Answers 202: the payment is on-chain, the deposit follows.
+ */
+export function sandboxRoutes(app: App, deps: RouteDeps) {
+  const db = deps.database.db;
+  const tags = ["Sandbox"];
+
+  app.post(
+    "/api/v1/sandbox/checkout/:id/pay",
+    {
+      config: { auth: "merchant", tier: "standard", sandboxOnly: true },
+      schema: {
+        summary: "Pay a checkout session from the sandbox faucet",
+        description:
+          "Default amount: the session's full amount. Any amount works, also after expiry (a late payment).",
+        tags,
+        params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+        body: Type.Optional(
+          Type.Object({ amount: Type.Optional(AmountInput) }, { additionalProperties: false }),
+        ),
+        response: { 202: ok(SandboxPaymentSchema), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const who = principal(request);
+      if (who.environment !== "sandbox")
+        throw AppError.notFound("Sandbox payments exist only in the sandbox.");
+      const session = await findCheckoutSession(db, who, request.params.id);
+      if (!session) throw AppError.notFound("No checkout session with this id.");
+      let units = session.transaction.amount;
+      if (request.body?.amount !== undefined) {
+        const parsed = amountField("amount", request.body.amount);
+        if (parsed.units === undefined) throw AppError.validation(parsed.errors);
+        units = parsed.units;
+      }
+      const chain = deps.chains.simulator(session.network, "sandbox");
+      const tx = await chain.pay(session.address, units);
+      reply.code(202);
+      return {
+        success: true as const,
+        data: {
+          txHash: tx.txHash,
+          blockNumber: tx.blockNumber,
+          address: session.address,
+          amount: formatAmount(units),
+          currencyType: session.network,
+        },
+      };
+    },
+  );
+
+  app.post(
+    "/api/v1/sandbox/wallet/:address/pay",
+    {
+      config: { auth: "merchant", tier: "standard", sandboxOnly: true },
+      schema: {
+        summary: "Pay one of your deposit addresses from the sandbox faucet",
+        tags,
+        params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
+        body: Type.Object(
+          { amount: AmountInput, currencyType: CurrencyTypeSchema },
+          { additionalProperties: false },
+        ),
+        response: { 202: ok(SandboxPaymentSchema), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const who = principal(request);
+      if (who.environment !== "sandbox")
+        throw AppError.notFound("Sandbox payments exist only in the sandbox.");
+      const { currencyType } = request.body;
+      const parsed = parseAmount(request.body.amount);
+      if (!parsed.ok) throw AppError.validation([{ field: "amount", message: parsed.message }]);
+      let address: string;
+      try {
+        address = normalizeAddress(currencyType, request.params.address);
+      } catch {
+        throw AppError.validation([{ field: "address", message: `is not a valid ${currencyType} address` }]);
+      }
+      // Only the merchant's own deposit addresses: the faucet is not a way to fund arbitrary addresses.
+      const watched = await db
+        .selectFrom("watched_addresses")
+        .select("address")
+        .where("network", "=", currencyType)
+        .where("environment", "=", "sandbox")
+        .where("address", "=", address)
+        .where("merchant_id", "=", who.merchantId)
+        .executeTakeFirst();
+      if (!watched) throw AppError.notFound("No deposit address of yours with this value in the sandbox.");
+      const tx = await deps.chains.simulator(currencyType, "sandbox").pay(address, parsed.units);
+      reply.code(202);
+      return {
+        success: true as const,
+        data: {
+          txHash: tx.txHash,
+          blockNumber: tx.blockNumber,
+          address,
+          amount: formatAmount(parsed.units),
+          currencyType,
+        },
+      };
+    },
+  );
+}

@@ -1,0 +1,234 @@
+import type { Network } from "../chains/network.js";
+import type { Environment } from "../domain/environment.js";
+import { formatUnits } from "../domain/money.js";
+import { CLIENT_SCRIPT } from "./client-script.js";
+import { html, raw, type SafeHtml } from "./html.js";
+import { isFinal, type LiveSnapshot } from "./live-status.js";
+import {
+  DECIMAL_SEPARATOR,
+  LANGUAGE_NAMES,
+  LANGUAGES,
+  type Language,
+  type MessageKey,
+  messages,
+  t,
+} from "./messages.js";
+import { STYLES } from "./styles.js";
+
+/** What the customer sees: open (waiting / partial) or one of the end states. */
+export type PageState = "waiting" | "partial" | "paid" | "expired" | "partialExpired";
+
+/**
+ * The state shown for a session at `now`. Past `expiresAt` an open session is shown as expired even
+ * before the expiry job closes it: a payment confirmed after the deadline is a late payment, never
+ * this session's (domain/checkout.ts `sessionTransferOutcome`).
+ */
+export function pageState(s: LiveSnapshot, expiresAt: Date, now: number): PageState {
+  if (s.status === "confirmed") return "paid";
+  const partial = s.actualBalance > 0n;
+  if (isFinal(s) || now >= expiresAt.getTime()) return partial ? "partialExpired" : "expired";
+  return partial ? "partial" : "waiting";
+}
+
+export const NETWORK_NAMES: Readonly<Record<Network, string>> = {
+  "USDT-TRC20": "TRON (TRC-20)",
+  "USDT-ERC20": "Ethereum (ERC-20)",
+};
+
+/** Exact amount text in the language's notation (12500000n → "12.5" / "12,5"). */
+export function displayAmount(units: bigint, lang: Language): string {
+  return formatUnits(units).replace(".", DECIMAL_SEPARATOR[lang]);
+}
+
+/** `2026-01-01 12:30:00 UTC`: unambiguous whatever the customer's language or time zone. */
+export function utcText(d: Date): string {
+  return `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+export function countdownText(ms: number): string {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const mm = h > 0 ? String(m).padStart(2, "0") : String(m);
+  return `${h > 0 ? `${h}:` : ""}${mm}:${String(s).padStart(2, "0")}`;
+}
+
+/** A message whose placeholders are markup (each piece of the message text itself is escaped). */
+function tHtml(lang: Language, key: MessageKey, vars: Record<string, SafeHtml>): SafeHtml {
+  const parts = messages(lang)[key].split(/(\{\w+\})/);
+  return html`${parts.map((p) => {
+    const m = /^\{(\w+)\}$/.exec(p);
+    return m?.[1] !== undefined && vars[m[1]] ? vars[m[1]] : p;
+  })}`;
+}
+
+export interface PayPageInput {
+  lang: Language;
+  environment: Environment;
+  sessionId: string;
+  network: Network;
+  address: string;
+  orderId: string | null;
+  snapshot: LiveSnapshot;
+  expiresAt: Date;
+  /** Server time of the rendering (the countdown runs from `expiresAt - now`, immune to client clock skew). */
+  now: number;
+  /** Inline SVG of the payment QR code (absent in end states). */
+  qrSvg: string | null;
+  /** The remaining amount the QR code carries, when it carries one. */
+  qrUnits: bigint | null;
+  /** CSP nonce of the inline style and script. */
+  nonce: string;
+}
+
+/** The hosted payment page (GET /pay/{id}). Every value is escaped by `html`. */
+export function renderPayPage(p: PayPageInput): string {
+  const { lang, snapshot: s } = p;
+  const state = pageState(s, p.expiresAt, p.now);
+  const open = state === "waiting" || state === "partial";
+  const remaining = s.amount > s.actualBalance ? s.amount - s.actualBalance : 0n;
+  const amountText = displayAmount(s.amount, lang);
+  const network = NETWORK_NAMES[p.network];
+  const self = `/pay/${encodeURIComponent(p.sessionId)}`;
+  const field = (name: string, value: string) => html`<span data-field="${name}">${value}</span>`;
+  const received = field("received", displayAmount(s.actualBalance, lang));
+  const panel = (name: PageState, body: SafeHtml) =>
+    html`<div class="panel panel-${name}" data-panel="${name}"${state === name ? "" : raw(" hidden")}>${body}</div>`;
+
+  const body = html`<main id="pay" class="card"
+  data-status="${s.status}"
+  data-amount="${formatUnits(s.amount)}"
+  data-received="${formatUnits(s.actualBalance)}"
+  data-remaining="${formatUnits(remaining)}"
+  data-qr-amount="${p.qrUnits === null ? "" : formatUnits(p.qrUnits)}"
+  data-remaining-ms="${Math.max(0, p.expiresAt.getTime() - p.now)}"
+  data-decimal="${DECIMAL_SEPARATOR[lang]}"
+  data-events="${self}/events"
+  data-copied="${t(lang, "copied")}">
+<header>
+  <h1>${t(lang, "title")}</h1>
+  ${p.environment === "sandbox" ? html`<p class="badge">${t(lang, "sandboxBadge")}</p>` : ""}
+  <p class="summary"><strong>${amountText} USDT</strong> · ${network}</p>
+  ${p.orderId ? html`<p class="order">${t(lang, "orderLabel")}: ${p.orderId}</p>` : ""}
+</header>
+<section class="status" role="status" aria-live="polite" aria-label="${t(lang, "statusLabel")}">
+  ${panel("waiting", html`<p>${t(lang, "stateWaiting")}</p>`)}
+  ${panel(
+    "partial",
+    html`<p>${tHtml(lang, "statePartial", { received, remaining: field("remaining", displayAmount(remaining, lang)) })}</p>`,
+  )}
+  ${panel(
+    "paid",
+    html`<p>${t(lang, "statePaid")}</p>
+    <dl class="facts small">
+      <div><dt>${t(lang, "txLabel")}</dt><dd><code data-field="txHash">${s.blockchainTxHash ?? ""}</code></dd></div>
+      <div><dt>${t(lang, "confirmedAtLabel")}</dt><dd>${field("confirmedAt", s.confirmedAt ? utcText(s.confirmedAt) : "")}</dd></div>
+    </dl>`,
+  )}
+  ${panel("expired", html`<p>${t(lang, "stateExpired")}</p>`)}
+  ${panel("partialExpired", html`<p>${tHtml(lang, "statePartialExpired", { received })}</p>`)}
+</section>
+<section id="instructions" aria-label="${t(lang, "addressLabel")}"${open ? "" : raw(" hidden")}>
+  <dl class="facts">
+    <div><dt>${t(lang, "amountLabel")}</dt>
+      <dd><strong class="amount">${field("remaining", displayAmount(remaining, lang))} USDT</strong>
+      <button type="button" class="copy" data-copy="remaining" hidden>${t(lang, "copyAmount")}</button></dd></div>
+    <div><dt>${t(lang, "networkLabel")}</dt><dd>${network}</dd></div>
+  </dl>
+  ${
+    p.qrSvg
+      ? html`<figure class="qr">
+    <div class="qr-code" role="img" aria-label="${t(lang, "qrLabel")}">${raw(p.qrSvg)}</div>
+    <figcaption>${t(lang, "qrHint")}</figcaption>
+    <p id="qr-stale" class="note" hidden>${t(lang, "qrStale")}</p>
+  </figure>`
+      : ""
+  }
+  <p class="label">${t(lang, "addressLabel")}</p>
+  <p class="address-row"><code id="address">${p.address}</code>
+  <button type="button" class="copy" data-copy="address" hidden>${t(lang, "copyAddress")}</button></p>
+  <p class="warning">${t(lang, "warning", { network })}</p>
+  <p class="expiry">${tHtml(lang, "expiresAt", {
+    time: html`<time datetime="${p.expiresAt.toISOString()}">${utcText(p.expiresAt)}</time>`,
+  })} · ${t(lang, "timeLeft")} <span id="countdown" role="timer">${countdownText(p.expiresAt.getTime() - p.now)}</span></p>
+</section>
+${open ? html`<noscript><p class="note">${t(lang, "noscript")} <a href="${self}?lang=${lang}">${t(lang, "refresh")}</a></p></noscript>` : ""}
+${languageNav(lang, self)}
+<footer>${t(lang, "poweredBy")}</footer>
+</main>`;
+
+  return document({
+    lang,
+    nonce: p.nonce,
+    title: t(lang, "pageTitle", { amount: amountText }),
+    refreshSeconds: open ? 30 : null,
+    body,
+    script: open,
+  });
+}
+
+/** The 404 page of an unknown (or other-environment) session id. */
+export function renderNotFoundPage(lang: Language, nonce: string): string {
+  const body = html`<main class="card">
+<h1>${t(lang, "notFoundTitle")}</h1>
+<p>${t(lang, "notFoundText")}</p>
+<footer>${t(lang, "poweredBy")}</footer>
+</main>`;
+  return document({
+    lang,
+    nonce,
+    title: t(lang, "notFoundTitle"),
+    refreshSeconds: null,
+    body,
+    script: false,
+  });
+}
+
+function languageNav(current: Language, self: string): SafeHtml {
+  return html`<nav class="langs" aria-label="${t(current, "languageLabel")}">${LANGUAGES.map(
+    (l, i) =>
+      html`${i > 0 ? " · " : ""}<a href="${self}?lang=${l}" lang="${l}" hreflang="${l}"${l === current ? raw(' aria-current="true"') : ""}>${LANGUAGE_NAMES[l]}</a>`,
+  )}</nav>`;
+}
+
+function document(d: {
+  lang: Language;
+  nonce: string;
+  title: string;
+  refreshSeconds: number | null;
+  body: SafeHtml;
+  script: boolean;
+}): string {
+  return html`<!doctype html>
+<html lang="${d.lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex, nofollow">
+<meta name="referrer" content="no-referrer">
+<title>${d.title}</title>
+${d.refreshSeconds === null ? "" : html`<noscript><meta http-equiv="refresh" content="${d.refreshSeconds}"></noscript>`}
+<style nonce="${d.nonce}">${raw(STYLES)}</style>
+</head>
+<body>
+${d.body}
+${d.script ? html`<script nonce="${d.nonce}">${raw(CLIENT_SCRIPT)}</script>` : ""}
+</body>
+</html>
+`.value;
+}
+
+/** The Content-Security-Policy of the pages: nothing but our own nonce'd style/script and SSE to us. */
+export function contentSecurityPolicy(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}'`,
+    `style-src 'nonce-${nonce}'`,
+    "img-src data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}

@@ -1,0 +1,318 @@
+import { describe, expect, it } from "vitest";
+import { escapeHtml, html, raw } from "../../src/pay/html.js";
+import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber } from "../../src/pay/live-status.js";
+import { chooseLanguage, LANGUAGES, messages, t } from "../../src/pay/messages.js";
+import { countdownText, displayAmount, pageState, renderPayPage, utcText } from "../../src/pay/page.js";
+import { paymentUri, uriCarriesAmount } from "../../src/pay/payment-uri.js";
+
+describe("html template", () => {
+  it("escapes every interpolated value, in text and in attributes", () => {
+    const evil = `"><script>alert('x')</script>&`;
+    const out = html`<p title="${evil}">${evil}</p>`.value;
+    expect(out).toBe(
+      `<p title="&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;">&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;</p>`,
+    );
+    expect(escapeHtml("a&b<c>d\"e'f")).toBe("a&amp;b&lt;c&gt;d&quot;e&#39;f");
+  });
+
+  it("keeps nested templates and raw markup, joins arrays, drops null/undefined/false, prints 0", () => {
+    const inner = html`<b>${"<i>"}</b>`;
+    const out = html`${inner}${raw("<svg></svg>")}${["<a>", html`<br>`]}${null}${undefined}${false}${0}`
+      .value;
+    expect(out).toBe("<b>&lt;i&gt;</b><svg></svg>&lt;a&gt;<br>0");
+  });
+});
+
+describe("language choice", () => {
+  it("?lang= wins over Accept-Language; an unknown ?lang= falls back to the header", () => {
+    expect(chooseLanguage("de", "en-US,en;q=0.9")).toBe("de");
+    expect(chooseLanguage("EN", "de")).toBe("en");
+    expect(chooseLanguage("fr", "de-CH,de;q=0.9")).toBe("de");
+    expect(chooseLanguage("<script>", undefined)).toBe("en");
+  });
+
+  it("Accept-Language: q-values, order, regional tags, q=0 exclusions, wildcard, garbage", () => {
+    expect(chooseLanguage(undefined, undefined)).toBe("en");
+    expect(chooseLanguage(undefined, "de-AT")).toBe("de");
+    expect(chooseLanguage(undefined, "fr-FR,fr;q=0.9,de;q=0.8,en;q=0.7")).toBe("de");
+    expect(chooseLanguage(undefined, "en;q=0.5,de;q=0.9")).toBe("de");
+    expect(chooseLanguage(undefined, "de;q=0,en")).toBe("en");
+    expect(chooseLanguage(undefined, "de;q=0")).toBe("en");
+    expect(chooseLanguage(undefined, "fr,*;q=0.5")).toBe("en");
+    expect(chooseLanguage(undefined, ";;;,,,q=x")).toBe("en");
+  });
+
+  it("every language translates every key, with the same placeholders", () => {
+    const keys = Object.keys(messages("en")) as (keyof ReturnType<typeof messages>)[];
+    const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+    for (const lang of LANGUAGES) {
+      for (const key of keys) {
+        expect(messages(lang)[key], `${lang}.${key}`).toBeTruthy();
+        expect(placeholders(messages(lang)[key]), `${lang}.${key}`).toEqual(
+          placeholders(messages("en")[key]),
+        );
+      }
+    }
+    expect(t("de", "pageTitle", { amount: "12,5" })).toBe("Zahlung 12,5 USDT");
+  });
+});
+
+describe("payment URI of the QR code", () => {
+  const USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
+  const to = "0x1111111111111111111111111111111111111111";
+
+  it("ERC20: an EIP-681 token transfer of the exact base units, chain id 1 for mainnet USDT", () => {
+    const uri = paymentUri({ network: "USDT-ERC20", address: to, units: 12_500_000n, tokenContract: USDT });
+    expect(uri).toBe(`ethereum:${USDT}@1/transfer?address=${to}&uint256=12500000`);
+    expect(uriCarriesAmount(uri)).toBe(true);
+  });
+
+  it("ERC20 with another contract: no chain id (the wallet keeps its network)", () => {
+    const other = "0x2222222222222222222222222222222222222222";
+    expect(paymentUri({ network: "USDT-ERC20", address: to, units: 1n, tokenContract: other })).toBe(
+      `ethereum:${other}/transfer?address=${to}&uint256=1`,
+    );
+  });
+
+  it("TRON, and ERC20 without a token contract (simulator): the bare address", () => {
+    const tron = "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8";
+    const a = paymentUri({ network: "USDT-TRC20", address: tron, units: 5n, tokenContract: "TR7NHq" });
+    expect(a).toBe(tron);
+    expect(uriCarriesAmount(a)).toBe(false);
+    expect(paymentUri({ network: "USDT-ERC20", address: to, units: 5n, tokenContract: undefined })).toBe(to);
+  });
+});
+
+const snap = (over: Partial<LiveSnapshot> = {}): LiveSnapshot => ({
+  status: "pending",
+  amount: 10_000_000n,
+  actualBalance: 0n,
+  confirmedAt: null,
+  blockchainTxHash: null,
+  ...over,
+});
+
+describe("page state and formatting", () => {
+  const expiresAt = new Date("2026-01-01T12:00:00Z");
+  const before = expiresAt.getTime() - 1;
+  const after = expiresAt.getTime();
+
+  it("maps status, received amount and deadline to the state shown", () => {
+    expect(pageState(snap(), expiresAt, before)).toBe("waiting");
+    expect(pageState(snap({ actualBalance: 1n }), expiresAt, before)).toBe("partial");
+    expect(pageState(snap({ status: "confirmed", actualBalance: 11_000_000n }), expiresAt, after)).toBe(
+      "paid",
+    );
+    expect(pageState(snap({ status: "failed" }), expiresAt, before)).toBe("expired");
+    expect(pageState(snap({ status: "failed", actualBalance: 3n }), expiresAt, after)).toBe("partialExpired");
+    // Past the deadline but not yet closed by the expiry job: already shown as expired.
+    expect(pageState(snap(), expiresAt, after)).toBe("expired");
+    expect(pageState(snap({ actualBalance: 3n }), expiresAt, after)).toBe("partialExpired");
+  });
+
+  it("amounts stay exact (only the decimal separator is localised); times are UTC", () => {
+    expect(displayAmount(12_500_000n, "en")).toBe("12.5");
+    expect(displayAmount(12_500_000n, "de")).toBe("12,5");
+    expect(displayAmount(1n, "en")).toBe("0.000001");
+    expect(displayAmount(123_456_789_012_345_678n, "en")).toBe("123456789012.345678");
+    expect(utcText(new Date("2026-03-04T05:06:07.890Z"))).toBe("2026-03-04 05:06:07 UTC");
+    expect(countdownText(29 * 60_000 + 59_001)).toBe("30:00");
+    expect(countdownText(61_000)).toBe("1:01");
+    expect(countdownText(3 * 3600_000 + 5 * 60_000)).toBe("3:05:00");
+    expect(countdownText(-5)).toBe("0:00");
+  });
+
+  it("renders every value escaped, and no QR code, instructions or script in an end state", () => {
+    const base = {
+      lang: "en" as const,
+      environment: "sandbox" as const,
+      sessionId: "tx_1",
+      network: "USDT-TRC20" as const,
+      address: "T<b>addr",
+      orderId: `<img src=x onerror="alert(1)">`,
+      expiresAt,
+      now: before,
+      qrSvg: "<svg></svg>",
+      qrUnits: null,
+      nonce: "n0nce",
+    };
+    const open = renderPayPage({ ...base, snapshot: snap() });
+    expect(open).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
+    expect(open).not.toContain("<img");
+    expect(open).toContain("T&lt;b&gt;addr");
+    expect(open).toContain('<script nonce="n0nce">');
+    expect(open).toContain('<style nonce="n0nce">');
+    expect(open).toContain('<meta http-equiv="refresh" content="30">');
+    expect(open).toMatch(/<div class="panel panel-waiting" data-panel="waiting">/);
+    const paid = renderPayPage({
+      ...base,
+      qrSvg: null,
+      snapshot: snap({ status: "confirmed", actualBalance: 10_000_000n, blockchainTxHash: "0xabc" }),
+    });
+    expect(paid).toMatch(/<div class="panel panel-paid" data-panel="paid">/);
+    expect(paid).toMatch(/<section id="instructions"[^>]* hidden>/);
+    expect(paid).not.toContain("<script");
+    expect(paid).not.toContain("http-equiv");
+    expect(paid).toContain("0xabc");
+  });
+});
+
+/** A subscriber that records what the hub tells it. */
+function recorder(sessionId: string, alive = () => true) {
+  const seen: { changes: LiveSnapshot[]; heartbeats: number; ended: number } = {
+    changes: [],
+    heartbeats: 0,
+    ended: 0,
+  };
+  const sub: LiveSubscriber = {
+    sessionId,
+    onChange: (s) => seen.changes.push(s),
+    onHeartbeat: () => seen.heartbeats++,
+    alive,
+    onEnd: () => seen.ended++,
+  };
+  return { sub, seen };
+}
+
+describe("live status hub", () => {
+  function hubWith(
+    rows: Map<string, LiveSnapshot>,
+    opts: { heartbeatMs?: number; fail?: () => boolean } = {},
+  ) {
+    let now = 0;
+    const loads: string[][] = [];
+    const errors: unknown[] = [];
+    const hub = new LiveStatusHub({
+      load: async (ids) => {
+        loads.push([...ids].sort());
+        if (opts.fail?.()) throw new Error("db down");
+        return new Map([...rows].filter(([id]) => ids.includes(id)));
+      },
+      intervalMs: 60_000, // the tests drive polls with pollNow()
+      heartbeatMs: opts.heartbeatMs ?? 15_000,
+      now: () => now,
+      onError: (e) => errors.push(e),
+    });
+    return { hub, loads, errors, advance: (ms: number) => (now += ms) };
+  }
+
+  it("reads every watched session with ONE load per poll and fans out only changes", async () => {
+    const rows = new Map([
+      ["a", snap()],
+      ["b", snap()],
+    ]);
+    const { hub, loads } = hubWith(rows);
+    const a1 = recorder("a");
+    const a2 = recorder("a");
+    const b = recorder("b");
+    for (const r of [a1, a2, b]) hub.subscribe(r.sub, snap());
+    expect(hub.size).toBe(3);
+    expect(hub.running).toBe(true);
+
+    await hub.pollNow();
+    expect(loads).toEqual([["a", "b"]]);
+    expect(a1.seen.changes).toEqual([]); // nothing changed
+
+    rows.set("a", snap({ actualBalance: 4_000_000n }));
+    await hub.pollNow();
+    expect(loads).toHaveLength(2);
+    expect(a1.seen.changes.map((s) => s.actualBalance)).toEqual([4_000_000n]);
+    expect(a2.seen.changes.map((s) => s.actualBalance)).toEqual([4_000_000n]);
+    expect(b.seen.changes).toEqual([]);
+
+    await hub.pollNow(); // same data again: no repeated event
+    expect(a1.seen.changes).toHaveLength(1);
+
+    const confirmedAt = new Date("2026-01-01T00:00:00Z");
+    rows.set(
+      "a",
+      snap({ status: "confirmed", actualBalance: 10_000_000n, confirmedAt, blockchainTxHash: "h" }),
+    );
+    await Promise.all([hub.pollNow(), hub.pollNow()]); // concurrent calls share one read
+    expect(loads).toHaveLength(4);
+    expect(a1.seen.changes.at(-1)).toMatchObject({ status: "confirmed", blockchainTxHash: "h" });
+  });
+
+  it("a subscriber starts from its own initial snapshot", async () => {
+    const rows = new Map([["a", snap({ actualBalance: 1n })]]);
+    const { hub } = hubWith(rows);
+    const late = recorder("a");
+    const early = recorder("a");
+    hub.subscribe(late.sub, snap({ actualBalance: 1n }));
+    hub.subscribe(early.sub, snap());
+    await hub.pollNow();
+    expect(late.seen.changes).toEqual([]);
+    expect(early.seen.changes).toHaveLength(1);
+  });
+
+  it("heartbeats at most once per heartbeat interval", async () => {
+    const { hub, advance } = hubWith(new Map([["a", snap()]]), { heartbeatMs: 15_000 });
+    const r = recorder("a");
+    hub.subscribe(r.sub, snap());
+    await hub.pollNow();
+    expect(r.seen.heartbeats).toBe(0);
+    advance(14_999);
+    await hub.pollNow();
+    expect(r.seen.heartbeats).toBe(0);
+    advance(1);
+    await hub.pollNow();
+    await hub.pollNow();
+    expect(r.seen.heartbeats).toBe(1);
+  });
+
+  it("stops its timer when the last subscriber leaves; ends dead connections; survives read errors", async () => {
+    let failing = true;
+    const { hub, loads, errors } = hubWith(new Map([["a", snap()]]), { fail: () => failing });
+    const r = recorder("a");
+    const unsubscribe = hub.subscribe(r.sub, snap());
+    await hub.pollNow();
+    expect(errors).toHaveLength(1);
+    failing = false;
+    await hub.pollNow();
+    expect(loads).toHaveLength(2);
+    unsubscribe();
+    expect(hub.running).toBe(false);
+    await hub.pollNow();
+    expect(loads).toHaveLength(2); // nothing watched: no query
+
+    let alive = true;
+    const d = recorder("a", () => alive);
+    hub.subscribe(d.sub, snap());
+    alive = false;
+    await hub.pollNow();
+    expect(d.seen.ended).toBe(1);
+    expect(hub.size).toBe(0);
+    expect(hub.running).toBe(false);
+  });
+
+  it("close() ends every connection; later subscriptions end at once", () => {
+    const { hub } = hubWith(new Map());
+    const r1 = recorder("a");
+    const r2 = recorder("b");
+    hub.subscribe(r1.sub, snap());
+    hub.subscribe(r2.sub, snap());
+    hub.close();
+    expect([r1.seen.ended, r2.seen.ended]).toEqual([1, 1]);
+    expect(hub.running).toBe(false);
+    const r3 = recorder("c");
+    hub.subscribe(r3.sub, snap());
+    expect(r3.seen.ended).toBe(1);
+    expect(hub.size).toBe(0);
+  });
+
+  it("polls on its own interval while subscribed", async () => {
+    const rows = new Map([["a", snap()]]);
+    const hub = new LiveStatusHub({
+      load: async () => rows,
+      intervalMs: 5,
+    });
+    const r = recorder("a");
+    const changed = new Promise<LiveSnapshot>((resolve) => {
+      r.sub.onChange = resolve;
+    });
+    hub.subscribe(r.sub, snap());
+    rows.set("a", snap({ status: "failed" }));
+    expect((await changed).status).toBe("failed");
+    hub.close();
+  });
+});
