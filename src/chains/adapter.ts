@@ -34,9 +34,8 @@ export interface TokenTransferQuery {
  * Failures of the endpoint surface as `ChainUnavailableError` (retryable); invalid addresses as
  * `InvalidAddressError`.
  *
- * TODO(chains part 2): the write side — build and sign a token transfer from an HD index
- * (`PrivateKeyDeriver`), broadcast it, and verify its on-chain result (receipt status / TRON
- * `receipt.result`), plus native-coin top-ups from the gas tank. It will extend this interface.
+ * The write side (build for the signer, broadcast, verify on-chain, native top-ups) is the separate
+ * `ChainWriter` interface in `writer.ts` (chains part 2).
  */
 export interface ChainAdapter {
   readonly network: Network;

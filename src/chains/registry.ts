@@ -157,7 +157,9 @@ export function buildChainRegistry(config: Config, options: BuildChainRegistryOp
           endpoint: "simulator",
           adapter: new SimulatorChainAdapter(simulator),
           confirmations: SIMULATOR_CONFIRMATIONS,
-          scan: { pollIntervalMs: 500, initialRangeBlocks: 1000, maxRangeBlocks: 5000 },
+          // Each mined block is announced by NOTIFY, so the watcher wakes at once; the poll is the
+          // fallback when LISTEN is unavailable.
+          scan: { pollIntervalMs: 1_000, initialRangeBlocks: 1000, maxRangeBlocks: 5000 },
           simulator,
         });
         continue;

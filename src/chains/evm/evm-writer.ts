@@ -1,0 +1,325 @@
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  decodeEventLog,
+  encodeFunctionData,
+  type Hex,
+  http,
+  type PublicClient,
+  parseAbi,
+} from "viem";
+import { ChainUnavailableError } from "../errors.js";
+import {
+  type BroadcastResult,
+  type ExpectedTransfer,
+  InsufficientFundsError,
+  type PreparedTransfer,
+  type PrepareOptions,
+  type SignedChainWriter,
+  type TransferCheck,
+  type TransferSpec,
+  TransferWouldFailError,
+  withBuffer,
+} from "../writer.js";
+import { type EvmAddress, normalizeEvmAddress } from "./address.js";
+import { ERC20_READ_ABI } from "./erc20-abi.js";
+
+/** The part of the ERC20 ABI the write side calls. */
+const ERC20_WRITE_ABI = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
+
+export interface EvmWriterOptions {
+  rpcUrl: string;
+  tokenAddress: string;
+  timeoutMs?: number;
+  /** Buffer on the network's fees (SPEC §8.7: 10 %). */
+  feeBufferPercent?: number;
+  /** Margin on the gas estimate. Default 25 %. */
+  gasMarginPercent?: number;
+}
+
+/** Gas of a plain ETH transfer to an externally owned account (deposit addresses are EOAs). */
+const NATIVE_TRANSFER_GAS = 21_000n;
+/** A replacement must raise both fees by at least 10 % (geth); 12.5 % leaves room for rounding. */
+const REPLACEMENT_BUMP_PERCENT = 13;
+
+/**
+ * USDT-ERC20 write side over Ethereum JSON-RPC (viem): EIP-1559 transactions whose fees come from
+ * the network (latest base fee + `eth_maxPriorityFeePerGas`) with a 10 % buffer on the max fee, a gas estimate
+ * with a margin, the nonce given by the caller (kept per address in the database).
+ */
+export class EvmChainWriter implements SignedChainWriter {
+  readonly kind = "signed" as const;
+  readonly network = "USDT-ERC20" as const;
+  private readonly client: PublicClient;
+  private readonly token: EvmAddress;
+  private readonly feeBuffer: number;
+  private readonly gasMargin: number;
+  private chainId: number | undefined;
+
+  constructor(options: EvmWriterOptions) {
+    this.token = normalizeEvmAddress(options.tokenAddress);
+    this.feeBuffer = options.feeBufferPercent ?? 10;
+    this.gasMargin = options.gasMarginPercent ?? 25;
+    this.client = createPublicClient({
+      cacheTime: 0,
+      transport: http(options.rpcUrl, { timeout: options.timeoutMs ?? 10_000, retryCount: 1 }),
+    });
+  }
+
+  nativeBalance(address: string): Promise<bigint> {
+    return this.call("eth_getBalance", () =>
+      this.client.getBalance({ address: normalizeEvmAddress(address) }),
+    );
+  }
+
+  tokenBalance(address: string): Promise<bigint> {
+    return this.call("balanceOf", () =>
+      this.client.readContract({
+        address: this.token,
+        abi: ERC20_READ_ABI,
+        functionName: "balanceOf",
+        args: [normalizeEvmAddress(address)],
+      }),
+    );
+  }
+
+  minedNonce(address: string): Promise<number> {
+    return this.call("eth_getTransactionCount", () =>
+      this.client.getTransactionCount({ address: normalizeEvmAddress(address), blockTag: "latest" }),
+    );
+  }
+
+  async tokenTransferCost(from: string, to: string, amount: bigint): Promise<bigint> {
+    const gas = await this.estimateTokenGas(normalizeEvmAddress(from), normalizeEvmAddress(to), amount);
+    const fees = await this.networkFees();
+    // Room for the base fee to double before the transfer is signed (the usual EIP-1559 cap);
+    // the sweep then spends at most what it has (`nativeBudget`), the rest serves its next sweep.
+    return gas * withBuffer(2n * fees.baseFee + fees.maxPriorityFeePerGas, this.feeBuffer);
+  }
+
+  async prepare(spec: TransferSpec, options: PrepareOptions): Promise<PreparedTransfer> {
+    if (options.nonce === null || !Number.isSafeInteger(options.nonce))
+      throw new Error("an EVM transfer needs a nonce");
+    const from = normalizeEvmAddress(spec.from);
+    const to = normalizeEvmAddress(spec.to);
+    let fees = await this.networkFees();
+    if (options.replacing) {
+      const prevMax = BigInt(options.replacing.maxFeePerGas ?? "0");
+      const prevTip = BigInt(options.replacing.maxPriorityFeePerGas ?? "0");
+      fees = {
+        floor: fees.floor,
+        baseFee: fees.baseFee,
+        maxFeePerGas: bigMax(fees.maxFeePerGas, withBuffer(prevMax, REPLACEMENT_BUMP_PERCENT)),
+        maxPriorityFeePerGas: bigMax(
+          fees.maxPriorityFeePerGas,
+          withBuffer(prevTip, REPLACEMENT_BUMP_PERCENT),
+        ),
+      };
+    }
+    let txTo: EvmAddress;
+    let data: Hex;
+    let value: bigint;
+    let gas: bigint;
+    if (spec.asset === "token") {
+      txTo = this.token;
+      data = encodeFunctionData({ abi: ERC20_WRITE_ABI, functionName: "transfer", args: [to, spec.amount] });
+      value = 0n;
+      gas = options.replacing?.gas
+        ? BigInt(options.replacing.gas)
+        : await this.estimateTokenGas(from, to, spec.amount);
+    } else {
+      txTo = to;
+      data = "0x";
+      value = spec.amount;
+      gas = NATIVE_TRANSFER_GAS;
+    }
+    if (
+      options.nativeBudget !== undefined &&
+      !options.replacing &&
+      gas * fees.maxFeePerGas + value > options.nativeBudget
+    ) {
+      const affordable = options.nativeBudget > value ? (options.nativeBudget - value) / gas : 0n;
+      if (affordable < fees.floor)
+        throw new InsufficientFundsError("native", gas * fees.maxFeePerGas + value, options.nativeBudget);
+      fees = {
+        ...fees,
+        maxFeePerGas: affordable,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas < affordable ? fees.maxPriorityFeePerGas : affordable,
+      };
+    }
+    const chainId = await this.getChainId();
+    return {
+      signRequest: {
+        chain: "evm",
+        network: "USDT-ERC20",
+        environment: spec.environment,
+        index: spec.fromIndex,
+        transaction: {
+          chainId,
+          nonce: options.nonce,
+          to: txTo,
+          value: value.toString(),
+          data,
+          gas: gas.toString(),
+          maxFeePerGas: fees.maxFeePerGas.toString(),
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas.toString(),
+        },
+      },
+      nonce: options.nonce,
+      fee: {
+        gas: gas.toString(),
+        maxFeePerGas: fees.maxFeePerGas.toString(),
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas.toString(),
+      },
+      expiresAt: null,
+      maxNativeCost: gas * fees.maxFeePerGas + value,
+    };
+  }
+
+  async broadcast(raw: string): Promise<BroadcastResult> {
+    try {
+      await this.client.request({ method: "eth_sendRawTransaction", params: [raw as Hex] });
+      return { accepted: true };
+    } catch (err) {
+      const message = errorMessage(err);
+      // The same bytes again: the node already has them (pending or mined).
+      if (/already known|known transaction|already imported|transaction already exists/i.test(message))
+        return { accepted: true };
+      if (isTransportError(err))
+        throw new ChainUnavailableError(this.network, "eth_sendRawTransaction failed", { cause: err });
+      return { accepted: false, error: message.slice(0, 300) };
+    }
+  }
+
+  async check(hash: string, expected: ExpectedTransfer): Promise<TransferCheck> {
+    const h = hash as Hex;
+    const receipt = await this.call("eth_getTransactionReceipt", () =>
+      this.client.getTransactionReceipt({ hash: h }).catch((err: unknown) => {
+        if (err instanceof BaseError && err.name === "TransactionReceiptNotFoundError") return null;
+        throw err;
+      }),
+    );
+    if (!receipt) {
+      const tx = await this.call("eth_getTransactionByHash", () =>
+        this.client.getTransaction({ hash: h }).catch((err: unknown) => {
+          if (err instanceof BaseError && err.name === "TransactionNotFoundError") return null;
+          throw err;
+        }),
+      );
+      return tx ? { state: "pending" } : { state: "missing" };
+    }
+    const blockNumber = Number(receipt.blockNumber);
+    const head = Number(
+      await this.call("eth_blockNumber", () => this.client.getBlockNumber({ cacheTime: 0 })),
+    );
+    const confirmations = Math.max(0, head - blockNumber + 1);
+    const failed = (reason: string): TransferCheck => ({
+      state: "failed",
+      blockNumber,
+      confirmations,
+      reason,
+    });
+    if (receipt.status !== "success") return failed("reverted");
+    const from = normalizeEvmAddress(expected.from);
+    const to = normalizeEvmAddress(expected.to);
+    if (normalizeEvmAddress(receipt.from) !== from) return failed("sent by another address");
+    if (expected.asset === "native") {
+      const tx = await this.call("eth_getTransactionByHash", () => this.client.getTransaction({ hash: h }));
+      if (!tx.to || normalizeEvmAddress(tx.to) !== to) return failed("wrong recipient");
+      if (tx.value !== expected.amount) return failed("wrong amount");
+      return { state: "success", blockNumber, confirmations };
+    }
+    for (const log of receipt.logs) {
+      if (normalizeEvmAddress(log.address) !== this.token) continue;
+      try {
+        const ev = decodeEventLog({ abi: ERC20_READ_ABI, data: log.data, topics: log.topics, strict: true });
+        if (ev.eventName !== "Transfer") continue;
+        if (
+          normalizeEvmAddress(ev.args.from) === from &&
+          normalizeEvmAddress(ev.args.to) === to &&
+          ev.args.value === expected.amount
+        )
+          return { state: "success", blockNumber, confirmations };
+      } catch {}
+    }
+    return failed("no Transfer log with the expected recipient and amount");
+  }
+
+  /**
+   * Network fees with the buffer (SPEC §8.7): tip = eth_maxPriorityFeePerGas; max = (base fee + tip) × 1.1.
+   * `floor` (base fee + unbuffered tip) is the least max fee that is still included now.
+   */
+  private async networkFees(): Promise<{
+    maxFeePerGas: bigint;
+    maxPriorityFeePerGas: bigint;
+    floor: bigint;
+    baseFee: bigint;
+  }> {
+    const [block, tip] = await Promise.all([
+      this.call("eth_getBlockByNumber", () => this.client.getBlock({ blockTag: "latest" })),
+      this.call("eth_maxPriorityFeePerGas", () =>
+        this.client.request({ method: "eth_maxPriorityFeePerGas" }).then((v) => BigInt(v)),
+      ),
+    ]);
+    const baseFee = block.baseFeePerGas ?? 0n;
+    // The tip itself is not buffered: nodes suggest it from recent blocks, so paying 10 % above the
+    // suggestion would raise the next suggestion by 10 %, and so on, on a quiet chain.
+    const maxPriorityFeePerGas = tip;
+    return {
+      maxPriorityFeePerGas,
+      maxFeePerGas: withBuffer(baseFee + maxPriorityFeePerGas, this.feeBuffer),
+      floor: baseFee + tip,
+      baseFee,
+    };
+  }
+
+  private async estimateTokenGas(from: EvmAddress, to: EvmAddress, amount: bigint): Promise<bigint> {
+    try {
+      const gas = await this.client.estimateContractGas({
+        address: this.token,
+        abi: ERC20_WRITE_ABI,
+        functionName: "transfer",
+        args: [to, amount],
+        account: from,
+      });
+      return withBuffer(gas, this.gasMargin);
+    } catch (err) {
+      if (
+        err instanceof BaseError &&
+        (err.walk((e) => e instanceof ContractFunctionRevertedError) || /revert/i.test(err.message))
+      )
+        throw new TransferWouldFailError(`the transfer would revert: ${err.shortMessage}`);
+      throw new ChainUnavailableError(this.network, "eth_estimateGas failed", { cause: err });
+    }
+  }
+
+  private async getChainId(): Promise<number> {
+    this.chainId ??= await this.call("eth_chainId", () => this.client.getChainId());
+    return this.chainId;
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (cause) {
+      throw new ChainUnavailableError(this.network, `${what} failed`, { cause });
+    }
+  }
+}
+
+function bigMax(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof BaseError) return `${err.shortMessage} ${err.details ?? ""}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function isTransportError(err: unknown): boolean {
+  return (
+    err instanceof BaseError &&
+    Boolean(err.walk((e) => (e as Error).name === "HttpRequestError" || (e as Error).name === "TimeoutError"))
+  );
+}

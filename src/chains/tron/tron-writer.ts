@@ -1,0 +1,269 @@
+import { providers, TronWeb } from "tronweb";
+import { ChainUnavailableError } from "../errors.js";
+import {
+  type BroadcastResult,
+  type ExpectedTransfer,
+  type PreparedTransfer,
+  type PrepareOptions,
+  type SignedChainWriter,
+  type TransferCheck,
+  type TransferSpec,
+  TransferWouldFailError,
+  withBuffer,
+} from "../writer.js";
+import { normalizeTronAddress, tronAddressFromHex, tronAddressToHex } from "./address.js";
+import { TronChainAdapter } from "./tron-adapter.js";
+import type { TronTransactionInfo } from "./tron-api-types.js";
+
+const TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+
+export interface TronWriterOptions {
+  apiUrl: string;
+  tokenAddress: string;
+  apiKey?: string;
+  timeoutMs?: number;
+  /** `fee_limit` of token transfers, in sun (the most TRX the transfer may burn). Default 100 TRX. */
+  feeLimitSun?: number;
+  /** Sun burnt per unit of energy the account does not have (network parameter; default 210). */
+  energyPriceSun?: number;
+  /** Energy of a USDT transfer when the node cannot estimate it (to a new holder ≈ 65 000). */
+  defaultTransferEnergy?: number;
+}
+
+/** Bandwidth of a TRC20 transfer (bytes) and the sun burnt per byte without free bandwidth. */
+const TRANSFER_BYTES = 350;
+const BANDWIDTH_PRICE_SUN = 1_000;
+
+interface Built {
+  txID: string;
+  raw_data: Record<string, unknown> & { expiration?: number };
+  raw_data_hex: string;
+}
+
+/**
+ * USDT-TRC20 write side over the TRON HTTP API (tronweb): the node builds the transaction
+ * (`triggersmartcontract` / `createtransaction`), the signer signs its txID, `broadcasttransaction`
+ * sends it. Before a transfer is signed, its energy and bandwidth are checked against the
+ * account's resources: what the account lacks is burnt in TRX and must fit the fee limit and the
+ * TRX balance. A TRON transaction carries an expiration (about a minute): once past it and unmined
+ * it can never be mined, which is what lets the sender sign a new one safely.
+ */
+export class TronChainWriter implements SignedChainWriter {
+  readonly kind = "signed" as const;
+  readonly network = "USDT-TRC20" as const;
+  private readonly tronWeb: TronWeb;
+  private readonly token: string;
+  private readonly tokenLogAddress: string;
+  private readonly reader: TronChainAdapter;
+  private readonly feeLimit: number;
+  private readonly energyPrice: bigint;
+  private readonly defaultEnergy: bigint;
+
+  constructor(options: TronWriterOptions) {
+    this.token = normalizeTronAddress(options.tokenAddress);
+    this.tokenLogAddress = tronAddressToHex(this.token).slice(2);
+    this.feeLimit = options.feeLimitSun ?? 100_000_000;
+    this.energyPrice = BigInt(options.energyPriceSun ?? 210);
+    this.defaultEnergy = BigInt(options.defaultTransferEnergy ?? 65_000);
+    const headers = options.apiKey ? { "TRON-PRO-API-KEY": options.apiKey } : {};
+    const node = () =>
+      new providers.HttpProvider(options.apiUrl, options.timeoutMs ?? 10_000, "", "", headers);
+    this.tronWeb = new TronWeb({ fullNode: node(), solidityNode: node(), eventServer: node() });
+    this.reader = new TronChainAdapter(options);
+  }
+
+  async nativeBalance(address: string): Promise<bigint> {
+    const account = await this.post<{ balance?: number }>("wallet/getaccount", {
+      address: tronAddressToHex(address),
+    });
+    return BigInt(account.balance ?? 0);
+  }
+
+  tokenBalance(address: string): Promise<bigint> {
+    return this.reader.tokenBalance(address);
+  }
+
+  async minedNonce(): Promise<null> {
+    return null;
+  }
+
+  async tokenTransferCost(from: string, to: string, amount: bigint): Promise<bigint> {
+    const [energy, resources] = await Promise.all([
+      this.estimateEnergy(from, to, amount),
+      this.resources(from),
+    ]);
+    const energyBurn = bigMax(0n, energy - resources.energy) * this.energyPrice;
+    const bandwidthBurn =
+      resources.bandwidth >= TRANSFER_BYTES ? 0n : BigInt(TRANSFER_BYTES * BANDWIDTH_PRICE_SUN);
+    return withBuffer(energyBurn + bandwidthBurn, 10);
+  }
+
+  async prepare(spec: TransferSpec, _options: PrepareOptions): Promise<PreparedTransfer> {
+    const from = normalizeTronAddress(spec.from);
+    const to = normalizeTronAddress(spec.to);
+    let built: Built;
+    let maxNativeCost: bigint;
+    if (spec.asset === "token") {
+      maxNativeCost = await this.tokenTransferCost(from, to, spec.amount);
+      if (maxNativeCost > BigInt(this.feeLimit))
+        throw new TransferWouldFailError(
+          `the transfer would burn ${maxNativeCost} sun, above the fee limit ${this.feeLimit}`,
+        );
+      const res = await this.call("triggersmartcontract", () =>
+        this.tronWeb.transactionBuilder.triggerSmartContract(
+          this.token,
+          "transfer(address,uint256)",
+          { feeLimit: this.feeLimit },
+          [
+            { type: "address", value: to },
+            { type: "uint256", value: spec.amount.toString() },
+          ],
+          from,
+        ),
+      );
+      if (!res.result?.result || !res.transaction)
+        throw new ChainUnavailableError(this.network, "triggersmartcontract built no transaction");
+      built = res.transaction as unknown as Built;
+    } else {
+      const resources = await this.resources(from);
+      maxNativeCost = spec.amount + (resources.bandwidth >= 300 ? 0n : 300n * BigInt(BANDWIDTH_PRICE_SUN));
+      const tx = await this.call("createtransaction", () =>
+        this.tronWeb.transactionBuilder.sendTrx(to, Number(spec.amount), from),
+      );
+      built = tx as unknown as Built;
+    }
+    return {
+      signRequest: {
+        chain: "tron",
+        network: "USDT-TRC20",
+        environment: spec.environment,
+        index: spec.fromIndex,
+        transaction: { txID: built.txID, raw_data: built.raw_data, raw_data_hex: built.raw_data_hex },
+      },
+      nonce: null,
+      fee: { feeLimit: String(this.feeLimit) },
+      expiresAt: typeof built.raw_data.expiration === "number" ? built.raw_data.expiration : null,
+      maxNativeCost,
+    };
+  }
+
+  async broadcast(raw: string): Promise<BroadcastResult> {
+    const res = await this.post<{ result?: boolean; code?: string; message?: string }>(
+      "wallet/broadcasttransaction",
+      JSON.parse(raw) as Record<string, unknown>,
+    );
+    if (res.result === true || res.code === "DUP_TRANSACTION_ERROR") return { accepted: true };
+    return { accepted: false, error: `${res.code ?? "error"}: ${decodeMessage(res.message)}` };
+  }
+
+  async check(hash: string, expected: ExpectedTransfer): Promise<TransferCheck> {
+    const info = await this.post<TronTransactionInfo & { fee?: number }>("wallet/gettransactioninfobyid", {
+      value: hash,
+    });
+    if (!info || typeof info.blockNumber !== "number") {
+      const tx = await this.post<{ txID?: string }>("wallet/gettransactionbyid", { value: hash });
+      return tx?.txID ? { state: "pending" } : { state: "missing" };
+    }
+    const blockNumber = info.blockNumber;
+    const head = await this.reader.headBlock();
+    const confirmations = Math.max(0, head - blockNumber + 1);
+    const failed = (reason: string): TransferCheck => ({
+      state: "failed",
+      blockNumber,
+      confirmations,
+      reason,
+    });
+    if (info.result === "FAILED") return failed(`failed on-chain (${info.receipt?.result ?? "FAILED"})`);
+    const from = normalizeTronAddress(expected.from);
+    const to = normalizeTronAddress(expected.to);
+    if (expected.asset === "native") {
+      const tx = await this.post<{
+        ret?: { contractRet?: string }[];
+        raw_data?: { contract?: { type?: string; parameter?: { value?: Record<string, unknown> } }[] };
+      }>("wallet/gettransactionbyid", { value: hash });
+      const c = tx.raw_data?.contract?.[0];
+      const v = c?.parameter?.value ?? {};
+      if ((tx.ret?.[0]?.contractRet ?? "SUCCESS") !== "SUCCESS") return failed("failed on-chain");
+      if (
+        c?.type !== "TransferContract" ||
+        typeof v.to_address !== "string" ||
+        tronAddressFromHex(v.to_address) !== to
+      )
+        return failed("wrong recipient");
+      if (BigInt(String(v.amount ?? "0")) !== expected.amount) return failed("wrong amount");
+      return { state: "success", blockNumber, confirmations };
+    }
+    if ((info.receipt?.result ?? "") !== "SUCCESS")
+      return failed(`failed on-chain (${info.receipt?.result ?? "no receipt"})`);
+    for (const log of info.log ?? []) {
+      if (log.address.toLowerCase().slice(-40) !== this.tokenLogAddress) continue;
+      const [topic, fromTopic, toTopic] = log.topics ?? [];
+      if (topic?.toLowerCase() !== TRANSFER_TOPIC || !fromTopic || !toTopic) continue;
+      if (
+        tronAddressFromHex(fromTopic.slice(-40)) === from &&
+        tronAddressFromHex(toTopic.slice(-40)) === to &&
+        BigInt(`0x${log.data || "0"}`) === expected.amount
+      )
+        return { state: "success", blockNumber, confirmations };
+    }
+    return failed("no Transfer log with the expected recipient and amount");
+  }
+
+  private async estimateEnergy(from: string, to: string, amount: bigint): Promise<bigint> {
+    const res = await this.call("triggerconstantcontract transfer", async () => {
+      try {
+        return await this.tronWeb.transactionBuilder.triggerConstantContract(
+          this.token,
+          "transfer(address,uint256)",
+          {},
+          [
+            { type: "address", value: to },
+            { type: "uint256", value: amount.toString() },
+          ],
+          from,
+        );
+      } catch (err) {
+        // The node executed the call and it reverted: the transfer would fail on-chain.
+        const text = err instanceof Error ? err.message : String(err);
+        if (/revert|CONTRACT_EXE_ERROR/i.test(text))
+          throw new TransferWouldFailError(`the transfer would revert: ${text.slice(0, 200)}`);
+        throw err;
+      }
+    });
+    const used = (res as { energy_used?: number }).energy_used;
+    return typeof used === "number" && used > 0 ? BigInt(used) : this.defaultEnergy;
+  }
+
+  private async resources(address: string): Promise<{ energy: bigint; bandwidth: bigint }> {
+    const r = await this.post<Record<string, number | undefined>>("wallet/getaccountresource", {
+      address: tronAddressToHex(address),
+    });
+    const n = (k: string) => BigInt(r[k] ?? 0);
+    return {
+      energy: bigMax(0n, n("EnergyLimit") - n("EnergyUsed")),
+      bandwidth: bigMax(0n, n("freeNetLimit") - n("freeNetUsed")) + bigMax(0n, n("NetLimit") - n("NetUsed")),
+    };
+  }
+
+  private post<T>(path: string, body: Record<string, unknown>): Promise<T> {
+    return this.call(path, () => this.tronWeb.fullNode.request<T>(path, body, "post"));
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (cause) {
+      if (cause instanceof TransferWouldFailError) throw cause;
+      throw new ChainUnavailableError(this.network, `${what} failed`, { cause });
+    }
+  }
+}
+
+function bigMax(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+function decodeMessage(m: string | undefined): string {
+  if (!m) return "";
+  return /^[0-9a-fA-F]+$/.test(m) ? Buffer.from(m, "hex").toString("utf8") : m;
+}

@@ -1,0 +1,135 @@
+import type { Db } from "../db/database.js";
+import type { Environment } from "../domain/environment.js";
+import type { SignRequest } from "../signer/protocol.js";
+import type { Network } from "./network.js";
+
+/**
+ * Write side of a chain (chains part 2): build a transfer for the signer, broadcast the signed
+ * bytes, and verify the on-chain result. The read side stays `ChainAdapter`.
+ *
+ * Two shapes:
+ * - `SignedChainWriter` (Ethereum, TRON): `prepare` builds an unsigned transaction as a
+ *   `SignRequest` for the signer; the sender stores the signed bytes before `broadcast`, which may
+ *   be repeated with the same bytes at no risk (idempotent);
+ * - `DatabaseChainWriter` (the sandbox simulator): the chain IS the database, so the transfer is
+ *   executed inside the transaction that records it: either both exist or neither.
+ */
+export type Asset = "token" | "native";
+
+export interface TransferSpec {
+  asset: Asset;
+  environment: Environment;
+  /** Sending address and its HD index (the signer derives the key). */
+  from: string;
+  fromIndex: number;
+  to: string;
+  /** Base units: token (6 decimals) or native (wei / sun). */
+  amount: bigint;
+}
+
+/** What the recipient and amount of a mined transaction must be for it to count. */
+export interface ExpectedTransfer {
+  asset: Asset;
+  from: string;
+  to: string;
+  amount: bigint;
+}
+
+/**
+ * On-chain state of one transaction hash (SPEC §8.7: results are checked on-chain):
+ * - `success`: mined, receipt status success AND (token) a Transfer log of the token with the
+ *   expected from, to and amount / (native) the expected recipient and value;
+ * - `failed`: mined but reverted, or without the expected transfer (wrong amount, recipient…);
+ * - `pending`: known to the node, not mined; `missing`: unknown to the node (no receipt).
+ */
+export type TransferCheck =
+  | { state: "missing" }
+  | { state: "pending" }
+  | { state: "success"; blockNumber: number; confirmations: number }
+  | { state: "failed"; blockNumber: number; confirmations: number; reason: string };
+
+/** Fee parameters of an attempt, kept as decimal strings (replacement bumps start from them). */
+export type FeeParams = Record<string, string>;
+
+export interface PreparedTransfer {
+  signRequest: SignRequest;
+  nonce: number | null;
+  fee: FeeParams;
+  /** TRON: the transaction's expiration (ms); after it (and unmined) it can never be mined. */
+  expiresAt: number | null;
+  /** Most native coin the transaction can cost (EVM gas × max fee; TRON estimated burn). */
+  maxNativeCost: bigint;
+}
+
+export interface PrepareOptions {
+  /** EVM: the nonce (from the database's per-address counter). Ignored by TRON. */
+  nonce: number | null;
+  /** Fees of the attempt being replaced (EVM): the new ones are at least 12.5 % higher. */
+  replacing?: FeeParams;
+  /**
+   * Native coin the sender may spend (EVM). When the buffered fees would exceed it, the max fee is
+   * lowered to fit as long as it still covers the current base fee and tip (a sweep spends exactly
+   * the top-up it got); below that, `InsufficientFundsError`.
+   */
+  nativeBudget?: bigint;
+}
+
+export interface BroadcastResult {
+  /** The node accepted it now or already knew it. */
+  accepted: boolean;
+  error?: string;
+}
+
+export interface SignedChainWriter {
+  readonly kind: "signed";
+  readonly network: Network;
+  nativeBalance(address: string): Promise<bigint>;
+  tokenBalance(address: string): Promise<bigint>;
+  /** EVM: transactions of the address already mined (`eth_getTransactionCount latest`); TRON: null. */
+  minedNonce(address: string): Promise<number | null>;
+  /**
+   * Native cost (with the fee buffer) of one token transfer from `from`, for gas-tank top-ups:
+   * EVM gas estimate × max fee; TRON energy + bandwidth burn not covered by the account's resources.
+   */
+  tokenTransferCost(from: string, to: string, amount: bigint): Promise<bigint>;
+  prepare(spec: TransferSpec, options: PrepareOptions): Promise<PreparedTransfer>;
+  broadcast(raw: string): Promise<BroadcastResult>;
+  check(hash: string, expected: ExpectedTransfer): Promise<TransferCheck>;
+}
+
+export interface DatabaseChainWriter {
+  readonly kind: "database";
+  readonly network: Network;
+  tokenBalance(address: string): Promise<bigint>;
+  /** Executes (mines) the transfer inside `trx`; a failed transfer is mined too. Returns its hash. */
+  execute(trx: Db, spec: TransferSpec): Promise<{ hash: string }>;
+  check(hash: string, expected: ExpectedTransfer): Promise<TransferCheck>;
+}
+
+export type ChainWriter = SignedChainWriter | DatabaseChainWriter;
+
+/** The sending account cannot pay the fee (or the amount, for native transfers). */
+export class InsufficientFundsError extends Error {
+  constructor(
+    readonly what: "token" | "native",
+    readonly needed: bigint,
+    readonly available: bigint,
+  ) {
+    super(`insufficient ${what} balance: need ${needed}, have ${available}`);
+    this.name = "InsufficientFundsError";
+  }
+}
+
+/** The transfer would revert (gas estimation failed with an execution error): nothing was signed. */
+export class TransferWouldFailError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "TransferWouldFailError";
+  }
+}
+
+/** `a × (100 + percent) / 100`, rounded up. */
+export function withBuffer(a: bigint, percent: number): bigint {
+  const p = BigInt(100 + percent);
+  return (a * p + 99n) / 100n;
+}

@@ -1,0 +1,87 @@
+import type { ColumnType, Generated } from "kysely";
+import type { Network } from "../../chains/network.js";
+import type { Environment } from "../../domain/environment.js";
+import type { Timestamp } from "./common.js";
+
+/** Tables of migration 0007 (sending: outgoing transfers, nonces, sweeps). */
+
+type Int8Nullable = ColumnType<
+  bigint | number | null,
+  number | bigint | null | undefined,
+  number | bigint | null
+>;
+type Int8 = ColumnType<bigint | number, number | bigint, number | bigint>;
+type Numeric = ColumnType<string, string | bigint, string | bigint>;
+type NumericNullable = ColumnType<string | null, string | bigint | null | undefined, string | bigint | null>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export type TransferKind = "withdrawal" | "payout" | "sweep" | "gas_topup";
+export type OutgoingStatus = "queued" | "signed" | "broadcast" | "confirmed" | "failed";
+
+export interface OutgoingTransfersTable {
+  intent_id: string;
+  kind: TransferKind;
+  network: Network;
+  environment: Environment;
+  asset: "token" | "native";
+  from_index: number;
+  from_address: string | null;
+  to_address: string;
+  amount: Numeric;
+  status: Generated<OutgoingStatus>;
+  nonce: Int8Nullable;
+  after_intent_id: string | null;
+  tx_hash: string | null;
+  block_number: Int8Nullable;
+  reason: string | null;
+  errors: Generated<number>;
+  last_error: string | null;
+  next_attempt_at: Timestamp;
+  waiting_funds_since: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface OutgoingTransferAttemptsTable {
+  intent_id: string;
+  seq: number;
+  tx_hash: string;
+  raw: string;
+  fee: ColumnType<Record<string, string>, string, string>;
+  expires_at: NullableTimestamp;
+  broadcast_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface SenderNoncesTable {
+  network: Network;
+  environment: Environment;
+  address: string;
+  next_nonce: Int8;
+}
+
+export interface SendingWalletsTable {
+  network: Network;
+  environment: Environment;
+  role: "hot_wallet" | "gas_tank";
+  address: string;
+  token_balance: NumericNullable;
+  native_balance: NumericNullable;
+  observed_at: Timestamp;
+}
+
+export interface SweepChecksTable {
+  network: Network;
+  environment: Environment;
+  address: string;
+  checked_at: Timestamp;
+}
+
+export interface SendingTables {
+  outgoing_transfers: OutgoingTransfersTable;
+  outgoing_transfer_attempts: OutgoingTransferAttemptsTable;
+  sender_nonces: SenderNoncesTable;
+  sending_wallets: SendingWalletsTable;
+  sweep_checks: SweepChecksTable;
+}

@@ -1,0 +1,52 @@
+import { normalizeAddress } from "../chains/address.js";
+import type { Network } from "../chains/network.js";
+import type { Db } from "../db/database.js";
+import type { TransferKind } from "../db/tables/sending.js";
+import type { Environment } from "../domain/environment.js";
+import { HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+
+export interface TransferIntent {
+  /** The transaction id (`tx_…`) of the withdrawal/payout, or the sweep's own id; unique. */
+  intentId: string;
+  kind: TransferKind;
+  network: Network;
+  environment: Environment;
+  to: string;
+  /** Base units of the token (or of the native coin when `asset` is "native"). */
+  amount: bigint;
+  /** Default "token". Gas top-ups send the native coin. */
+  asset?: "token" | "native";
+  /** HD index of the sending address; default the hot wallet (withdrawals and payouts). */
+  fromIndex?: number;
+  /** Do not sign before this intent is confirmed (a sweep waits for its gas top-up). */
+  afterIntentId?: string;
+}
+
+/**
+ * Queues an outgoing transfer inside the caller's transaction `trx`: nothing is signed or sent
+ * before that transaction commits; then the sender job picks it up
+ * (`senderJobs`, which polls the queue every 100 ms on the simulator and every second on real chains). Idempotent on
+ * `intentId` (a second call with the same id changes nothing). The final state arrives once
+ * through `TransferOutcomes`.
+ */
+export async function requestTransfer(trx: Db, intent: TransferIntent): Promise<void> {
+  if (typeof intent.amount !== "bigint" || intent.amount <= 0n)
+    throw new RangeError("amount must be positive base units");
+  const to = normalizeAddress(intent.network, intent.to);
+  await trx
+    .insertInto("outgoing_transfers")
+    .values({
+      intent_id: intent.intentId,
+      kind: intent.kind,
+      network: intent.network,
+      environment: intent.environment,
+      asset: intent.asset ?? "token",
+      from_index: intent.fromIndex ?? HOT_WALLET_INDEX,
+      from_address: null,
+      to_address: to,
+      amount: intent.amount,
+      after_intent_id: intent.afterIntentId ?? null,
+    })
+    .onConflict((oc) => oc.column("intent_id").doNothing())
+    .execute();
+}

@@ -1,0 +1,184 @@
+import { Gauge } from "prom-client";
+import type { Network } from "../chains/network.js";
+import type { ChainRegistry } from "../chains/registry.js";
+import type { ChainWriter } from "../chains/writer.js";
+import type { Db } from "../db/database.js";
+import type { Environment } from "../domain/environment.js";
+import type { ReadinessCheck } from "../http/app-types.js";
+import type { Clock } from "../lib/clock.js";
+import type { Metrics } from "../observability/metrics.js";
+
+const OPEN = ["queued", "signed", "broadcast"] as const;
+
+/** Records the hot wallet's and gas tank's balances (what `/readyz` and metrics show). */
+export async function recordSendingWallets(
+  db: Db,
+  chain: { network: Network; environment: Environment },
+  writer: ChainWriter,
+  wallets: { hotWallet: string; gasTank: string },
+): Promise<void> {
+  const rows = [
+    { role: "hot_wallet" as const, address: wallets.hotWallet },
+    ...(writer.kind === "signed" ? [{ role: "gas_tank" as const, address: wallets.gasTank }] : []),
+  ];
+  for (const r of rows) {
+    const [token, native] = await Promise.all([
+      writer.tokenBalance(r.address),
+      writer.kind === "signed" ? writer.nativeBalance(r.address) : Promise.resolve(null),
+    ]);
+    const values = {
+      network: chain.network,
+      environment: chain.environment,
+      role: r.role,
+      address: r.address,
+      token_balance: token,
+      native_balance: native,
+      observed_at: new Date(),
+    };
+    await db
+      .insertInto("sending_wallets")
+      .values(values)
+      .onConflict((oc) =>
+        oc.columns(["network", "environment", "role"]).doUpdateSet({
+          address: values.address,
+          token_balance: values.token_balance,
+          native_balance: values.native_balance,
+          observed_at: values.observed_at,
+        }),
+      )
+      .execute();
+  }
+}
+
+interface SendingSummary {
+  hotToken: bigint | null;
+  gasNative: bigint | null;
+  open: number;
+  waitingFunds: number;
+  pendingSweeps: number;
+}
+
+async function summary(db: Db, network: Network, environment: Environment): Promise<SendingSummary> {
+  const [wallets, counts] = await Promise.all([
+    db
+      .selectFrom("sending_wallets")
+      .select(["role", "token_balance", "native_balance"])
+      .where("network", "=", network)
+      .where("environment", "=", environment)
+      .execute(),
+    db
+      .selectFrom("outgoing_transfers")
+      .select((eb) => [
+        eb.fn.countAll<string>().as("open"),
+        eb.fn.count<string>("waiting_funds_since").as("waiting"),
+        eb.fn.sum<string | null>(eb.case().when("kind", "=", "sweep").then(1).else(0).end()).as("sweeps"),
+      ])
+      .where("network", "=", network)
+      .where("environment", "=", environment)
+      .where("status", "in", OPEN)
+      .executeTakeFirstOrThrow(),
+  ]);
+  const hot = wallets.find((w) => w.role === "hot_wallet");
+  const gas = wallets.find((w) => w.role === "gas_tank");
+  return {
+    hotToken: hot?.token_balance == null ? null : BigInt(hot.token_balance),
+    gasNative: gas?.native_balance == null ? null : BigInt(gas.native_balance),
+    open: Number(counts.open),
+    waitingFunds: Number(counts.waiting),
+    pendingSweeps: Number(counts.sweeps ?? 0),
+  };
+}
+
+/**
+ * `/readyz` lines `sending:<network>:<environment>`: hot wallet balance, gas tank balance, open
+ * transfers, pending sweeps; `degraded` while transfers wait for funds. Never critical.
+ */
+export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Clock): ReadinessCheck[] {
+  return chains.available().map((chain) => ({
+    name: `sending:${chain.network}:${chain.environment}`,
+    critical: false,
+    async check() {
+      const s = await summary(db, chain.network, chain.environment);
+      const parts = [
+        `hot wallet ${s.hotToken === null ? "not seen yet" : `${s.hotToken} base units`}`,
+        ...(chain.kind === "simulator"
+          ? []
+          : [`gas tank ${s.gasNative === null ? "not seen yet" : `${s.gasNative} (native base units)`}`]),
+        `${s.open} open transfers`,
+        `${s.pendingSweeps} pending sweeps`,
+      ];
+      if (s.waitingFunds > 0) {
+        return {
+          status: "degraded" as const,
+          detail: `${parts.join(", ")}; ${s.waitingFunds} waiting for funds (fund the hot wallet / gas tank)`,
+        };
+      }
+      return { status: "ok" as const, detail: parts.join(", ") };
+    },
+  }));
+}
+
+/**
+ * Prometheus gauges read from the database at scrape time (any instance reports the same):
+ * `stablegate_hot_wallet_balance`, `stablegate_gas_tank_balance`, `stablegate_outgoing_open`,
+ * `stablegate_outgoing_waiting_funds` (alert on > 0), `stablegate_sweeps_pending`.
+ */
+export function registerSendingMetrics(metrics: Metrics, chains: ChainRegistry, db: Db): void {
+  const labelNames = ["network", "environment"] as const;
+  // One collect refreshes all five (prom-client awaits it before serialising).
+  let refreshing: Promise<void> | null = null;
+  const collect = async () => {
+    refreshing ??= refresh().finally(() => {
+      refreshing = null;
+    });
+    await refreshing;
+  };
+  const gauges = {
+    hot: new Gauge({
+      name: "stablegate_hot_wallet_balance",
+      help: "Hot wallet token balance (base units) as last seen",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
+    gas: new Gauge({
+      name: "stablegate_gas_tank_balance",
+      help: "Gas tank native balance (wei / sun) as last seen",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
+    open: new Gauge({
+      name: "stablegate_outgoing_open",
+      help: "Outgoing transfers not yet confirmed or failed",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
+    waiting: new Gauge({
+      name: "stablegate_outgoing_waiting_funds",
+      help: "Queued outgoing transfers waiting for the sending address to be funded",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
+    sweeps: new Gauge({
+      name: "stablegate_sweeps_pending",
+      help: "Sweeps queued or in flight",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
+  };
+  async function refresh() {
+    for (const chain of chains.available()) {
+      const labels = { network: chain.network, environment: chain.environment };
+      const s = await summary(db, chain.network, chain.environment);
+      if (s.hotToken !== null) gauges.hot.set(labels, Number(s.hotToken));
+      if (s.gasNative !== null) gauges.gas.set(labels, Number(s.gasNative));
+      gauges.open.set(labels, s.open);
+      gauges.waiting.set(labels, s.waitingFunds);
+      gauges.sweeps.set(labels, s.pendingSweeps);
+    }
+  }
+}

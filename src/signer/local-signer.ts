@@ -1,0 +1,176 @@
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
+import { utils as tronUtils } from "tronweb";
+import { type Hex, keccak256 } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { addressFromPublicKey } from "../chains/address.js";
+import { isEvmAddress } from "../chains/evm/address.js";
+import { tronAddressToHex } from "../chains/tron/address.js";
+import type { Config } from "../config/config.js";
+import { resolveMnemonic } from "../config/mnemonic.js";
+import { isEnvironment } from "../domain/environment.js";
+import { assertAddressIndex } from "../wallet/derivation-path.js";
+import { PrivateKeyDeriver } from "../wallet/private-key-deriver.js";
+import {
+  type EvmSignRequest,
+  type SignedTransaction,
+  type Signer,
+  SignerRejectedError,
+  type SignRequest,
+  type TronSignRequest,
+} from "./protocol.js";
+
+/** ERC20 / TRC20 `transfer(address,uint256)`. */
+const TRANSFER_SELECTOR = "a9059cbb";
+const DECIMAL = /^\d{1,78}$/;
+const HEX = /^[0-9a-f]*$/;
+
+/**
+ * The signer itself: the only holder of private keys (`PrivateKeyDeriver`). It signs an EIP-1559
+ * transaction or a TRON transaction for a requested (network, environment, index) and nothing
+ * else. Policy, checked before any key is derived:
+ * - EVM: either a native transfer (`data` empty) or a token `transfer(address,uint256)` with
+ *   `value` 0; every integer field present and decimal;
+ * - TRON: `raw_data` must encode (tronweb's protobuf encoder) to exactly `raw_data_hex`, `txID`
+ *   must be its sha256, it holds one contract, either `TransferContract` or a
+ *   `TriggerSmartContract` calling `transfer(address,uint256)` without TRX value, and its owner
+ *   must be the address of the requested key.
+ */
+export class LocalSigner implements Signer {
+  /** Derived keys by path (BIP32 derivation costs milliseconds); bounded. */
+  private readonly cache = new Map<string, Uint8Array>();
+
+  private constructor(private readonly keys: PrivateKeyDeriver) {}
+
+  private key(
+    network: SignRequest["network"],
+    environment: SignRequest["environment"],
+    index: number,
+  ): Uint8Array {
+    const id = `${network}/${environment}/${index}`;
+    let key = this.cache.get(id);
+    if (!key) {
+      key = this.keys.privateKey(network, environment, index);
+      if (this.cache.size >= 10_000) this.cache.clear();
+      this.cache.set(id, key);
+    }
+    return key;
+  }
+
+  static fromMnemonic(mnemonic: string, passphrase = ""): LocalSigner {
+    return new LocalSigner(PrivateKeyDeriver.fromMnemonic(mnemonic, passphrase));
+  }
+
+  async sign(request: SignRequest): Promise<SignedTransaction> {
+    if (!request || typeof request !== "object") throw new SignerRejectedError("request must be an object");
+    if (!isEnvironment(request.environment)) throw new SignerRejectedError("unknown environment");
+    try {
+      assertAddressIndex(request.index);
+    } catch {
+      throw new SignerRejectedError("invalid index");
+    }
+    if (request.chain === "evm" && request.network === "USDT-ERC20") return this.signEvm(request);
+    if (request.chain === "tron" && request.network === "USDT-TRC20") return this.signTron(request);
+    throw new SignerRejectedError("unsupported chain/network");
+  }
+
+  private async signEvm(request: EvmSignRequest): Promise<SignedTransaction> {
+    const t = request.transaction;
+    if (!t || typeof t !== "object") throw new SignerRejectedError("transaction missing");
+    for (const f of ["value", "gas", "maxFeePerGas", "maxPriorityFeePerGas"] as const) {
+      if (typeof t[f] !== "string" || !DECIMAL.test(t[f]))
+        throw new SignerRejectedError(`${f} must be decimal`);
+    }
+    if (!Number.isSafeInteger(t.chainId) || t.chainId < 1) throw new SignerRejectedError("invalid chainId");
+    if (!Number.isSafeInteger(t.nonce) || t.nonce < 0) throw new SignerRejectedError("invalid nonce");
+    if (typeof t.to !== "string" || !isEvmAddress(t.to)) throw new SignerRejectedError("invalid to");
+    const data = typeof t.data === "string" ? t.data.toLowerCase() : "";
+    if (!data.startsWith("0x") || !HEX.test(data.slice(2))) throw new SignerRejectedError("invalid data");
+    const body = data.slice(2);
+    const isNative = body.length === 0;
+    const isTokenTransfer =
+      body.length === 8 + 128 && body.startsWith(TRANSFER_SELECTOR) && /^0{24}/.test(body.slice(8));
+    if (!isNative && !isTokenTransfer)
+      throw new SignerRejectedError("only token transfers and native transfers");
+    if (isTokenTransfer && t.value !== "0")
+      throw new SignerRejectedError("a token transfer carries no value");
+    if (BigInt(t.maxPriorityFeePerGas) > BigInt(t.maxFeePerGas))
+      throw new SignerRejectedError("priority fee above max fee");
+    const key = this.key(request.network, request.environment, request.index);
+    const account = privateKeyToAccount(`0x${bytesToHex(key)}`);
+    const raw = await account.signTransaction({
+      type: "eip1559",
+      chainId: t.chainId,
+      nonce: t.nonce,
+      to: t.to as Hex,
+      value: BigInt(t.value),
+      data: data as Hex,
+      gas: BigInt(t.gas),
+      maxFeePerGas: BigInt(t.maxFeePerGas),
+      maxPriorityFeePerGas: BigInt(t.maxPriorityFeePerGas),
+    });
+    return { raw, hash: keccak256(raw), from: account.address };
+  }
+
+  private async signTron(request: TronSignRequest): Promise<SignedTransaction> {
+    const t = request.transaction;
+    if (!t || typeof t !== "object" || !t.raw_data || typeof t.raw_data !== "object")
+      throw new SignerRejectedError("transaction missing");
+    const rawHex = typeof t.raw_data_hex === "string" ? t.raw_data_hex.toLowerCase() : "";
+    if (!rawHex || !HEX.test(rawHex)) throw new SignerRejectedError("invalid raw_data_hex");
+    let encoded: string;
+    try {
+      encoded = tronUtils.transaction
+        .txPbToRawDataHex(tronUtils.transaction.txJsonToPb({ raw_data: t.raw_data, visible: false } as never))
+        .toLowerCase();
+    } catch {
+      throw new SignerRejectedError("raw_data is not a TRON transaction");
+    }
+    if (encoded !== rawHex) throw new SignerRejectedError("raw_data_hex does not encode raw_data");
+    const txID = bytesToHex(sha256(hexToBytes(rawHex)));
+    if (typeof t.txID !== "string" || t.txID.toLowerCase() !== txID)
+      throw new SignerRejectedError("txID mismatch");
+    const contracts = t.raw_data.contract as {
+      type?: string;
+      parameter?: { value?: Record<string, unknown> };
+    }[];
+    if (!Array.isArray(contracts) || contracts.length !== 1)
+      throw new SignerRejectedError("one contract expected");
+    const contract = contracts[0]!;
+    const value = contract.parameter?.value ?? {};
+    if (contract.type === "TriggerSmartContract") {
+      const callData = typeof value.data === "string" ? value.data.toLowerCase() : "";
+      if (!(callData.length === 8 + 128 && callData.startsWith(TRANSFER_SELECTOR)))
+        throw new SignerRejectedError("only token transfers and native transfers");
+      if (value.call_value !== undefined && value.call_value !== 0)
+        throw new SignerRejectedError("a token transfer carries no value");
+    } else if (contract.type !== "TransferContract") {
+      throw new SignerRejectedError("only token transfers and native transfers");
+    }
+    const key = this.key(request.network, request.environment, request.index);
+    const owner = addressFromPublicKey("USDT-TRC20", secp256k1.getPublicKey(key, true));
+    const ownerHex = tronAddressToHex(owner);
+    if (typeof value.owner_address !== "string" || value.owner_address.toLowerCase() !== ownerHex)
+      throw new SignerRejectedError("owner_address is not the address of the requested key");
+    const sig = secp256k1.sign(hexToBytes(txID), key, { prehash: false, format: "recovered" });
+    // TRON spelling: r ‖ s ‖ (27 + recovery).
+    const signature = bytesToHex(sig.slice(1)) + (27 + sig[0]!).toString(16);
+    const signed = {
+      visible: false,
+      txID,
+      raw_data: t.raw_data,
+      raw_data_hex: rawHex,
+      signature: [signature],
+    };
+    return { raw: JSON.stringify(signed), hash: txID, from: owner };
+  }
+}
+
+/**
+ * The signer of this process: resolves `MASTER_MNEMONIC` for private keys. Only the `signer` role
+ * and `serve` (which runs the signer in-process) call this.
+ */
+export async function createLocalSigner(config: Config): Promise<LocalSigner> {
+  return LocalSigner.fromMnemonic((await resolveMnemonic(config)).mnemonic);
+}

@@ -1,0 +1,108 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import { InternalAuthVerifier } from "./hmac.js";
+import { type Signer, SignerRejectedError, type SignRequest } from "./protocol.js";
+
+/** Largest accepted request body (a TRON transaction JSON is about 1 KB). */
+const MAX_BODY_BYTES = 16_384;
+
+export interface SignerServerOptions {
+  signer: Signer;
+  /** `INTERNAL_SHARED_SECRET`. */
+  secret: string;
+  host: string;
+  port: number;
+  clock: Clock;
+  logger?: Logger;
+}
+
+export interface RunningSignerServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The signer role's HTTP endpoint: `POST /v1/sign` (body: `{ requestId, request: SignRequest }`,
+ * authenticated with `INTERNAL_SHARED_SECRET`, see `hmac.ts`) and `GET /healthz`. Nothing else:
+ * no key export, no "sign bytes". Answers `401 {error}` for unsigned, stale, tampered and replayed
+ * requests, `422 {error}` for requests the signer's policy refuses.
+ */
+export async function startSignerServer(options: SignerServerOptions): Promise<RunningSignerServer> {
+  const verifier = new InternalAuthVerifier(options.secret, options.clock);
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      options.logger?.error({ err }, "signer request failed");
+      reply(res, 500, { error: "internal error" });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "GET" && req.url === "/healthz") return reply(res, 200, { ok: true });
+    if (req.method !== "POST" || req.url !== "/v1/sign") return reply(res, 404, { error: "not found" });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const c of req) {
+      size += (c as Buffer).length;
+      if (size > MAX_BODY_BYTES) return reply(res, 413, { error: "body too large" });
+      chunks.push(c as Buffer);
+    }
+    const body = Buffer.concat(chunks).toString("utf8");
+    const failure = verifier.verify(req.headers, body);
+    if (failure) {
+      options.logger?.warn({ failure }, "signer refused an unauthenticated request");
+      return reply(res, 401, { error: failure });
+    }
+    let parsed: { requestId?: unknown; request?: SignRequest };
+    try {
+      parsed = JSON.parse(body) as typeof parsed;
+    } catch {
+      return reply(res, 400, { error: "invalid JSON" });
+    }
+    if (typeof parsed.requestId !== "string" || !parsed.request)
+      return reply(res, 400, { error: "invalid body" });
+    try {
+      const signed = await options.signer.sign(parsed.request);
+      options.logger?.info(
+        {
+          network: parsed.request.network,
+          environment: parsed.request.environment,
+          index: parsed.request.index,
+          hash: signed.hash,
+        },
+        "signed",
+      );
+      return reply(res, 200, signed);
+    } catch (err) {
+      if (err instanceof SignerRejectedError) return reply(res, 422, { error: err.message });
+      throw err;
+    }
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}

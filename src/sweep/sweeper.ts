@@ -1,0 +1,178 @@
+import { randomBytes } from "node:crypto";
+import { sql } from "kysely";
+import type { Network } from "../chains/network.js";
+import type { ChainWriter } from "../chains/writer.js";
+import type { Db } from "../db/database.js";
+import type { Environment } from "../domain/environment.js";
+import { base62 } from "../domain/ids.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import { requestTransfer } from "../sender/intents.js";
+import type { TransferOutcomes } from "../sender/outcomes.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+
+export interface SweeperOptions {
+  db: Db;
+  network: Network;
+  environment: Environment;
+  writer: ChainWriter;
+  address: (index: number) => string;
+  /** Token balances at or above this are swept (base units). */
+  threshold: bigint;
+  logger: Logger;
+  clock: Clock;
+  /** Addresses looked at per round. Default 100. */
+  batchSize?: number;
+}
+
+/**
+ * Moves confirmed deposit balances to the hot wallet. Sweeps move custody only: they never touch
+ * the ledger (merchant balances were credited when the deposit confirmed).
+ *
+ * A deposit address is looked at when a deposit to it was handed off after its last look
+ * (`sweep_checks`) and no sweep from it is open. If its token balance reaches the threshold, ONE
+ * database transaction queues (ERC20/TRC20) a gas top-up from the gas tank of exactly the
+ * shortfall between the transfer's fee (gas estimate × max fee, or TRON energy + bandwidth burn,
+ * each with its buffer) and the native coin the address already has, and the sweep itself, which
+ * the sender signs only after the top-up is confirmed. Both are ordinary outgoing transfers (same
+ * crash safety). The simulator has no gas: its sweeps have no top-up.
+ */
+export class Sweeper {
+  constructor(private readonly o: SweeperOptions) {}
+
+  async tick(): Promise<number> {
+    const { db, network, environment } = this.o;
+    const candidates = await db
+      .selectFrom("watched_addresses as w")
+      .leftJoin("sweep_checks as s", (j) =>
+        j
+          .onRef("s.network", "=", "w.network")
+          .onRef("s.environment", "=", "w.environment")
+          .onRef("s.address", "=", "w.address"),
+      )
+      .select(["w.address", "w.derivation_index"])
+      .where("w.network", "=", network)
+      .where("w.environment", "=", environment)
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom("chain_observations as o")
+            .select(sql`1`.as("one"))
+            .whereRef("o.network", "=", "w.network")
+            .whereRef("o.environment", "=", "w.environment")
+            .whereRef("o.address", "=", "w.address")
+            .where("o.status", "=", "handed_off")
+            .where((eb) =>
+              eb.or([eb("s.checked_at", "is", null), eb("o.handed_off_at", ">", eb.ref("s.checked_at"))]),
+            ),
+        ),
+      )
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("outgoing_transfers as t")
+              .select(sql`1`.as("one"))
+              .whereRef("t.network", "=", "w.network")
+              .whereRef("t.environment", "=", "w.environment")
+              .where("t.kind", "=", "sweep")
+              .where("t.status", "in", ["queued", "signed", "broadcast"])
+              .where(sql<boolean>`t.from_index = w.derivation_index`),
+          ),
+        ),
+      )
+      .limit(this.o.batchSize ?? 100)
+      .execute();
+    let requested = 0;
+    for (const c of candidates) {
+      try {
+        if (await this.sweep(c.address, Number(c.derivation_index))) requested++;
+      } catch (err) {
+        this.o.logger.warn(
+          { err, network, environment, address: c.address },
+          "sweep check failed; will retry",
+        );
+      }
+    }
+    return requested;
+  }
+
+  private async sweep(address: string, index: number): Promise<boolean> {
+    const { db, network, environment, writer } = this.o;
+    // Taken before the balance is read: a deposit handed off after this is looked at again.
+    const checkedAt = new Date(this.o.clock.now());
+    const balance = await writer.tokenBalance(address);
+    const hot = this.o.address(HOT_WALLET_INDEX);
+    let topUp = 0n;
+    if (balance >= this.o.threshold && writer.kind === "signed") {
+      const [cost, native] = await Promise.all([
+        writer.tokenTransferCost(address, hot, balance),
+        writer.nativeBalance(address),
+      ]);
+      topUp = cost > native ? cost - native : 0n;
+    }
+    const swept = balance >= this.o.threshold;
+    await db.transaction().execute(async (trx) => {
+      let afterIntentId: string | undefined;
+      if (swept && topUp > 0n) {
+        afterIntentId = `gas_${base62(randomBytes(16))}`;
+        await requestTransfer(trx, {
+          intentId: afterIntentId,
+          kind: "gas_topup",
+          network,
+          environment,
+          asset: "native",
+          fromIndex: GAS_TANK_INDEX,
+          to: address,
+          amount: topUp,
+        });
+      }
+      if (swept) {
+        await requestTransfer(trx, {
+          intentId: `swp_${base62(randomBytes(16))}`,
+          kind: "sweep",
+          network,
+          environment,
+          fromIndex: index,
+          to: hot,
+          amount: balance,
+          ...(afterIntentId ? { afterIntentId } : {}),
+        });
+      }
+      await trx
+        .insertInto("sweep_checks")
+        .values({ network, environment, address, checked_at: checkedAt })
+        .onConflict((oc) =>
+          oc.columns(["network", "environment", "address"]).doUpdateSet({ checked_at: checkedAt }),
+        )
+        .execute();
+    });
+    if (swept)
+      this.o.logger.info(
+        { network, environment, address, amount: balance.toString(), topUp: topUp.toString() },
+        "sweep queued",
+      );
+    return swept;
+  }
+}
+
+/**
+ * The sweeper's outcome handlers: a failed sweep makes its address be looked at again (its
+ * `sweep_checks` row goes); gas top-ups need nothing (the sweep waiting for one fails with it).
+ */
+export function registerSweepOutcomes(outcomes: TransferOutcomes): void {
+  outcomes.register("sweep", async (trx, outcome) => {
+    if (outcome.status !== "failed") return;
+    const row = await trx
+      .selectFrom("outgoing_transfers")
+      .select(["network", "environment", "from_address"])
+      .where("intent_id", "=", outcome.intentId)
+      .executeTakeFirst();
+    if (!row?.from_address) return;
+    await trx
+      .deleteFrom("sweep_checks")
+      .where("network", "=", row.network)
+      .where("environment", "=", row.environment)
+      .where("address", "=", row.from_address)
+      .execute();
+  });
+  outcomes.register("gas_topup", async () => {});
+}

@@ -1,0 +1,134 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/config.js";
+import { requestTransfer } from "../../src/sender/intents.js";
+import { HttpSignerClient } from "../../src/signer/http-client.js";
+import { LocalSigner } from "../../src/signer/local-signer.js";
+import { startSignerRole } from "../../src/signer/role.js";
+import { createRoleSigner } from "../../src/signer/role-signer.js";
+import { call, startTestService, type TestService } from "../support/harness.js";
+import { MNEMONIC, wallet } from "./support.js";
+
+describe("sending inside serve (in-process signer, worker jobs)", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ env: { MASTER_MNEMONIC: MNEMONIC } });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("a queued sandbox transfer is sent, verified and finished by the worker job within about a second", async () => {
+    expect(svc.proc.runtime.signer).toBeInstanceOf(LocalSigner);
+    const db = svc.database.db;
+    const to = wallet.address("USDT-ERC20", "sandbox", 777);
+    const t0 = Date.now();
+    await db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "swp_runtime_1",
+        kind: "sweep",
+        network: "USDT-ERC20",
+        environment: "sandbox",
+        to,
+        amount: 1_234_567n,
+      }),
+    );
+    let row: { status: string; tx_hash: string | null } | undefined;
+    while (Date.now() - t0 < 10_000) {
+      row = await db
+        .selectFrom("outgoing_transfers")
+        .select(["status", "tx_hash"])
+        .where("intent_id", "=", "swp_runtime_1")
+        .executeTakeFirst();
+      if (row?.status === "confirmed" || row?.status === "failed") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const ms = Date.now() - t0;
+    expect(row?.status).toBe("confirmed");
+    // ~1 s is the goal (100 ms polling); the bound leaves room for a loaded test machine.
+    expect(ms).toBeLessThan(5_000);
+    const sim = svc.proc.runtime.chains.simulator("USDT-ERC20");
+    expect(await sim.balanceOf(to)).toBe(1_234_567n);
+    expect((await sim.transaction(row!.tx_hash!))?.from).toBe(wallet.address("USDT-ERC20", "sandbox", 0));
+
+    const ready = await call(svc.urls.production, "/readyz");
+    expect(ready.body.checks["sending:USDT-ERC20:sandbox"]).toMatchObject({
+      status: "ok",
+      detail: expect.stringMatching(/hot wallet .*0 open transfers, 0 pending sweeps/),
+    });
+    const metrics = await fetch(`${svc.urls.production}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/stablegate_outgoing_open\{network="USDT-ERC20",environment="sandbox"\} 0/);
+    expect(metrics).toMatch(/stablegate_outgoing_waiting_funds\{/);
+    expect(metrics).toMatch(/stablegate_sweeps_pending\{/);
+  });
+});
+
+describe("the signer role", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "sg-signer-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("serves signatures over HTTP to a worker configured with SIGNER_URL; api and a worker without it have no signer", async () => {
+    const secret = "i".repeat(48);
+    const base = {
+      NODE_ENV: "test",
+      DATA_DIR: dir,
+      MASTER_MNEMONIC: MNEMONIC,
+      INTERNAL_SHARED_SECRET: secret,
+    };
+    const server = await startSignerRole(parseConfig({ ...base, SIGNER_PORT: "0", LOG_LEVEL: "silent" }));
+    try {
+      const workerConfig = parseConfig({ ...base, SIGNER_URL: server.url });
+      const secrets = {
+        INTERNAL_SHARED_SECRET: secret,
+        JWT_SECRET: "j".repeat(40),
+        SECRET_ENCRYPTION_KEY: "0".repeat(64),
+      };
+      const signer = await createRoleSigner(workerConfig, "worker", secrets);
+      expect(signer).toBeInstanceOf(HttpSignerClient);
+      const signed = await signer!.sign({
+        chain: "evm",
+        network: "USDT-ERC20",
+        environment: "sandbox",
+        index: 0,
+        transaction: {
+          chainId: 1,
+          nonce: 0,
+          to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+          value: "1",
+          data: "0x",
+          gas: "21000",
+          maxFeePerGas: "2",
+          maxPriorityFeePerGas: "1",
+        },
+      });
+      expect(signed.from).toBe(wallet.address("USDT-ERC20", "sandbox", 0));
+      await (signer as HttpSignerClient).close();
+      // A worker with the wrong secret is refused.
+      const wrong = await createRoleSigner(workerConfig, "worker", {
+        ...secrets,
+        INTERNAL_SHARED_SECRET: "w".repeat(48),
+      });
+      await expect(
+        wrong!.sign({
+          chain: "evm",
+          network: "USDT-ERC20",
+          environment: "sandbox",
+          index: 0,
+          transaction: {} as never,
+        }),
+      ).rejects.toThrow(/401/);
+      expect(await createRoleSigner(parseConfig(base), "worker", secrets)).toBeNull();
+      expect(await createRoleSigner(workerConfig, "api", secrets)).toBeNull();
+      expect(await createRoleSigner(parseConfig(base), "serve", secrets)).toBeInstanceOf(LocalSigner);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,220 @@
+import { TronWeb } from "tronweb";
+import type { Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tronAddressToEvm } from "../../src/chains/tron/address.js";
+import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
+import { TransferWouldFailError } from "../../src/chains/writer.js";
+import type { Database } from "../../src/db/database.js";
+import { requestTransfer } from "../../src/sender/intents.js";
+import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
+import { startTronEmulator, type TronEmulator } from "../support/chain/tron-emulator.js";
+import { openTestDatabase } from "../support/db.js";
+import { localSigner, makeSender, recordingOutcomes, USDT, wallet } from "./support.js";
+
+const hot = wallet.address("USDT-TRC20", "sandbox", HOT_WALLET_INDEX);
+const to = (i: number) => wallet.address("USDT-TRC20", "sandbox", 500 + i);
+
+let node: AnvilNode;
+let emulator: TronEmulator;
+let writer: TronChainWriter;
+let database: Database;
+
+beforeAll(async () => {
+  [node, database] = await Promise.all([startAnvil(), openTestDatabase()]);
+  const token = await deployTestUsdt(node);
+  emulator = await startTronEmulator(node, token);
+  writer = new TronChainWriter({ apiUrl: emulator.url, tokenAddress: emulator.tokenAddress });
+  await mintTestUsdt(node, token, tronAddressToEvm(hot) as Hex, USDT(100));
+});
+
+afterAll(async () => {
+  await emulator?.stop();
+  await node?.stop();
+  await database?.close();
+});
+
+describe("TRON write side on the emulator", () => {
+  it("checks energy/bandwidth against the TRX balance before signing: an account without TRX waits (queued)", async () => {
+    const { outcomes, calls } = recordingOutcomes();
+    const sender = makeSender({ db: database.db, network: "USDT-TRC20", writer, outcomes });
+    expect(await writer.nativeBalance(hot)).toBe(0n);
+    // No energy in the emulator's account resources: the whole transfer energy is burnt in TRX.
+    expect(await writer.tokenTransferCost(hot, to(0), 1n)).toBeGreaterThan(0n);
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_t0",
+        kind: "withdrawal",
+        network: "USDT-TRC20",
+        environment: "sandbox",
+        to: to(0),
+        amount: USDT(2),
+      }),
+    );
+    await sender.tick();
+    const row = await database.db
+      .selectFrom("outgoing_transfers")
+      .selectAll()
+      .where("intent_id", "=", "tx_t0")
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe("queued");
+    expect(row.last_error).toMatch(/waiting for native funds/);
+    expect(calls).toEqual([]);
+
+    // Funded with TRX (emulator: 1 ETH on anvil = 1 TRX): signed by the signer, broadcast, verified.
+    await node.testClient.setBalance({ address: tronAddressToEvm(hot), value: 10n ** 20n });
+    await database.db
+      .updateTable("outgoing_transfers")
+      .set({ next_attempt_at: new Date(0) })
+      .execute();
+    expect(await sender.drain(20_000)).toBe(0);
+    expect(calls).toMatchObject([{ intentId: "tx_t0", status: "confirmed", reason: null }]);
+    expect(await writer.tokenBalance(to(0))).toBe(USDT(2));
+    const attempt = await database.db
+      .selectFrom("outgoing_transfer_attempts")
+      .selectAll()
+      .where("intent_id", "=", "tx_t0")
+      .executeTakeFirstOrThrow();
+    expect(attempt.expires_at).not.toBeNull();
+    expect(attempt.tx_hash).toBe(calls[0]!.txHash);
+  });
+
+  it("verification: success with the expected log; wrong amount, reverted and unknown txIDs are not", async () => {
+    const ok = (
+      await database.db
+        .selectFrom("outgoing_transfers")
+        .select("tx_hash")
+        .where("intent_id", "=", "tx_t0")
+        .executeTakeFirstOrThrow()
+    ).tx_hash!;
+    expect(await writer.check(ok, { asset: "token", from: hot, to: to(0), amount: USDT(2) })).toMatchObject({
+      state: "success",
+    });
+    expect(
+      await writer.check(ok, { asset: "token", from: hot, to: to(0), amount: USDT(2) - 1n }),
+    ).toMatchObject({ state: "failed" });
+    expect(await writer.check(ok, { asset: "token", from: hot, to: to(1), amount: USDT(2) })).toMatchObject({
+      state: "failed",
+    });
+    expect(await writer.check("ab".repeat(32), { asset: "token", from: hot, to: to(0), amount: 1n })).toEqual(
+      { state: "missing" },
+    );
+
+    // Preparing a transfer beyond the balance: the node's dry run reverts, nothing is signed.
+    await expect(
+      writer.prepare(
+        {
+          asset: "token",
+          environment: "sandbox",
+          from: hot,
+          fromIndex: HOT_WALLET_INDEX,
+          to: to(2),
+          amount: USDT(1_000_000),
+        },
+        { nonce: null },
+      ),
+    ).rejects.toBeInstanceOf(TransferWouldFailError);
+    // Built by the node without a dry run, signed by the signer and broadcast: mined as FAILED (REVERT).
+    const built = await new TronWeb({ fullHost: emulator.url }).transactionBuilder.triggerSmartContract(
+      emulator.tokenAddress,
+      "transfer(address,uint256)",
+      { feeLimit: 100_000_000 },
+      [
+        { type: "address", value: to(2) },
+        { type: "uint256", value: USDT(1_000_000).toString() },
+      ],
+      hot,
+    );
+    const t = built.transaction as unknown as {
+      txID: string;
+      raw_data: Record<string, unknown>;
+      raw_data_hex: string;
+    };
+    const signed = await localSigner.sign({
+      chain: "tron",
+      network: "USDT-TRC20",
+      environment: "sandbox",
+      index: HOT_WALLET_INDEX,
+      transaction: { txID: t.txID, raw_data: t.raw_data, raw_data_hex: t.raw_data_hex },
+    });
+    expect(await writer.broadcast(signed.raw)).toEqual({ accepted: true });
+    // Broadcasting the same bytes again is harmless (the node knows them).
+    expect(await writer.broadcast(signed.raw)).toEqual({ accepted: true });
+    expect(
+      await writer.check(signed.hash, { asset: "token", from: hot, to: to(2), amount: USDT(1_000_000) }),
+    ).toMatchObject({
+      state: "failed",
+      reason: expect.stringMatching(/REVERT|failed/),
+    });
+  });
+
+  it("a transaction that expired unmined is provably dropped: a new one is signed, and exactly one transfer lands", async () => {
+    const { outcomes, calls } = recordingOutcomes();
+    // The first process signs and commits, then dies before broadcasting.
+    const crashing = makeSender({
+      db: database.db,
+      network: "USDT-TRC20",
+      writer,
+      outcomes,
+      fault: (point) => {
+        if (point === "after-commit") throw new Error("crash after commit");
+      },
+    });
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_t1",
+        kind: "payout",
+        network: "USDT-TRC20",
+        environment: "sandbox",
+        to: to(3),
+        amount: USDT(3),
+      }),
+    );
+    await crashing.tick();
+    let row = await database.db
+      .selectFrom("outgoing_transfers")
+      .selectAll()
+      .where("intent_id", "=", "tx_t1")
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe("signed");
+    // Its bytes were lost on the way to the node and its expiration passed (simulated: the
+    // emulator's expiration is a minute of real time).
+    await database.db
+      .updateTable("outgoing_transfers")
+      .set({ status: "broadcast", next_attempt_at: new Date(0) })
+      .where("intent_id", "=", "tx_t1")
+      .execute();
+    await database.db
+      .updateTable("outgoing_transfer_attempts")
+      .set({ expires_at: new Date(Date.now() - 120_000), broadcast_at: new Date() })
+      .where("intent_id", "=", "tx_t1")
+      .execute();
+    const sender = makeSender({
+      db: database.db,
+      network: "USDT-TRC20",
+      writer,
+      outcomes,
+      expiryGraceMs: 1_000,
+    });
+    expect(await sender.drain(20_000)).toBe(0);
+    const attempts = await database.db
+      .selectFrom("outgoing_transfer_attempts")
+      .selectAll()
+      .where("intent_id", "=", "tx_t1")
+      .orderBy("seq")
+      .execute();
+    expect(attempts).toHaveLength(2);
+    expect(
+      await writer.check(attempts[0]!.tx_hash, { asset: "token", from: hot, to: to(3), amount: USDT(3) }),
+    ).toEqual({ state: "missing" });
+    row = await database.db
+      .selectFrom("outgoing_transfers")
+      .selectAll()
+      .where("intent_id", "=", "tx_t1")
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe("confirmed");
+    expect(row.tx_hash).toBe(attempts[1]!.tx_hash);
+    expect(await writer.tokenBalance(to(3))).toBe(USDT(3));
+    expect(calls).toMatchObject([{ intentId: "tx_t1", status: "confirmed" }]);
+  });
+});

@@ -1,0 +1,233 @@
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
+import { utils as tronUtils } from "tronweb";
+import { encodeFunctionData, type Hex, parseAbi, parseTransaction, recoverTransactionAddress } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { evmAddressFromPublicKey } from "../../src/chains/evm/address.js";
+import { tronAddressToHex } from "../../src/chains/tron/address.js";
+import { ManualClock } from "../../src/lib/clock.js";
+import { authHeaders, MAX_SKEW_MS, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "../../src/signer/hmac.js";
+import { HttpSignerClient } from "../../src/signer/http-client.js";
+import { LocalSigner } from "../../src/signer/local-signer.js";
+import { type EvmSignRequest, SignerRejectedError, type TronSignRequest } from "../../src/signer/protocol.js";
+import { type RunningSignerServer, startSignerServer } from "../../src/signer/server.js";
+import { AddressDeriver } from "../../src/wallet/address-deriver.js";
+import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+
+const MNEMONIC = "test test test test test test test test test test test junk";
+const SECRET = "s".repeat(40);
+const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
+const signer = LocalSigner.fromMnemonic(MNEMONIC);
+const ERC20 = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
+const recipient = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const token = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+
+function evmRequest(
+  overrides: Partial<EvmSignRequest["transaction"]> = {},
+  index = HOT_WALLET_INDEX,
+): EvmSignRequest {
+  return {
+    chain: "evm",
+    network: "USDT-ERC20",
+    environment: "sandbox",
+    index,
+    transaction: {
+      chainId: 31337,
+      nonce: 7,
+      to: token,
+      value: "0",
+      data: encodeFunctionData({ abi: ERC20, functionName: "transfer", args: [recipient, 1_500_000n] }),
+      gas: "60000",
+      maxFeePerGas: "2000000000",
+      maxPriorityFeePerGas: "1000000000",
+      ...overrides,
+    },
+  };
+}
+
+/** A TRON TriggerSmartContract transaction encoded with tronweb's protobuf encoder (as a node builds it). */
+function tronRequest(owner: string, data: string, type = "TriggerSmartContract"): TronSignRequest {
+  const value: Record<string, unknown> =
+    type === "TriggerSmartContract"
+      ? {
+          data,
+          owner_address: tronAddressToHex(owner),
+          contract_address: "41a614f803b6fd780986a42c78ec9c7f77e6ded13c",
+        }
+      : {
+          owner_address: tronAddressToHex(owner),
+          to_address: "41a614f803b6fd780986a42c78ec9c7f77e6ded13c",
+          amount: 1000,
+        };
+  const raw_data = {
+    contract: [{ parameter: { value, type_url: `type.googleapis.com/protocol.${type}` }, type }],
+    ref_block_bytes: "0001",
+    ref_block_hash: "0011223344556677",
+    expiration: 1_800_000_000_000,
+    fee_limit: 100_000_000,
+    timestamp: 1_799_999_940_000,
+  };
+  const raw_data_hex = tronUtils.transaction
+    .txPbToRawDataHex(tronUtils.transaction.txJsonToPb({ raw_data, visible: false } as never))
+    .toLowerCase();
+  const txID = bytesToHex(sha256(hexToBytes(raw_data_hex)));
+  return {
+    chain: "tron",
+    network: "USDT-TRC20",
+    environment: "sandbox",
+    index: HOT_WALLET_INDEX,
+    transaction: { txID, raw_data, raw_data_hex },
+  };
+}
+const transferData = (to20: string, amount: bigint) =>
+  `a9059cbb${to20.padStart(64, "0")}${amount.toString(16).padStart(64, "0")}`;
+
+describe("LocalSigner policy", () => {
+  it("signs an ERC20 transfer with the key of the requested index (the signature recovers to the derived address)", async () => {
+    for (const index of [HOT_WALLET_INDEX, 1, 123]) {
+      const signed = await signer.sign(evmRequest({}, index));
+      const expected = wallet.address("USDT-ERC20", "sandbox", index);
+      expect(signed.from).toBe(expected);
+      expect(await recoverTransactionAddress({ serializedTransaction: signed.raw as never })).toBe(expected);
+      const tx = parseTransaction(signed.raw as Hex);
+      expect(tx.nonce).toBe(7);
+      expect(tx.to?.toLowerCase()).toBe(token.toLowerCase());
+    }
+    // Production and sandbox keys differ (separate BIP44 accounts).
+    const prod = await signer.sign({ ...evmRequest(), environment: "production" });
+    expect(prod.from).toBe(wallet.address("USDT-ERC20", "production", HOT_WALLET_INDEX));
+  });
+
+  it("signs a plain native transfer (gas top-up) and refuses anything else", async () => {
+    const native = await signer.sign(evmRequest({ to: recipient, data: "0x", value: "1000", gas: "21000" }));
+    expect(parseTransaction(native.raw as Hex).value).toBe(1000n);
+    const refusals: Partial<EvmSignRequest["transaction"]>[] = [
+      { data: "0x095ea7b3" + "0".repeat(128) }, // approve
+      { data: "0xdeadbeef" }, // arbitrary call
+      { value: "1" }, // token transfer with ETH value
+      { nonce: -1 },
+      { gas: "1e6" },
+      { maxPriorityFeePerGas: "3000000000" }, // above max fee
+      { to: "0x123" },
+    ];
+    for (const r of refusals)
+      await expect(signer.sign(evmRequest(r))).rejects.toBeInstanceOf(SignerRejectedError);
+    await expect(signer.sign({ ...evmRequest(), index: -1 })).rejects.toBeInstanceOf(SignerRejectedError);
+    await expect(signer.sign({ ...evmRequest(), environment: "staging" as never })).rejects.toBeInstanceOf(
+      SignerRejectedError,
+    );
+  });
+
+  it("signs a TRON token transfer whose owner is the requested key; refuses tampered or foreign ones", async () => {
+    const owner = wallet.address("USDT-TRC20", "sandbox", HOT_WALLET_INDEX);
+    const req = tronRequest(owner, transferData("70997970c51812dc3a010c7d01b50e0d17dc79c8", 5n));
+    const signed = await signer.sign(req);
+    expect(signed.hash).toBe(req.transaction.txID);
+    const tx = JSON.parse(signed.raw) as { signature: string[] };
+    const sig = hexToBytes(tx.signature[0]!);
+    const pub = secp256k1.Signature.fromBytes(sig.slice(0, 64), "compact")
+      .addRecoveryBit(sig[64]! - 27)
+      .recoverPublicKey(hexToBytes(req.transaction.txID));
+    expect(evmAddressFromPublicKey(pub.toBytes(false)).slice(2).toLowerCase()).toBe(
+      tronAddressToHex(owner).slice(2),
+    );
+
+    // raw_data changed after encoding: the hex no longer matches.
+    const tampered = structuredClone(req);
+    (tampered.transaction.raw_data as { fee_limit: number }).fee_limit = 1;
+    await expect(signer.sign(tampered)).rejects.toThrow(/does not encode/);
+    // txID not the hash of the raw data.
+    await expect(
+      signer.sign({ ...req, transaction: { ...req.transaction, txID: "00".repeat(32) } }),
+    ).rejects.toThrow(/txID/);
+    // Another owner than the requested key.
+    const other = tronRequest(wallet.address("USDT-TRC20", "sandbox", 5), transferData("11", 5n));
+    await expect(signer.sign(other)).rejects.toThrow(/owner_address/);
+    // A contract call that is not a transfer.
+    await expect(signer.sign(tronRequest(owner, `095ea7b3${"0".repeat(128)}`))).rejects.toBeInstanceOf(
+      SignerRejectedError,
+    );
+    // A TRX transfer (gas top-up) is allowed.
+    await expect(signer.sign(tronRequest(owner, "", "TransferContract"))).resolves.toMatchObject({
+      from: owner,
+    });
+  });
+});
+
+describe("signer HTTP endpoint (INTERNAL_SHARED_SECRET)", () => {
+  const clock = new ManualClock(Date.parse("2026-03-01T00:00:00Z"));
+  let server: RunningSignerServer;
+
+  beforeAll(async () => {
+    server = await startSignerServer({ signer, secret: SECRET, host: "127.0.0.1", port: 0, clock });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const post = (body: string, headers: Record<string, string>) =>
+    fetch(`${server.url}/v1/sign`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+    });
+
+  it("signs through the client with the shared secret", async () => {
+    const client = new HttpSignerClient({ url: server.url, secret: SECRET, clock });
+    const remote = await client.sign(evmRequest());
+    const local = await signer.sign(evmRequest());
+    expect(remote).toEqual(local); // deterministic (RFC 6979) signatures: same bytes
+    await expect(client.sign(evmRequest({ data: "0xdeadbeef" }))).rejects.toBeInstanceOf(SignerRejectedError);
+    await client.close();
+  });
+
+  it("rejects unsigned, stale, replayed, tampered and wrongly keyed requests", async () => {
+    const body = JSON.stringify({ requestId: "r1", request: evmRequest() });
+    const unsigned = await post(body, {});
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toEqual({ error: "unsigned" });
+
+    const stale = await post(body, authHeaders(SECRET, body, clock.now() - MAX_SKEW_MS - 1));
+    expect(stale.status).toBe(401);
+    expect(await stale.json()).toEqual({ error: "stale" });
+    const future = await post(body, authHeaders(SECRET, body, clock.now() + MAX_SKEW_MS + 1));
+    expect(await future.json()).toEqual({ error: "stale" });
+
+    const headers = authHeaders(SECRET, body, clock.now());
+    const first = await post(body, headers);
+    expect(first.status).toBe(200);
+    const replay = await post(body, headers);
+    expect(replay.status).toBe(401);
+    expect(await replay.json()).toEqual({ error: "replayed" });
+
+    // Same headers, body changed (another recipient): the MAC no longer matches.
+    const tamperedBody = body.replace(recipient.slice(2).toLowerCase(), "00".repeat(20));
+    expect(tamperedBody).not.toBe(body);
+    const h2 = authHeaders(SECRET, JSON.stringify({ requestId: "r2", request: evmRequest() }), clock.now());
+    const tampered = await post(tamperedBody, h2);
+    expect(tampered.status).toBe(401);
+    expect(await tampered.json()).toEqual({ error: "bad_signature" });
+    // Timestamp changed under a valid MAC.
+    const h3 = authHeaders(SECRET, body.replace("r1", "r3"), clock.now());
+    const shifted = await post(body.replace("r1", "r3"), {
+      ...h3,
+      [TIMESTAMP_HEADER]: String(clock.now() + 1),
+    });
+    expect(await shifted.json()).toEqual({ error: "bad_signature" });
+
+    const wrongKey = await post(
+      body.replace("r1", "r4"),
+      authHeaders("x".repeat(40), body.replace("r1", "r4"), clock.now()),
+    );
+    expect(wrongKey.status).toBe(401);
+    const garbage = await post(body, { [TIMESTAMP_HEADER]: "soon", [SIGNATURE_HEADER]: "v1=00" });
+    expect(garbage.status).toBe(401);
+  });
+
+  it("has no other endpoint", async () => {
+    expect((await fetch(`${server.url}/v1/sign-bytes`, { method: "POST", body: "{}" })).status).toBe(404);
+    expect((await fetch(`${server.url}/v1/sign`)).status).toBe(404);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+});

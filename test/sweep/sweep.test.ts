@@ -1,0 +1,355 @@
+import { sql } from "kysely";
+import type { Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
+import type { Network } from "../../src/chains/network.js";
+import { SimulatedChain } from "../../src/chains/simulator/simulated-chain.js";
+import { SimulatorChainWriter } from "../../src/chains/simulator/simulator-writer.js";
+import { tronAddressToEvm } from "../../src/chains/tron/address.js";
+import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
+import type { Database, Db } from "../../src/db/database.js";
+import { creditDeposit } from "../../src/ledger/operations.js";
+import { systemClock } from "../../src/lib/clock.js";
+import { TransferOutcomes } from "../../src/sender/outcomes.js";
+import { createMerchantWithKeys } from "../../src/services/merchants.js";
+import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
+import { allocateDepositAddress } from "../../src/wallet/allocation.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+import { logger, makeSender, USDT, wallet } from "../sender/support.js";
+import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
+import { startTronEmulator } from "../support/chain/tron-emulator.js";
+import { openTestDatabase } from "../support/db.js";
+
+const DEPOSITS = 20;
+let node: AnvilNode;
+let token: Hex;
+let database: Database;
+let merchantId: string;
+
+beforeAll(async () => {
+  node = await startAnvil();
+  token = await deployTestUsdt(node);
+});
+
+afterAll(async () => {
+  await node?.stop();
+});
+
+/**
+ * Each describe gets a database of its own: the tests count on the first deposit indexes of a
+ * (network, environment) sequence (the sandbox TRC20 one is used by two of them).
+ */
+function useOwnDatabase() {
+  beforeAll(async () => {
+    database = await openTestDatabase();
+    merchantId = (
+      await createMerchantWithKeys(database.db, { email: "sweep@example.com", companyName: "Sweep Co" })
+    ).id;
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+}
+
+/**
+ * A confirmed deposit as the watcher and the deposit logic leave it: a watched address, a handed-off
+ * observation, the ledger credit (received 100 %, no fee here).
+ */
+async function confirmedDeposit(db: Db, network: Network, i: number, amount: bigint, txHash: string) {
+  return db.transaction().execute(async (trx) => {
+    const { address } = await allocateDepositAddress(trx, {
+      deriver: wallet,
+      network,
+      environment: "sandbox",
+      merchantId,
+      purpose: "wallet",
+    });
+    const txId = `tx_dep_${network}_${i}`;
+    await trx
+      .insertInto("transactions")
+      .values({
+        id: txId,
+        merchant_id: merchantId,
+        environment: "sandbox",
+        type: "deposit",
+        status: "confirmed",
+        currency_type: network,
+        amount,
+        net_amount: amount,
+        fee: 0n,
+        wallet_address: address,
+      } as never)
+      .execute();
+    await trx
+      .insertInto("chain_observations")
+      .values({
+        id: `obs_${network}_${i}`,
+        network,
+        environment: "sandbox",
+        address,
+        from_address: address,
+        tx_hash: txHash,
+        log_index: i,
+        block_number: 1,
+        block_hash: "0x00",
+        amount,
+        status: "handed_off",
+        handed_off_at: new Date(Date.now() - 1_000),
+      })
+      .execute();
+    const r = await creditDeposit(
+      trx,
+      { merchantId, environment: "sandbox", currencyType: network, transactionId: txId },
+      amount,
+      0n,
+    );
+    expect(r.status).toBe("posted");
+    return address;
+  });
+}
+
+async function ledgerSnapshot(db: Db) {
+  const entries = await sql<{
+    n: string;
+    total: string | null;
+  }>`select count(*)::text as n, sum(amount)::text as total from ledger_entries`.execute(db);
+  const accounts = await sql<{
+    id: string;
+    balance: string;
+  }>`select id::text, balance::text from ledger_accounts order by id`.execute(db);
+  return { entries: entries.rows[0], accounts: accounts.rows };
+}
+
+describe("sweeping on anvil (ERC20)", () => {
+  useOwnDatabase();
+  it(`${DEPOSITS} deposits on ${DEPOSITS} addresses end in the hot wallet, the gas tank pays the gas, the ledger is unchanged`, async () => {
+    const network = "USDT-ERC20";
+    const hot = wallet.address(network, "sandbox", HOT_WALLET_INDEX) as Hex;
+    const gasTank = wallet.address(network, "sandbox", GAS_TANK_INDEX) as Hex;
+    await node.testClient.setBalance({ address: gasTank, value: 10n ** 18n });
+    const writer = new EvmChainWriter({ rpcUrl: node.rpcUrl, tokenAddress: token });
+    const addresses: Hex[] = [];
+    let total = 0n;
+    for (let i = 0; i < DEPOSITS; i++) {
+      const amount = USDT(60 + i);
+      const receipt = await mintTestUsdt(
+        node,
+        token,
+        wallet.address(network, "sandbox", 100 + i) as Hex,
+        amount,
+      );
+      const address = (await confirmedDeposit(
+        database.db,
+        network,
+        i,
+        amount,
+        receipt.transactionHash,
+      )) as Hex;
+      expect(receipt.logs.length).toBe(1);
+      addresses.push(address);
+      total += amount;
+    }
+    // One more address below the threshold (50 USDT): left alone.
+    const small = (await confirmedDeposit(database.db, network, 99, USDT(5), `0x${"ee".repeat(32)}`)) as Hex;
+    await mintTestUsdt(node, token, small, USDT(5));
+    for (const a of addresses) expect(await writer.nativeBalance(a)).toBe(0n);
+    const before = await ledgerSnapshot(database.db);
+    const tankBefore = await writer.nativeBalance(gasTank);
+
+    const outcomes = new TransferOutcomes();
+    registerSweepOutcomes(outcomes);
+    const sweeper = new Sweeper({
+      db: database.db,
+      network,
+      environment: "sandbox",
+      writer,
+      address: (i) => wallet.address(network, "sandbox", i),
+      threshold: USDT(50),
+      logger,
+      clock: systemClock,
+    });
+    const sender = makeSender({ db: database.db, network, writer, outcomes });
+    expect(await sweeper.tick()).toBe(DEPOSITS);
+    // Looked at once: nothing new to sweep while the sweeps are open or after.
+    expect(await sweeper.tick()).toBe(0);
+    const open = await sender.drain(60_000);
+    if (open > 0)
+      console.log(
+        await database.db
+          .selectFrom("outgoing_transfers")
+          .select(["kind", "status", "last_error", "amount"])
+          .where("status", "!=", "confirmed")
+          .limit(3)
+          .execute(),
+      );
+    expect(open).toBe(0);
+
+    const rows = await database.db.selectFrom("outgoing_transfers").selectAll().execute();
+    const sweeps = rows.filter((r) => r.kind === "sweep");
+    const topUps = rows.filter((r) => r.kind === "gas_topup");
+    expect(sweeps).toHaveLength(DEPOSITS);
+    expect(topUps).toHaveLength(DEPOSITS);
+    expect(rows.every((r) => r.status === "confirmed")).toBe(true);
+    for (const s of sweeps)
+      expect(topUps.some((t) => t.intent_id === s.after_intent_id && t.to_address === s.from_address)).toBe(
+        true,
+      );
+
+    expect(await writer.tokenBalance(hot)).toBe(total);
+    for (const a of addresses) {
+      expect(await writer.tokenBalance(a)).toBe(0n);
+      // Just enough ETH: what the top-up sent minus what the sweep burnt is a small remainder.
+      const left = await writer.nativeBalance(a);
+      const topUp = BigInt(topUps.find((t) => t.to_address === a)!.amount);
+      expect(left).toBeLessThan(topUp);
+    }
+    expect(await writer.tokenBalance(small)).toBe(USDT(5));
+    // The gas tank paid: every top-up plus the gas of its own transfers.
+    const topUpTotal = topUps.reduce((s, t) => s + BigInt(t.amount), 0n);
+    expect(tankBefore - (await writer.nativeBalance(gasTank))).toBeGreaterThan(topUpTotal);
+    // Sweeps move custody, not merchant balances.
+    expect(await ledgerSnapshot(database.db)).toEqual(before);
+  }, 120_000);
+});
+
+describe("sweeping on the simulator", () => {
+  useOwnDatabase();
+  it("sweeps without gas top-ups; a new deposit to a swept address is swept again", async () => {
+    const network = "USDT-TRC20";
+    const chain = new SimulatedChain(database.db, { network });
+    const hot = wallet.address(network, "sandbox", HOT_WALLET_INDEX);
+    const writer = new SimulatorChainWriter(chain, { hotWallet: hot });
+    const paid = await chain.pay(wallet.address(network, "sandbox", 100), USDT(20));
+    const address = await confirmedDeposit(database.db, network, 0, USDT(20), paid.txHash);
+    expect(address).toBe(paid.to);
+    const outcomes = new TransferOutcomes();
+    registerSweepOutcomes(outcomes);
+    const sweeper = new Sweeper({
+      db: database.db,
+      network,
+      environment: "sandbox",
+      writer,
+      address: (i) => wallet.address(network, "sandbox", i),
+      threshold: USDT(10),
+      logger,
+      clock: systemClock,
+    });
+    const sender = makeSender({ db: database.db, network, writer, outcomes });
+    expect(await sweeper.tick()).toBe(1);
+    expect(await sender.drain(10_000)).toBe(0);
+    expect(await chain.balanceOf(address)).toBe(0n);
+    const hotAfterFirst = await chain.balanceOf(hot);
+    // Another deposit, handed off later.
+    await chain.pay(address, USDT(15));
+    await database.db
+      .insertInto("chain_observations")
+      .values({
+        id: "obs_second",
+        network,
+        environment: "sandbox",
+        address,
+        from_address: address,
+        tx_hash: "ff".repeat(32),
+        log_index: 0,
+        block_number: 1,
+        block_hash: "00",
+        amount: USDT(15),
+        status: "handed_off",
+        handed_off_at: new Date(Date.now() + 1_000),
+      })
+      .execute();
+    expect(await sweeper.tick()).toBe(1);
+    expect(await sender.drain(10_000)).toBe(0);
+    expect(await chain.balanceOf(hot)).toBe(hotAfterFirst + USDT(15));
+    const topUps = await database.db
+      .selectFrom("outgoing_transfers")
+      .select("intent_id")
+      .where("network", "=", network)
+      .where("kind", "=", "gas_topup")
+      .execute();
+    expect(topUps).toEqual([]);
+  });
+});
+
+describe("sweeping on the TRON emulator (TRC20)", () => {
+  useOwnDatabase();
+  it("an address holding TRX for the energy is swept at once; one without gets a TRX top-up first", async () => {
+    const network = "USDT-TRC20";
+    const emulator = await startTronEmulator(node, token);
+    try {
+      const writer = new TronChainWriter({ apiUrl: emulator.url, tokenAddress: emulator.tokenAddress });
+      const hot = wallet.address(network, "sandbox", HOT_WALLET_INDEX);
+      const funded: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const target = wallet.address(network, "sandbox", 100 + i);
+        const receipt = await mintTestUsdt(node, token, tronAddressToEvm(target) as Hex, USDT(20 + i));
+        const address = await confirmedDeposit(
+          database.db,
+          network,
+          i,
+          USDT(20 + i),
+          receipt.transactionHash,
+        );
+        await node.testClient.setBalance({ address: tronAddressToEvm(address), value: 10n ** 20n });
+        funded.push(address);
+      }
+      const poorTarget = wallet.address(network, "sandbox", 103);
+      const poorReceipt = await mintTestUsdt(node, token, tronAddressToEvm(poorTarget) as Hex, USDT(30));
+      const poor = await confirmedDeposit(database.db, network, 3, USDT(30), poorReceipt.transactionHash);
+      const before = await ledgerSnapshot(database.db);
+
+      const outcomes = new TransferOutcomes();
+      registerSweepOutcomes(outcomes);
+      const address = (i: number) => wallet.address(network, "sandbox", i);
+      const sweeper = new Sweeper({
+        db: database.db,
+        network,
+        environment: "sandbox",
+        writer,
+        address,
+        threshold: USDT(10),
+        logger,
+        clock: systemClock,
+      });
+      expect(await sweeper.tick()).toBe(4);
+      const topUps = await database.db
+        .selectFrom("outgoing_transfers")
+        .selectAll()
+        .where("network", "=", network)
+        .where("kind", "=", "gas_topup")
+        .execute();
+      // Only the address without TRX needs one: the energy of a transfer × price, + 10 %.
+      expect(topUps.map((t) => [t.to_address, t.asset, t.from_index])).toEqual([
+        [poor, "native", GAS_TANK_INDEX],
+      ]);
+      expect(BigInt(topUps[0]!.amount)).toBe(await writer.tokenTransferCost(poor, hot, USDT(30)));
+      const poorSweep = await database.db
+        .selectFrom("outgoing_transfers")
+        .selectAll()
+        .where("network", "=", network)
+        .where("kind", "=", "sweep")
+        .where("from_index", "=", 103)
+        .executeTakeFirstOrThrow();
+      expect(poorSweep.after_intent_id).toBe(topUps[0]!.intent_id);
+
+      // The funded ones are swept; the other waits for its top-up (a TRX TransferContract, which the
+      // emulator cannot execute: that path is not exercised here).
+      const sender = makeSender({ db: database.db, network, writer, outcomes });
+      for (let i = 0; i < 10; i++) await sender.tick();
+      for (const a of funded) expect(await writer.tokenBalance(a)).toBe(0n);
+      expect(await writer.tokenBalance(hot)).toBe(USDT(20) + USDT(21) + USDT(22));
+      const sweeps = await database.db
+        .selectFrom("outgoing_transfers")
+        .select(["status", "from_index"])
+        .where("network", "=", network)
+        .where("kind", "=", "sweep")
+        .orderBy("from_index")
+        .execute();
+      expect(sweeps.map((r) => r.status)).toEqual(["confirmed", "confirmed", "confirmed", "queued"]);
+      expect(await writer.tokenBalance(poor)).toBe(USDT(30));
+      expect(await ledgerSnapshot(database.db)).toEqual(before);
+    } finally {
+      await emulator.stop();
+    }
+  }, 120_000);
+});
