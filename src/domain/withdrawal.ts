@@ -1,0 +1,78 @@
+import type { CurrencyType } from "./currency.js";
+import { formatAmount } from "./money.js";
+import type { TransactionRecord } from "./transaction.js";
+
+/**
+ * Withdrawals (end users of a merchant, CONTRACT §4.2) and payouts (the merchant's own treasury,
+ * §4.3) are transactions of type `withdrawal` / `payout`. Their life:
+ *
+ *   request ─ hold ─┬─ auto ──────────────► processing ─┬─► completed  (hold settled, fee to fees)
+ *                   └─ manual ─► pending ─┬─ approve ───┘ └─► failed     (hold released)
+ *                                         └─ reject ─► rejected          (hold released)
+ *
+ * `processing` (broadcasting) sends no webhook; every other state after the request does, so an
+ * auto flow sends one and a manual flow two (SPEC §6.4). Payouts are always auto.
+ */
+
+export const WITHDRAWAL_STATUSES = ["pending", "processing", "completed", "failed", "rejected"] as const;
+export type WithdrawalStatus = (typeof WITHDRAWAL_STATUSES)[number];
+export const PAYOUT_STATUSES = ["processing", "completed", "failed"] as const;
+export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
+
+function statusOf<T extends string>(allowed: readonly T[], t: TransactionRecord): T {
+  if (!(allowed as readonly string[]).includes(t.status)) {
+    throw new Error(`${t.type} ${t.id} has status ${t.status}, which ${t.type}s never have`);
+  }
+  return t.status as T;
+}
+
+export type ExecutionPolicy = "auto" | "manual";
+
+/** Auto when `autoWithdraw` is on and the amount is at or under the currency's threshold (CONTRACT §4.2). */
+export function withdrawalPolicy(
+  settings: { autoWithdraw: boolean; autoApproveThreshold: Record<CurrencyType, bigint> },
+  currencyType: CurrencyType,
+  amount: bigint,
+): ExecutionPolicy {
+  return settings.autoWithdraw && amount <= settings.autoApproveThreshold[currencyType] ? "auto" : "manual";
+}
+
+/** The withdrawal object of CONTRACT §4.2 (amounts in USDT). */
+export function presentWithdrawal(t: TransactionRecord) {
+  return {
+    id: t.id,
+    transactionId: t.id,
+    status: statusOf(WITHDRAWAL_STATUSES, t),
+    amount: formatAmount(t.amount),
+    fee: formatAmount(t.fee),
+    netAmount: formatAmount(t.netAmount),
+    currencyType: t.currencyType,
+    network: t.currencyType,
+    walletAddress: t.walletAddress ?? "",
+    externalUserId: t.externalUserId,
+    reference: t.reference,
+    blockchainTxHash: t.blockchainTxHash,
+    rejectionReason: t.rejectionReason,
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
+  };
+}
+
+/** The payout object of CONTRACT §4.3. */
+export function presentPayout(t: TransactionRecord) {
+  return {
+    id: t.id,
+    transactionId: t.id,
+    status: statusOf(PAYOUT_STATUSES, t),
+    amount: formatAmount(t.amount),
+    fee: formatAmount(t.fee),
+    netAmount: formatAmount(t.netAmount),
+    currencyType: t.currencyType,
+    network: t.currencyType,
+    walletAddress: t.walletAddress ?? "",
+    blockchainTxHash: t.blockchainTxHash,
+    createdAt: t.createdAt.toISOString(),
+    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
+  };
+}

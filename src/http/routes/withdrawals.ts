@@ -1,0 +1,281 @@
+import { Type } from "@sinclair/typebox";
+import { authKit } from "../../auth/kit.js";
+import { AppError } from "../../domain/errors.js";
+import { amountField } from "../../domain/money.js";
+import type { TransactionRecord } from "../../domain/transaction.js";
+import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
+import { findTransaction, listTransactions } from "../../repositories/transactions.js";
+import { consumeOtp } from "../../services/accounts.js";
+import {
+  approveWithdrawal,
+  createPayout,
+  createWithdrawal,
+  rejectWithdrawal,
+  validateWithdrawal,
+  type WithdrawalDeps,
+} from "../../withdrawals/service.js";
+import type { App, RouteDeps } from "../app-types.js";
+import type { AuthMode, Principal } from "../context.js";
+import { idempotentCreate } from "../idempotency.js";
+import { ListQuerySchema, listParams, pagination } from "../list.js";
+
+type ListQuery = Parameters<typeof listParams>[0];
+
+import { principal } from "../plugins/auth.js";
+import { commonErrors, list, ok } from "../schemas/common.js";
+import {
+  CreatePayoutBody,
+  CreateWithdrawalBody,
+  PayoutSchema,
+  RejectBody,
+  WithdrawalSchema,
+  WithdrawalStatusSchema,
+} from "../schemas/withdrawals.js";
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+const WithdrawalListQuery = Type.Composite([
+  ListQuerySchema,
+  Type.Object({ status: Type.Optional(WithdrawalStatusSchema) }),
+]);
+
+/**
+ * Withdrawal requests (CONTRACT §4.2) on the API-key channel (`/api/v1/public/…`, secret required
+ * where money moves) and the same reads and approve/reject on the dashboard channel
+ * (`/api/v1/dashboard/…`); payouts (§4.3): created from the dashboard after an OTP, read on both.
+ */
+export function withdrawalRoutes(app: App, deps: RouteDeps) {
+  const db = deps.database.db;
+  const kit = authKit(deps);
+  const service: WithdrawalDeps = {
+    fees: deps.config.fees,
+    requestTransfer: deps.requestTransfer,
+    now: () => new Date(deps.clock.now()),
+  };
+  const tags = ["Withdrawals"];
+  const channels: { prefix: string; auth: AuthMode; readTier: "standard" | "dashboard" }[] = [
+    { prefix: "/api/v1/public", auth: "apiKey", readTier: "standard" },
+    { prefix: "/api/v1/dashboard", auth: "dashboard", readTier: "dashboard" },
+  ];
+  /** Writes on the dashboard are the merchant's own (an admin only reads). */
+  const writer = (request: Parameters<typeof principal>[0]): Principal => {
+    const who = principal(request);
+    if (who.channel === "dashboard" && who.role !== "merchant") {
+      throw new AppError("FORBIDDEN", "Administrators have read-only access.");
+    }
+    return who;
+  };
+  const present = (t: TransactionRecord | undefined, type: "withdrawal" | "payout") => {
+    if (!t || t.type !== type) {
+      throw AppError.notFound(
+        type === "withdrawal" ? "No withdrawal request with this id." : "No payout with this id.",
+      );
+    }
+    return t;
+  };
+
+  app.post(
+    "/api/v1/public/withdrawal-requests",
+    {
+      config: { auth: "apiKey", tier: "financial", requireSecret: true },
+      schema: {
+        summary: "Request a withdrawal to an end user's address",
+        description:
+          "Holds `amount` from the available balance. By the settings `autoWithdraw` and `autoApproveThreshold` " +
+          "it is executed at once (one webhook: completed or failed) or waits for approval (webhook `pending`).",
+        tags,
+        headers: Type.Object({ "idempotency-key": Type.Optional(Type.String()) }),
+        body: CreateWithdrawalBody,
+        response: { 201: ok(WithdrawalSchema), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const who = principal(request);
+      const body = request.body;
+      const amount = amountField("amount", body.amount);
+      if (amount.units === undefined) throw AppError.validation(amount.errors);
+      const units = amount.units;
+      deps.chains.get(body.currencyType, who.environment);
+      return idempotentCreate({ db, clock: deps.clock }, request, reply, who, 201, async (trx) => {
+        const t = await createWithdrawal(trx, service, who, {
+          amount: units,
+          currencyType: body.currencyType,
+          walletAddress: body.walletAddress,
+          externalUserId: body.externalUserId ?? null,
+          reference: body.reference ?? null,
+        });
+        return { success: true as const, data: presentWithdrawal(t) };
+      });
+    },
+  );
+
+  for (const { prefix, auth, readTier } of channels) {
+    app.get(
+      `${prefix}/withdrawal-requests`,
+      {
+        config: { auth, tier: readTier },
+        schema: {
+          summary: "List withdrawal requests (default: pending)",
+          tags,
+          querystring: WithdrawalListQuery,
+          response: { 200: list(WithdrawalSchema), ...commonErrors },
+        },
+      },
+      async (request) => {
+        const who = principal(request);
+        const params = listParams(request.query);
+        const { rows, total } = await listTransactions(
+          db,
+          who,
+          { type: "withdrawal", status: request.query.status ?? "pending" },
+          params,
+        );
+        return {
+          success: true as const,
+          data: rows.map(presentWithdrawal),
+          pagination: pagination(params, total),
+        };
+      },
+    );
+
+    app.get(
+      `${prefix}/withdrawal-requests/:id`,
+      {
+        config: { auth, tier: readTier },
+        schema: {
+          summary: "Get a withdrawal request",
+          tags,
+          params: IdParams,
+          response: { 200: ok(WithdrawalSchema), ...commonErrors },
+        },
+      },
+      async (request) => {
+        const t = present(await findTransaction(db, principal(request), request.params.id), "withdrawal");
+        return { success: true as const, data: presentWithdrawal(t) };
+      },
+    );
+
+    app.post(
+      `${prefix}/withdrawal-requests/:id/approve`,
+      {
+        config: { auth, tier: "financial", requireSecret: true },
+        schema: {
+          summary: "Approve a pending withdrawal request (it is executed at once)",
+          tags,
+          params: IdParams,
+          response: { 200: ok(WithdrawalSchema), ...commonErrors },
+        },
+      },
+      async (request) => {
+        const who = writer(request);
+        const t = await db
+          .transaction()
+          .execute((trx) => approveWithdrawal(trx, service, who, request.params.id));
+        return { success: true as const, data: presentWithdrawal(t) };
+      },
+    );
+
+    app.post(
+      `${prefix}/withdrawal-requests/:id/reject`,
+      {
+        config: { auth, tier: "financial", requireSecret: true },
+        schema: {
+          summary: "Reject a pending withdrawal request (the hold is released)",
+          tags,
+          params: IdParams,
+          body: RejectBody,
+          response: { 200: ok(WithdrawalSchema), ...commonErrors },
+        },
+      },
+      async (request) => {
+        const who = writer(request);
+        const reason = request.body?.reason ?? null;
+        const t = await db
+          .transaction()
+          .execute((trx) => rejectWithdrawal(trx, service, who, request.params.id, reason));
+        return { success: true as const, data: presentWithdrawal(t) };
+      },
+    );
+  }
+
+  const payoutRead = async (who: Principal, query: { id?: string | undefined } & ListQuery) => {
+    if (query.id !== undefined) {
+      const t = present(await findTransaction(db, who, query.id), "payout");
+      return { success: true as const, data: presentPayout(t) };
+    }
+    const params = listParams(query);
+    const { rows, total } = await listTransactions(db, who, { type: "payout" }, params);
+    return { success: true as const, data: rows.map(presentPayout), pagination: pagination(params, total) };
+  };
+  const PayoutQuery = Type.Composite([
+    ListQuerySchema,
+    Type.Object({ id: Type.Optional(Type.String({ maxLength: 100 })) }),
+  ]);
+  const PayoutReadResponse = Type.Union([ok(PayoutSchema), list(PayoutSchema)]);
+
+  app.get(
+    "/api/v1/public/payout/get",
+    {
+      config: { auth: "apiKey", tier: "standard" },
+      schema: {
+        summary: "Get one payout (?id=) or list payouts",
+        tags: ["Payouts"],
+        querystring: PayoutQuery,
+        response: { 200: PayoutReadResponse, ...commonErrors },
+      },
+    },
+    async (request) => payoutRead(principal(request), request.query),
+  );
+
+  app.get(
+    "/api/v1/dashboard/payouts",
+    {
+      config: { auth: "dashboard", tier: "dashboard" },
+      schema: {
+        summary: "Get one payout (?id=) or list payouts",
+        tags: ["Payouts"],
+        querystring: PayoutQuery,
+        response: { 200: PayoutReadResponse, ...commonErrors },
+      },
+    },
+    async (request) => payoutRead(principal(request), request.query),
+  );
+
+  app.post(
+    "/api/v1/dashboard/payouts",
+    {
+      config: { auth: "dashboard", tier: "financial" },
+      schema: {
+        summary: "Send a payout from the merchant's balance (needs the e-mailed payout OTP)",
+        description: "Held, executed at once, then `completed` or `failed` (balance restored); one webhook.",
+        tags: ["Payouts"],
+        headers: Type.Object({ "idempotency-key": Type.Optional(Type.String()) }),
+        body: CreatePayoutBody,
+        response: { 201: ok(PayoutSchema), ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const who = writer(request);
+      if (who.channel !== "dashboard") throw AppError.invalidAuth();
+      const body = request.body;
+      const amount = amountField("amount", body.amount);
+      if (amount.units === undefined) throw AppError.validation(amount.errors);
+      const units = amount.units;
+      deps.chains.get(body.currencyType, who.environment);
+      // Everything that can be refused is checked before the single-use OTP is spent.
+      validateWithdrawal(deps.config.fees, "payout", {
+        amount: units,
+        currencyType: body.currencyType,
+        walletAddress: body.walletAddress,
+      });
+      await consumeOtp(kit, who.userId, "payout", body.otp);
+      return idempotentCreate({ db, clock: deps.clock }, request, reply, who, 201, async (trx) => {
+        const t = await createPayout(trx, service, who, {
+          amount: units,
+          currencyType: body.currencyType,
+          walletAddress: body.walletAddress,
+        });
+        return { success: true as const, data: presentPayout(t) };
+      });
+    },
+  );
+}
