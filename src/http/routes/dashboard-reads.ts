@@ -1,0 +1,322 @@
+import { Type } from "@sinclair/typebox";
+import { sql } from "kysely";
+import type { Db } from "../../db/database.js";
+import { CURRENCY_TYPES } from "../../domain/currency.js";
+import type { Environment } from "../../domain/environment.js";
+import { AppError } from "../../domain/errors.js";
+import { formatAmount } from "../../domain/money.js";
+import { presentTransaction } from "../../domain/transaction.js";
+import { getBalances } from "../../ledger/balances.js";
+import {
+  findTransaction,
+  likeLiteral,
+  listTransactions,
+  type TransactionFilter,
+  toRecord,
+} from "../../repositories/transactions.js";
+import type { App, RouteDeps } from "../app-types.js";
+import { type ListParams, ListQuerySchema, listParams, pagination } from "../list.js";
+import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
+import { commonErrors, list, ok } from "../schemas/common.js";
+import {
+  CurrencyTypeSchema,
+  TransactionSchema,
+  TransactionStatusSchema,
+  TransactionTypeSchema,
+} from "../schemas/transaction.js";
+
+/**
+ * The dashboard-channel versions of the account reads (CONTRACT §4.4, §6 "the same reads"): the
+ * dashboard session (cookie or Bearer) and its `X-Environment` instead of an API key — same data,
+ * same schemas, same repositories as `/api/v1/public/balance` and `/transactions`. Plus the volume
+ * series behind the dashboard's overview chart, and the admin's read-only transaction views
+ * across merchants (`/api/v1/admin/transactions`, like `admin.ts`).
+ */
+
+const BalanceSchema = Type.Object({
+  currencyType: CurrencyTypeSchema,
+  available: Type.Number({ description: "Spendable, in USDT" }),
+  held: Type.Number({ description: "Reserved for withdrawals and payouts in flight" }),
+  total: Type.Number(),
+});
+
+const TransactionFilters = {
+  type: Type.Optional(TransactionTypeSchema),
+  status: Type.Optional(TransactionStatusSchema),
+  currencyType: Type.Optional(CurrencyTypeSchema),
+  search: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: "Literal text; never a pattern" }),
+  ),
+  from: Type.Optional(Type.String({ format: "date-time", description: "createdAt ≥ from" })),
+  to: Type.Optional(Type.String({ format: "date-time", description: "createdAt < to" })),
+};
+
+/** The query of `GET /api/v1/public/transactions`, declared again (that file does not export it). */
+const TransactionsQuery = Type.Composite([ListQuerySchema, Type.Object(TransactionFilters)]);
+
+const AdminTransactionsQuery = Type.Composite([
+  ListQuerySchema,
+  Type.Object({
+    ...TransactionFilters,
+    merchantId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    environment: Type.Optional(Type.Union([Type.Literal("production"), Type.Literal("sandbox")])),
+  }),
+]);
+
+const AdminTransactionSchema = Type.Composite([
+  TransactionSchema,
+  Type.Object({
+    merchantId: Type.String(),
+    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+  }),
+]);
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+const VolumeQuery = Type.Object({
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, default: 30 })),
+});
+
+const VolumePoint = Type.Object({
+  date: Type.String({ format: "date", description: "UTC day" }),
+  currencyType: CurrencyTypeSchema,
+  incoming: Type.Number({ description: "Credited by confirmed deposits, in USDT" }),
+  outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in USDT" }),
+  count: Type.Integer({ description: "Transactions counted in this day" }),
+});
+
+type FilterQuery = { from?: string; to?: string } & Omit<TransactionFilter, "from" | "to">;
+
+/** The filter of a transactions query; `from` after `to` is a 400 (as on the API-key channel). */
+function filterOf(q: FilterQuery): TransactionFilter {
+  const from = q.from ? new Date(q.from) : undefined;
+  const to = q.to ? new Date(q.to) : undefined;
+  if (from && to && from > to)
+    throw AppError.validation([{ field: "from", message: "must not be after to" }]);
+  return { type: q.type, status: q.status, currencyType: q.currencyType, search: q.search, from, to };
+}
+
+const SORT_COLUMNS = {
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+  amount: "amount",
+  status: "status",
+  confirmedAt: "confirmed_at",
+} as const;
+
+/** Transactions across merchants for the admin (same filters; optional merchant and environment). */
+async function listAllTransactions(
+  db: Db,
+  scope: { merchantId?: string | undefined; environment?: Environment | undefined },
+  filter: TransactionFilter,
+  page: ListParams,
+) {
+  let q = db.selectFrom("transactions");
+  if (scope.merchantId) q = q.where("merchant_id", "=", scope.merchantId);
+  if (scope.environment) q = q.where("environment", "=", scope.environment);
+  if (filter.type) q = q.where("type", "=", filter.type);
+  if (filter.status) q = q.where("status", "=", filter.status);
+  if (filter.currencyType) q = q.where("currency_type", "=", filter.currencyType);
+  if (filter.from) q = q.where("created_at", ">=", filter.from);
+  if (filter.to) q = q.where("created_at", "<", filter.to);
+  if (filter.search) {
+    q = q.where(
+      sql<boolean>`search_text like ${`%${likeLiteral(filter.search.toLowerCase())}%`} escape '\\'`,
+    );
+  }
+  const [rows, count] = await Promise.all([
+    q
+      .selectAll()
+      .orderBy(SORT_COLUMNS[page.sortBy], page.order)
+      .orderBy("id", page.order)
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
+  ]);
+  return { rows: rows.map(toRecord), total: Number(count.n) };
+}
+
+function adminView(r: ReturnType<typeof toRecord>) {
+  return { ...presentTransaction(r), merchantId: r.merchantId, environment: r.environment };
+}
+
+export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
+  const db = database.db;
+  const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+
+  app.get(
+    "/api/v1/dashboard/balance",
+    {
+      config: cfg,
+      schema: {
+        summary: "Balances per currency type (the dashboard's environment)",
+        tags: ["Dashboard"],
+        response: { 200: ok(Type.Array(BalanceSchema)), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const balances = await getBalances(db, p.merchantId, p.environment);
+      return {
+        success: true as const,
+        data: balances.map((b) => ({
+          currencyType: b.currencyType,
+          available: formatAmount(b.available),
+          held: formatAmount(b.held),
+          total: formatAmount(b.total),
+        })),
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/dashboard/transactions",
+    {
+      config: cfg,
+      schema: {
+        summary: "List deposits, withdrawals and payouts (the dashboard's environment)",
+        tags: ["Dashboard"],
+        querystring: TransactionsQuery,
+        response: { 200: list(TransactionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const params = listParams(request.query);
+      const { rows, total } = await listTransactions(db, p, filterOf(request.query), params);
+      return {
+        success: true as const,
+        data: rows.map(presentTransaction),
+        pagination: pagination(params, total),
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/dashboard/transactions/:id",
+    {
+      config: cfg,
+      schema: {
+        summary: "One transaction (the dashboard's environment)",
+        tags: ["Dashboard"],
+        params: IdParams,
+        response: { 200: ok(TransactionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const tx = await findTransaction(db, p, request.params.id);
+      if (!tx) throw AppError.notFound("No such transaction.");
+      return { success: true as const, data: presentTransaction(tx) };
+    },
+  );
+
+  app.get(
+    "/api/v1/dashboard/volume",
+    {
+      config: cfg,
+      schema: {
+        summary: "Daily volume of the last `days` days (UTC) per currency type, for the overview chart",
+        description:
+          "Days without movement are left out. Incoming: confirmed deposits (what was credited); " +
+          "outgoing: completed withdrawals and payouts; each counted on the day it was confirmed.",
+        tags: ["Dashboard"],
+        querystring: VolumeQuery,
+        response: { 200: ok(Type.Array(VolumePoint)), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      const days = request.query.days ?? 30;
+      // From the start of the UTC day `days - 1` days ago: `days` calendar days including today.
+      const today = new Date(clock.now());
+      const since = new Date(
+        Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - (days - 1)),
+      );
+      const day = sql<string>`to_char(coalesce(confirmed_at, created_at) at time zone 'UTC', 'YYYY-MM-DD')`;
+      const rows = await db
+        .selectFrom("transactions")
+        .select([
+          day.as("day"),
+          "currency_type",
+          sql<string>`coalesce(sum(case when type = 'deposit' and status = 'confirmed'
+            then coalesce(actual_balance, amount) else 0 end), 0)`.as("incoming"),
+          sql<string>`coalesce(sum(case when type <> 'deposit' and status = 'completed'
+            then amount else 0 end), 0)`.as("outgoing"),
+          sql<string>`count(*)`.as("n"),
+        ])
+        .where("merchant_id", "=", p.merchantId)
+        .where("environment", "=", p.environment)
+        .where((eb) =>
+          eb.or([
+            eb.and([eb("type", "=", "deposit"), eb("status", "=", "confirmed")]),
+            eb.and([eb("type", "<>", "deposit"), eb("status", "=", "completed")]),
+          ]),
+        )
+        .where(sql<boolean>`coalesce(confirmed_at, created_at) >= ${since}`)
+        .groupBy([day, "currency_type"])
+        .orderBy(day)
+        .orderBy("currency_type")
+        .execute();
+      return {
+        success: true as const,
+        data: rows
+          .filter((r) => (CURRENCY_TYPES as readonly string[]).includes(r.currency_type))
+          .map((r) => ({
+            date: r.day,
+            currencyType: r.currency_type as (typeof CURRENCY_TYPES)[number],
+            incoming: formatAmount(BigInt(r.incoming)),
+            outgoing: formatAmount(BigInt(r.outgoing)),
+            count: Number(r.n),
+          })),
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/admin/transactions",
+    {
+      config: cfg,
+      schema: {
+        summary: "Admin: transactions across merchants (filter by merchantId, environment and the usual)",
+        tags: ["Admin"],
+        querystring: AdminTransactionsQuery,
+        response: { 200: list(AdminTransactionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const params = listParams(q);
+      const { rows, total } = await listAllTransactions(
+        db,
+        { merchantId: q.merchantId, environment: q.environment },
+        filterOf(q),
+        params,
+      );
+      return { success: true as const, data: rows.map(adminView), pagination: pagination(params, total) };
+    },
+  );
+
+  app.get(
+    "/api/v1/admin/transactions/:id",
+    {
+      config: cfg,
+      schema: {
+        summary: "Admin: one transaction of any merchant",
+        tags: ["Admin"],
+        params: IdParams,
+        response: { 200: ok(AdminTransactionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const row = await db
+        .selectFrom("transactions")
+        .selectAll()
+        .where("id", "=", request.params.id)
+        .executeTakeFirst();
+      if (!row) throw AppError.notFound("No such transaction.");
+      return { success: true as const, data: adminView(toRecord(row)) };
+    },
+  );
+}

@@ -1,0 +1,633 @@
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rm } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import net from "node:net";
+import path from "node:path";
+import { generate } from "otplib";
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { onPostgres } from "../support/db.js";
+import { call, startTestService, type TestService } from "../support/harness.js";
+import { ensureWebBuild, ROOT } from "./build.js";
+
+/**
+ * Issue #10's tour, end to end in a real browser (Debian's chromium driven by playwright-core)
+ * against the real service (PGlite, or PostgreSQL with TEST_DATABASE_URL), in the sandbox: sign up
+ * and get sandbox keys, see a test payment arrive, debug a failing webhook, manage keys and
+ * settings with 2FA, approve a withdrawal, send a payout with an e-mailed OTP, sign in again with
+ * 2FA — and every screen at 375 px. Screenshots of each screen go to test-artifacts/web/<db>/.
+ */
+
+// Functions given to page.evaluate run in the browser; this file is compiled without the DOM lib.
+declare const document: {
+  activeElement: unknown;
+  documentElement: { scrollWidth: number; clientWidth: number };
+};
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ARTIFACTS = path.join(ROOT, "test-artifacts/web", onPostgres ? "postgres" : "pglite");
+const PASSWORD = "correct horse battery staple";
+const TRON_ADDRESS = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+const STEP = 10_000;
+
+let svc: TestService;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let base: string;
+let receiver: http.Server;
+let receiverStatus = 500;
+const received: string[] = [];
+const email = `e2e-${Date.now()}@example.com`;
+const keys: { apiKey?: string; apiSecret?: string } = {};
+let shots = 0;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function shot(name: string, target: Page = page) {
+  shots += 1;
+  await target.screenshot({
+    path: path.join(ARTIFACTS, `${String(shots).padStart(2, "0")}-${name}.png`),
+    fullPage: true,
+  });
+}
+
+/** Whether the service has a route (an unknown one is the router's "No route" 404). */
+async function hasRoute(method: string, pathname: string): Promise<boolean> {
+  const r = await call(base, pathname, { method, ...(method === "GET" ? {} : { json: {} }) });
+  return !(r.status === 404 && String(r.body?.error?.message ?? "").startsWith("No route"));
+}
+
+async function nav(label: string) {
+  const menu = page.getByRole("button", { name: "Menu" });
+  if (await menu.isVisible()) await menu.click();
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label }).click();
+  await pwExpect(page.getByRole("heading", { level: 1, name: label })).toBeVisible();
+}
+
+const usedCodeMails = new Set<string>();
+
+/** The code of the newest OTP mail in the development outbox not read before (waits for it). */
+async function latestCode(): Promise<string> {
+  let code = "";
+  await eventually(async () => {
+    const r = await page.request.get(`${base}/api/v1/dashboard/dev/mail?limit=1`);
+    const mail = ((await r.json()) as { data: { id: string; subject: string }[] }).data[0];
+    const m = /code: (\d{6})/.exec(mail?.subject ?? "");
+    if (!mail || !m?.[1] || usedCodeMails.has(mail.id)) throw new Error("no new code mail in the outbox");
+    usedCodeMails.add(mail.id);
+    code = m[1];
+  });
+  return code;
+}
+
+/** Retries an assertion until it holds (the UI updates asynchronously), at most `timeout` ms. */
+async function eventually(assertion: () => Promise<void>, timeout = STEP): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    try {
+      await assertion();
+      return;
+    } catch (e) {
+      if (Date.now() - start > timeout) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The few web-first assertions the tour needs, on playwright-core's auto-waiting locators. */
+function pwExpect(loc: Locator) {
+  const text = async () => (await loc.textContent()) ?? "";
+  return {
+    toBeVisible: (o?: { timeout?: number }) => loc.first().waitFor({ state: "visible", ...o }),
+    toContainText: (t: string | RegExp, o?: { timeout?: number }) =>
+      loc
+        .filter({ hasText: t })
+        .first()
+        .waitFor({ state: "visible", ...o }),
+    toHaveCount: (n: number) => eventually(async () => expect(await loc.count()).toBe(n)),
+    toHaveText: (t: string | RegExp) =>
+      eventually(async () =>
+        typeof t === "string" ? expect(await text()).toBe(t) : expect(await text()).toMatch(t),
+      ),
+    toBeChecked: () => eventually(async () => expect(await loc.isChecked()).toBe(true)),
+    toBeFocused: () =>
+      eventually(async () => expect(await loc.evaluate((el) => el === document.activeElement)).toBe(true)),
+    toHaveAttribute: (name: string, value: string) =>
+      eventually(async () => expect(await loc.getAttribute(name)).toBe(value)),
+  };
+}
+
+const haveChromium = existsSync(CHROMIUM);
+
+/**
+ * The lead's sending pipeline (chains part 2) is not in every build yet: until it is, the service
+ * answers 503 CHAIN_UNAVAILABLE "Sending is not available yet in this build." to an approve or a
+ * payout. The step checks the dashboard said so in words, then is skipped with that reason.
+ */
+async function skipWhileSendingIsMissing(ctx: { skip(note?: string): never }, scope: Locator) {
+  const outcome = await Promise.race([
+    scope
+      .getByText("Sending is not available yet in this build.")
+      .waitFor({ timeout: STEP })
+      .then(() => "missing" as const),
+    page
+      .getByText(/is now (completed|processing|failed)|^Payout/)
+      .first()
+      .waitFor({ timeout: STEP })
+      .then(() => "sent" as const),
+  ]).catch(() => "unknown" as const);
+  if (outcome === "missing") {
+    await pwExpect(scope.getByRole("alert")).toContainText(
+      "The blockchain network isn't reachable right now",
+    );
+    await page.keyboard.press("Escape");
+    ctx.skip(
+      "the service's sending pipeline is not in this build (503 CHAIN_UNAVAILABLE); the screen showed it",
+    );
+  }
+}
+
+/**
+ * Whether this build settles transfers of a kind (the sending pipeline's outcome handler for it
+ * is registered); until then a withdrawal or payout stays `processing` and the step ends there.
+ */
+function skipUnlessSettled(
+  ctx: { skip(condition: boolean, note?: string): void },
+  kind: "withdrawal" | "payout",
+) {
+  const settles = svc.proc.runtime.transferOutcomes.handler(kind) !== undefined;
+  ctx.skip(
+    !settles,
+    `this build does not settle ${kind}s yet (no '${kind}' transfer outcome handler): shown as processing`,
+  );
+}
+
+/** In the browser: the elements sticking out to the right of the viewport (for the failure message). */
+const WIDEST = `[...document.querySelectorAll("body *")]
+  .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .slice(-3).map((e) => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join(", ")`;
+
+// Steps wait on a browser and a busy CI machine (2 cores shared with the rest of the suite): 60 s each.
+describe.skipIf(!haveChromium)(
+  "dashboard tour in the sandbox (Playwright, real service)",
+  { timeout: 60_000 },
+  () => {
+    beforeAll(async () => {
+      await rm(ARTIFACTS, { recursive: true, force: true });
+      await Promise.all([ensureWebBuild(), mkdir(ARTIFACTS, { recursive: true })]);
+      receiver = http.createServer((req, res) => {
+        let body = "";
+        req.on("data", (c) => {
+          body += c;
+        });
+        req.on("end", () => {
+          received.push(body);
+          res.writeHead(receiverStatus, { "content-type": "text/plain" });
+          res.end(receiverStatus === 200 ? "ok" : "boom: database down");
+        });
+      });
+      await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", () => r()));
+      // Fixed ports so the base URLs (and so the dashboard's allowed origins) are the real ones.
+      const [prod, sandbox] = [await freePort(), await freePort()];
+      svc = await startTestService({
+        env: {
+          PORT: String(prod),
+          SANDBOX_PORT: String(sandbox),
+          PRODUCTION_BASE_URL: `http://127.0.0.1:${prod}`,
+          SANDBOX_BASE_URL: `http://127.0.0.1:${sandbox}`,
+          SSRF_ALLOW_CIDRS: "127.0.0.0/8",
+          RATE_LIMIT_AUTH: "1000",
+        },
+      });
+      base = svc.urls.sandbox;
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
+      });
+      context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
+      context.setDefaultTimeout(STEP);
+      page = await context.newPage();
+    }, 180_000);
+
+    afterAll(async () => {
+      await context?.close();
+      await browser?.close();
+      await svc?.close();
+      await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
+    });
+
+    // A failing step leaves a picture of what the browser showed.
+    afterEach(async (ctx) => {
+      if (ctx.task.result?.state === "fail" && page) {
+        await page.screenshot({
+          path: path.join(ARTIFACTS, `FAILED-${ctx.task.name.slice(0, 40)}.png`),
+          fullPage: true,
+        });
+        await page.keyboard.press("Escape"); // a dialog left open would block the next step
+      }
+    });
+
+    it("signs up and shows the sandbox key pair once", async () => {
+      await page.goto(`${base}/`);
+      await pwExpect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+      await shot("sign-in");
+      await page.getByRole("link", { name: "Create an account" }).click();
+      await page.getByLabel("Company name").fill("Tour Coffee Ltd");
+      await page.getByLabel("E-mail").fill(email);
+      await page.getByLabel("Password").fill("short");
+      await page.getByRole("button", { name: "Create account" }).click();
+      // The browser's own check keeps a too-short password from being sent.
+      await pwExpect(page.getByRole("heading", { name: "Create your account" })).toBeVisible();
+      await page.getByLabel("Password").fill(PASSWORD);
+      await page.getByRole("button", { name: "Create account" }).click();
+      await pwExpect(page.getByRole("heading", { name: "Your account is ready" })).toBeVisible();
+      keys.apiKey = (await page.getByTestId("reveal-API key").textContent()) ?? "";
+      keys.apiSecret = (await page.getByTestId("reveal-API secret").textContent()) ?? "";
+      expect(keys.apiKey).toMatch(/^ak_test_/);
+      expect(keys.apiSecret).toMatch(/^sk_test_/);
+      await shot("sign-up-sandbox-keys");
+      await page.getByRole("button", { name: "I've saved them" }).click();
+      await pwExpect(page.getByRole("heading", { level: 1, name: "Overview" })).toBeVisible();
+      // The environment switch is always there, and the sandbox is unmistakable.
+      await pwExpect(page.getByRole("radio", { name: "Sandbox" })).toBeChecked();
+      await pwExpect(page.getByRole("note")).toContainText("No real money moves here");
+      await pwExpect(page.getByText("No transactions yet")).toBeVisible();
+      await shot("overview-empty");
+    });
+
+    it("creates a test checkout session, opens its hosted page, pays it with the simulator, and the deposit arrives", async () => {
+      await nav("Checkout sessions");
+      await page.getByLabel("Amount (USDT)").fill("25");
+      await page.getByLabel("Order ID (optional)").fill("order-tour-1");
+      await page.getByRole("button", { name: "Create session" }).click();
+      const card = page.getByTestId("session-card");
+      await pwExpect(card).toContainText("pending");
+      const link = card.getByRole("link", { name: /hosted payment page/ });
+      const href = (await link.getAttribute("href")) ?? "";
+      expect(href).toMatch(new RegExp(`^${base}/pay/`));
+      await shot("checkout-session-created");
+
+      if (await hasRoute("GET", new URL(href).pathname)) {
+        const [hosted] = await Promise.all([context.waitForEvent("page"), link.click()]);
+        await hosted.waitForLoadState();
+        await pwExpect(hosted.locator("body")).toContainText("25");
+        await shot("hosted-payment-page", hosted);
+        await hosted.close();
+      } else {
+        console.warn("e2e: GET /pay/:id not available yet — hosted page not opened");
+      }
+
+      await card.getByRole("button", { name: "Pay with the simulator" }).click();
+      await pwExpect(card).toContainText("confirmed", { timeout: 20_000 });
+      await pwExpect(card).toContainText("your balance is credited");
+      await shot("checkout-session-paid");
+
+      await nav("Overview");
+      const api = await page.request.get(`${base}/api/v1/dashboard/balance`);
+      const [trc] = ((await api.json()) as { data: { currencyType: string; available: number }[] }).data;
+      expect(trc?.available).toBeGreaterThan(0);
+      await pwExpect(page.getByTestId("available-USDT-TRC20")).toHaveText(
+        new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(
+          trc?.available ?? 0,
+        ),
+      );
+      await pwExpect(page.getByRole("img", { name: /USDT received/ })).toBeVisible();
+      await pwExpect(page.getByRole("table", { name: "Recent transactions" })).toContainText("order-tour-1");
+      await shot("overview-with-deposit");
+    });
+
+    it("lists transactions with filters, literal search, sort and pagination, and exports CSV", async () => {
+      await nav("Transactions");
+      const table = page.getByRole("table", { name: "Transactions" });
+      await pwExpect(table.getByRole("row")).toHaveCount(2); // header + the deposit
+      await page.getByLabel("Search").fill("%");
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      await pwExpect(page.getByText("No transactions match these filters")).toBeVisible();
+      await page.getByLabel("Search").fill("ORDER-TOUR");
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      await pwExpect(table.getByRole("row")).toHaveCount(2);
+      await page.getByLabel("Type").selectOption("withdrawal");
+      await pwExpect(page.getByText("No transactions match these filters")).toBeVisible();
+      await page.getByRole("button", { name: "Clear filters" }).click();
+      await page.getByLabel("Sort by").selectOption("amount");
+      await pwExpect(table).toContainText("25.00");
+      expect(page.url()).toContain("sortBy=amount");
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        page.getByRole("button", { name: "Export CSV" }).click(),
+      ]);
+      expect(download.suggestedFilename()).toMatch(/^stablegate-sandbox-transactions-.*\.csv$/);
+      const csv = await readFile((await download.path()) as string, "utf8");
+      const lines = csv.trim().split("\r\n");
+      expect(lines[0]).toMatch(/^transactionId,type,status,amount,/);
+      expect(lines).toHaveLength(2);
+      expect(lines[1]).toContain(",deposit,confirmed,25,");
+      expect(lines[1]).toContain("order-tour-1");
+      await shot("transactions");
+      await table.getByRole("link").first().click();
+      await pwExpect(page.getByRole("heading", { level: 1, name: "Transaction" })).toBeVisible();
+      await pwExpect(page.getByText("order-tour-1")).toBeVisible();
+      await shot("transaction-detail");
+    });
+
+    it("debugs a failing webhook: test delivery, the attempt's answer, retry; masked secret, rotate and reveal once", async () => {
+      await nav("Webhooks");
+      const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+      await page.getByLabel("Webhook URL").fill(hookUrl);
+      await page.getByRole("button", { name: "Save URL" }).click();
+      await pwExpect(page.getByText(`Webhook URL saved: ${hookUrl}`)).toBeVisible();
+
+      receiverStatus = 500;
+      await page.getByRole("button", { name: "Send a test event" }).click();
+      await pwExpect(page.getByTestId("test-result")).toContainText(
+        "not delivered — your endpoint answered HTTP 500",
+      );
+      await page.getByRole("button", { name: "See the attempt" }).click();
+      const detail = page.getByTestId("event-detail");
+      await pwExpect(detail).toContainText("HTTP 500");
+      await pwExpect(detail).toContainText("boom: database down");
+      await shot("webhook-failing-attempt");
+
+      receiverStatus = 200;
+      await detail.getByRole("button", { name: "Retry now" }).click();
+      await pwExpect(detail).toContainText("Retry: delivered (HTTP 200)");
+      expect(received.length).toBeGreaterThanOrEqual(2);
+
+      // The deposit's event went nowhere (no URL then): find it with the status filter and retry it.
+      await detail.getByRole("button", { name: "Close" }).click();
+      await page.getByLabel("Delivery status").selectOption("failed");
+      const log = page.getByRole("table", { name: "Webhook events" });
+      await pwExpect(log).toContainText("deposit · confirmed");
+      await log.getByRole("button", { name: /^View/ }).first().click();
+      await pwExpect(detail).toContainText("failed");
+      await detail.getByRole("button", { name: "Retry now" }).click();
+      await pwExpect(detail).toContainText("Retry: delivered (HTTP 200)");
+      expect(received.some((b) => b.includes('"type":"deposit"'))).toBe(true);
+      await page.getByLabel("Delivery status").selectOption("delivered");
+      await pwExpect(log.getByRole("row")).toHaveCount(3);
+      await shot("webhook-event-log");
+
+      const masked = (await page.getByTestId("masked-secret").textContent()) ?? "";
+      expect(masked).toMatch(/^\*+[^*]{8}$/);
+      await page.getByRole("button", { name: "Rotate secret…" }).click();
+      const dialog = page.getByRole("dialog", { name: "Rotate the webhook secret?" });
+      await pwExpect(dialog).toBeVisible();
+      await dialog.getByRole("button", { name: "Rotate" }).click();
+      const secret = (await page.getByTestId("reveal-Webhook secret").textContent()) ?? "";
+      expect(secret.length).toBeGreaterThan(16);
+      expect(secret).not.toContain("*");
+      await shot("webhook-secret-revealed-once");
+      await page.getByRole("button", { name: "I've saved it" }).click();
+      await pwExpect(page.getByTestId("masked-secret")).toHaveText(new RegExp(`^\\*+${secret.slice(-8)}$`));
+      await pwExpect(page.getByTestId("reveal-Webhook secret")).toHaveCount(0);
+    });
+
+    it("creates, rotates and revokes API keys, each secret shown once", async () => {
+      await nav("API keys");
+      await page.getByRole("button", { name: "Create sandbox key pair" }).click();
+      const created = (await page.getByTestId("reveal-API key").textContent()) ?? "";
+      expect(created).toMatch(/^ak_test_/);
+      await page.getByRole("button", { name: "I've saved them" }).click();
+      const table = page.getByRole("table", { name: "Active API keys" });
+      await pwExpect(table.getByRole("row")).toHaveCount(3);
+
+      await table.getByRole("button", { name: `Rotate ${created}` }).click();
+      const rotate = page.getByRole("dialog", { name: "Rotate this key pair?" });
+      await rotate.getByRole("button", { name: "Rotate" }).click();
+      const rotated = (await page.getByTestId("reveal-API key").textContent()) ?? "";
+      expect(rotated).toMatch(/^ak_test_/);
+      expect(rotated).not.toBe(created);
+      await shot("api-keys-rotated");
+      await page.getByRole("button", { name: "I've saved them" }).click();
+
+      await table.getByRole("button", { name: `Revoke ${rotated}` }).click();
+      await page
+        .getByRole("dialog", { name: "Revoke this key pair?" })
+        .getByRole("button", { name: "Revoke" })
+        .click();
+      await pwExpect(page.getByText(`Key ${rotated} is revoked`)).toBeVisible();
+      await pwExpect(table.getByRole("row")).toHaveCount(2);
+      // The rotated-away and the revoked keys no longer work.
+      for (const k of [created, rotated]) {
+        const r = await call(base, "/api/v1/public/balance", { headers: { apikey: k } });
+        expect([401, 403]).toContain(r.status);
+      }
+      await shot("api-keys");
+    });
+
+    it("saves settings (with the API's errors in plain words) and turns on 2FA with a QR code", async () => {
+      await nav("Settings");
+      await page.getByLabel("Send withdrawal requests automatically").uncheck();
+      await page.getByLabel("Auto-approve threshold, USDT (TRON)").fill("5");
+      await page.getByLabel("IP allowlist").fill("not-an-ip");
+      await page.getByRole("button", { name: "Save settings" }).click();
+      const alert = page.getByRole("alert");
+      await pwExpect(alert).toContainText("Some details need fixing.");
+      await pwExpect(alert).toContainText("IP allowlist");
+      await shot("settings-error");
+      await page.getByLabel("IP allowlist").fill("");
+      await page.getByRole("button", { name: "Save settings" }).click();
+      await pwExpect(page.getByText("Settings saved.")).toBeVisible();
+      const saved = await (await page.request.get(`${base}/api/v1/dashboard/settings`)).json();
+      expect(saved.data).toMatchObject({ autoWithdraw: false, ipAllowlist: [] });
+      expect(saved.data.autoApproveThreshold["USDT-TRC20"]).toBe(5);
+
+      await page.getByRole("button", { name: "Set up two-factor authentication" }).click();
+      const qr = page.getByRole("img", { name: "QR code for your authenticator app" });
+      await pwExpect(qr).toBeVisible();
+      expect(
+        await qr.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
+      ).toBeGreaterThan(50);
+      const seed = (await page.getByTestId("totp-secret").textContent()) ?? "";
+      await shot("settings-2fa-qr");
+      await page.getByLabel("Enter the 6-digit code it shows").fill(await generate({ secret: seed }));
+      await page.getByRole("button", { name: "Turn on" }).click();
+      await pwExpect(page.getByTestId("twofa-status")).toHaveText("on");
+      (globalThis as { totpSeed?: string }).totpSeed = seed;
+    });
+
+    it("approves a pending withdrawal request after a confirmation dialog", async (ctx) => {
+      const available = await hasRoute("GET", "/api/v1/dashboard/withdrawal-requests");
+      ctx.skip(!available, "GET /api/v1/dashboard/withdrawal-requests is not in this build yet");
+      // auto-withdraw is off (previous step): the requests wait for the merchant.
+      for (const user of ["user-41", "user-42"]) {
+        const created = await call(base, "/api/v1/public/withdrawal-requests", {
+          headers: { apikey: keys.apiKey as string, "x-api-secret": keys.apiSecret as string },
+          json: { amount: 6, currencyType: "USDT-TRC20", walletAddress: TRON_ADDRESS, externalUserId: user },
+        });
+        expect(created.status, created.text).toBe(201);
+        expect(created.body.data.status).toBe("pending");
+      }
+      await nav("Withdrawal requests");
+      const table = page.getByRole("table", { name: "Withdrawal requests, pending" });
+      await pwExpect(table).toContainText("user-42");
+      await shot("withdrawals-pending");
+      // Reject the first, with a reason: the held amount comes back.
+      await table
+        .getByRole("row")
+        .filter({ hasText: "user-41" })
+        .getByRole("button", { name: "Reject" })
+        .click();
+      const reject = page.getByRole("dialog", { name: "Reject this withdrawal?" });
+      await reject.getByLabel("Reason (optional, sent in the webhook)").fill("Suspicious activity");
+      await reject.getByRole("button", { name: "Reject" }).click();
+      await pwExpect(page.getByText(/is now rejected/)).toBeVisible();
+      await pwExpect(table.getByRole("row")).toHaveCount(2);
+      await page.getByRole("button", { name: "rejected" }).click();
+      await pwExpect(page.getByRole("table", { name: "Withdrawal requests, rejected" })).toContainText(
+        "Suspicious activity",
+      );
+      await page.getByRole("button", { name: "pending" }).click();
+      await table.getByRole("button", { name: "Approve" }).click();
+      const dialog = page.getByRole("dialog", { name: "Approve this withdrawal?" });
+      await pwExpect(dialog).toContainText(TRON_ADDRESS);
+      await shot("withdrawal-approve-dialog");
+      await dialog.getByRole("button", { name: "Approve and send" }).click();
+      await skipWhileSendingIsMissing(ctx, dialog);
+      await pwExpect(page.getByText(/is now (processing|completed)/)).toBeVisible();
+      // The notice follows the request while the simulator sends it: processing, then completed.
+      skipUnlessSettled(ctx, "withdrawal");
+      await pwExpect(page.getByText(/is now completed/)).toBeVisible({ timeout: 20_000 });
+      await pwExpect(page.getByText("Nothing waits for your approval")).toBeVisible();
+    });
+
+    it("sends a payout with the e-mailed OTP (wrong code first), and shows the result", async (ctx) => {
+      const available = await hasRoute("POST", "/api/v1/dashboard/payouts");
+      ctx.skip(!available, "POST /api/v1/dashboard/payouts is not in this build yet");
+      await nav("Payouts");
+      // Too much: the API's INSUFFICIENT_BALANCE in words.
+      await page.getByLabel("Amount (USDT)").fill("100000");
+      await page.getByLabel("Recipient wallet address").fill(TRON_ADDRESS);
+      await page.getByRole("button", { name: "Continue: e-mail me a code" }).click();
+      await pwExpect(page.getByLabel("6-digit code")).toBeVisible();
+      await page.getByLabel("6-digit code").fill(await latestCode());
+      await page.getByRole("button", { name: "Confirm and send" }).click();
+      await pwExpect(page.getByRole("alert")).toContainText(
+        "Your available balance is too low for this amount.",
+      );
+      await shot("payout-insufficient-balance");
+      await page.getByRole("button", { name: "Back" }).click();
+
+      await page.getByLabel("Amount (USDT)").fill("3");
+      await page.getByLabel("Recipient wallet address").fill(TRON_ADDRESS);
+      await page.getByRole("button", { name: "Continue: e-mail me a code" }).click();
+      await pwExpect(page.getByLabel("6-digit code")).toBeFocused();
+      await shot("payout-otp-step");
+      await page.getByLabel("6-digit code").fill("000000");
+      await page.getByRole("button", { name: "Confirm and send" }).click();
+      await pwExpect(page.getByRole("alert")).toContainText("Some details need fixing.");
+      await page.getByLabel("6-digit code").fill(await latestCode());
+      await page.getByRole("button", { name: "Confirm and send" }).click();
+      await skipWhileSendingIsMissing(ctx, page.locator("main"));
+      const result = page.getByTestId("payout-result");
+      await pwExpect(result).toContainText(/processing|completed/);
+      await shot("payout-sent");
+      skipUnlessSettled(ctx, "payout");
+      await pwExpect(result).toContainText("completed", { timeout: 20_000 });
+      await pwExpect(result).toContainText("2.00 USDT (TRON) sent (fee 1.00)");
+      await shot("payout-result");
+    });
+
+    it("shows the development mail outbox", async () => {
+      await nav("Mail outbox");
+      await pwExpect(page.getByText(/Your stablegate code: \d{6}/).first()).toBeVisible();
+      await shot("mail-outbox");
+    });
+
+    it("signs out, refuses a wrong password in plain words, and signs in again with 2FA", async () => {
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await pwExpect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+      await page.getByLabel("E-mail").fill(email);
+      await page.getByLabel("Password").fill("not the password");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await pwExpect(page.getByRole("alert")).toContainText(
+        "That e-mail and password don't match an account",
+      );
+      await page.getByLabel("Password").fill(PASSWORD);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await pwExpect(page.getByRole("heading", { name: "Two-factor code" })).toBeVisible();
+      await shot("sign-in-2fa");
+      const seed = (globalThis as { totpSeed?: string }).totpSeed as string;
+      // The enabling code's time step is spent (no replay): use the next step's, within the ±30 s tolerance.
+      const next = await generate({ secret: seed, epoch: Math.floor(Date.now() / 1000) + 30 });
+      await page.getByLabel("6-digit code from your authenticator app").fill(next);
+      await page.getByRole("button", { name: "Verify and sign in" }).click();
+      await pwExpect(page.getByRole("heading", { level: 1, name: "Overview" })).toBeVisible();
+    });
+
+    it("switches to production and back: production is marked and holds its own (empty) data", async () => {
+      await page.getByRole("radio", { name: "Production" }).check();
+      await pwExpect(page.getByRole("note")).toHaveCount(0);
+      await pwExpect(page.getByText("Payments your customers make appear here.")).toBeVisible();
+      await shot("overview-production");
+      await page.getByRole("radio", { name: "Sandbox" }).check();
+      await pwExpect(page.getByRole("note")).toBeVisible();
+      await pwExpect(page.getByRole("table", { name: "Recent transactions" })).toContainText("order-tour-1");
+    });
+
+    it("works at 375 px: every screen fits without horizontal scrolling and the menu is keyboard-usable", async () => {
+      await page.setViewportSize({ width: 375, height: 760 });
+      const screens = [
+        ["/", "overview"],
+        ["/transactions", "transactions"],
+        ["/sessions", "sessions"],
+        ["/withdrawals", "withdrawals"],
+        ["/payouts", "payouts"],
+        ["/webhooks", "webhooks"],
+        ["/api-keys", "api-keys"],
+        ["/settings", "settings"],
+        ["/mail", "mail"],
+      ] as const;
+      for (const [url, name] of screens) {
+        await page.goto(`${base}${url}`);
+        await pwExpect(page.getByRole("heading", { level: 1 })).toBeVisible();
+        await eventually(async () => expect(await page.getByText(/^\s*Loading/).count()).toBe(0));
+        const overflow = await page.evaluate(
+          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        );
+        const wide = overflow > 0 ? await page.evaluate(WIDEST) : "";
+        expect(overflow, `${url} scrolls sideways: ${wide}`).toBeLessThanOrEqual(0);
+        await shot(`mobile-${name}`);
+      }
+      // The menu opens from the keyboard and its links are reachable with Tab.
+      await page.getByRole("button", { name: "Menu" }).focus();
+      await page.keyboard.press("Enter");
+      await pwExpect(page.getByRole("button", { name: "Menu" })).toHaveAttribute("aria-expanded", "true");
+      await pwExpect(page.getByRole("link", { name: "Webhooks" })).toBeVisible();
+      // Tab reaches the menu's links (after the header's controls) and Enter follows one.
+      let reached = false;
+      for (let i = 0; i < 12 && !reached; i++) {
+        await page.keyboard.press("Tab");
+        reached =
+          (await page.evaluate(
+            () => (document.activeElement as { textContent: string | null } | null)?.textContent,
+          )) === "Webhooks";
+      }
+      expect(reached).toBe(true);
+      await shot("mobile-menu-open");
+      await page.keyboard.press("Enter");
+      await pwExpect(page.getByRole("heading", { level: 1, name: "Webhooks" })).toBeVisible();
+      await pwExpect(page.getByRole("button", { name: "Menu" })).toHaveAttribute("aria-expanded", "false");
+    });
+  },
+);

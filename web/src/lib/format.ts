@@ -1,0 +1,56 @@
+import type { CurrencyType } from "../api/types";
+
+const amountFormat = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 6 });
+
+/** 1234.5 → "1,234.50"; amounts arrive as JSON numbers in USDT with at most 6 decimals. */
+export function formatAmount(n: number): string {
+  return amountFormat.format(n);
+}
+
+export function money(n: number, currency?: CurrencyType | string): string {
+  return currency ? `${formatAmount(n)} ${currencyLabel(currency)}` : formatAmount(n);
+}
+
+export function currencyLabel(c: string): string {
+  return c === "USDT-TRC20" ? "USDT (TRON)" : c === "USDT-ERC20" ? "USDT (Ethereum)" : c;
+}
+
+const dateTime = new Intl.DateTimeFormat("en-GB", {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
+
+export function formatDate(iso: string | null | undefined): string {
+  return iso ? dateTime.format(new Date(iso)) : "—";
+}
+
+/** "abcdef…7890": long ids and addresses in tables (the full value is in the title and detail). */
+export function shorten(s: string | null | undefined, head = 10, tail = 6): string {
+  if (!s) return "—";
+  return s.length <= head + tail + 1 ? s : `${s.slice(0, head)}…${s.slice(-tail)}`;
+}
+
+/** One CSV cell: quoted when needed; a leading = + - @ is defused so spreadsheets do not run it. */
+export function csvCell(v: unknown): string {
+  let s = v === null || v === undefined ? "" : String(v);
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export function toCsv(header: string[], rows: unknown[][]): string {
+  return [header, ...rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
+}
+
+export function download(filename: string, content: string, type = "text/csv;charset=utf-8") {
+  const url = URL.createObjectURL(new Blob([content], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}

@@ -1,0 +1,269 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef, useState } from "react";
+import { Link } from "react-router-dom";
+import { get, getList, post } from "../api/client";
+import { type Balance, CURRENCIES, type CurrencyType, type Payout } from "../api/types";
+import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, Pager, StatusBadge } from "../components/ui";
+import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
+import { useLiveStatus } from "../lib/live";
+import { useEnvKey, useSession } from "../session";
+
+type Step = "form" | "otp" | "done";
+
+const FAILURE_ADDRESSES: Record<CurrencyType, string> = {
+  "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+  "USDT-ERC20": "0x000000000000000000000000000000000000dEaD",
+};
+
+export default function Payouts() {
+  const { environment, me } = useSession();
+  const client = useQueryClient();
+  const [step, setStep] = useState<Step>("form");
+  const [form, setForm] = useState({
+    amount: "",
+    currencyType: "USDT-TRC20" as CurrencyType,
+    walletAddress: "",
+  });
+  const [otp, setOtp] = useState("");
+  const otpInput = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (step === "otp") otpInput.current?.focus();
+  }, [step]);
+  const [page, setPage] = useState(1);
+
+  const balances = useQuery({
+    queryKey: useEnvKey("balance"),
+    queryFn: () => get<Balance[]>("/api/v1/dashboard/balance"),
+  });
+  const payouts = useQuery({
+    queryKey: useEnvKey("payouts", page),
+    queryFn: () => getList<Payout>("/api/v1/dashboard/payouts", { page, limit: 10 }),
+    placeholderData: keepPreviousData,
+  });
+  const requestOtp = useMutation({
+    mutationFn: () => post<{ expiresAt: string }>("/api/v1/auth/otp", { purpose: "payout" }),
+    onSuccess: () => setStep("otp"),
+  });
+  const send = useMutation({
+    mutationFn: () => post<Payout>("/api/v1/dashboard/payouts", { ...form, otp }),
+    onSuccess: async () => {
+      setStep("done");
+      await client.invalidateQueries({ queryKey: [environment] });
+    },
+  });
+  const result = useLiveStatus(send.data, (id) => `/api/v1/dashboard/payouts?id=${encodeURIComponent(id)}`);
+  const available = balances.data?.find((b) => b.currencyType === form.currencyType)?.available;
+
+  function restart() {
+    setStep("form");
+    setOtp("");
+    setForm({ ...form, amount: "", walletAddress: "" });
+    requestOtp.reset();
+    send.reset();
+  }
+
+  return (
+    <>
+      <PageHeader title="Payouts" />
+      <section className="card" aria-labelledby="payout-form-title">
+        <h2 id="payout-form-title">Send a payout</h2>
+        <ol className="steps" aria-label="Steps">
+          <li aria-current={step === "form" ? "step" : undefined}>Details</li>
+          <li aria-current={step === "otp" ? "step" : undefined}>E-mailed code</li>
+          <li aria-current={step === "done" ? "step" : undefined}>Result</li>
+        </ol>
+        {step === "form" ? (
+          <form
+            className="form-grid"
+            onSubmit={(e) => {
+              e.preventDefault();
+              requestOtp.mutate();
+            }}
+          >
+            <Field
+              label="Amount (USDT)"
+              hint={available !== undefined ? `Available: ${formatAmount(available)}` : undefined}
+            >
+              {(id, hint) => (
+                <input
+                  id={id}
+                  required
+                  inputMode="decimal"
+                  aria-describedby={hint}
+                  value={form.amount}
+                  onChange={(e) => setForm({ ...form, amount: e.target.value })}
+                />
+              )}
+            </Field>
+            <Field label="Network">
+              {(id) => (
+                <select
+                  id={id}
+                  value={form.currencyType}
+                  onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
+                >
+                  {CURRENCIES.map((c) => (
+                    <option key={c} value={c}>
+                      {currencyLabel(c)}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <Field
+              label="Recipient wallet address"
+              hint={
+                environment === "sandbox"
+                  ? `Sandbox tip: ${FAILURE_ADDRESSES[form.currencyType]} always fails, to test the failed path.`
+                  : "Double-check it: a blockchain transfer can't be reversed."
+              }
+            >
+              {(id, hint) => (
+                <input
+                  id={id}
+                  required
+                  spellCheck={false}
+                  autoComplete="off"
+                  aria-describedby={hint}
+                  value={form.walletAddress}
+                  onChange={(e) => setForm({ ...form, walletAddress: e.target.value.trim() })}
+                />
+              )}
+            </Field>
+            <div className="form-actions">
+              <button type="submit" className="btn btn-primary" disabled={requestOtp.isPending}>
+                {requestOtp.isPending ? "Sending code…" : "Continue: e-mail me a code"}
+              </button>
+            </div>
+            <ErrorNotice error={requestOtp.error} />
+          </form>
+        ) : null}
+        {step === "otp" ? (
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              send.mutate();
+            }}
+          >
+            <p>
+              Send{" "}
+              <strong>
+                {form.amount} {currencyLabel(form.currencyType)}
+              </strong>{" "}
+              to <code className="break">{form.walletAddress}</code>.
+            </p>
+            <Field
+              label="6-digit code"
+              hint={
+                <>
+                  We e-mailed a code to {me?.user.email}. It works once, for 10 minutes.{" "}
+                  {environment === "sandbox" ? (
+                    <>
+                      Without a mail server, find it in the <Link to="/mail">mail outbox</Link>.
+                    </>
+                  ) : null}
+                </>
+              }
+            >
+              {(id, hint) => (
+                <input
+                  id={id}
+                  ref={otpInput}
+                  required
+                  inputMode="numeric"
+                  autoComplete="one-time-code"
+                  pattern="[0-9]{6}"
+                  maxLength={6}
+                  aria-describedby={hint}
+                  value={otp}
+                  onChange={(e) => setOtp(e.target.value.trim())}
+                />
+              )}
+            </Field>
+            <ErrorNotice error={send.error} />
+            <div className="form-actions">
+              <button type="button" className="btn" onClick={restart}>
+                Back
+              </button>
+              <button type="submit" className="btn btn-primary" disabled={send.isPending}>
+                {send.isPending ? "Sending payout…" : "Confirm and send"}
+              </button>
+            </div>
+          </form>
+        ) : null}
+        {step === "done" && result ? (
+          <div data-testid="payout-result">
+            <Notice kind={result.status === "failed" ? "warning" : "success"}>
+              <p className="notice-title">
+                Payout <StatusBadge status={result.status} />
+              </p>
+              {result.status === "failed" ? (
+                <p>The transfer failed on-chain. The amount is back in your available balance.</p>
+              ) : result.status === "processing" || result.status === "pending" ? (
+                <p>
+                  {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} is being sent (fee{" "}
+                  {formatAmount(result.fee)}). This page updates when the blockchain confirms it.
+                </p>
+              ) : (
+                <p>
+                  {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} sent (fee{" "}
+                  {formatAmount(result.fee)}).
+                </p>
+              )}
+              {result.blockchainTxHash ? (
+                <p>
+                  Transaction hash: <code className="break">{result.blockchainTxHash}</code>
+                </p>
+              ) : null}
+            </Notice>
+            <button type="button" className="btn" onClick={restart}>
+              Send another payout
+            </button>
+          </div>
+        ) : null}
+      </section>
+      <section aria-labelledby="payout-list">
+        <h2 id="payout-list">Payout history</h2>
+        {payouts.isPending ? <Loading /> : null}
+        <ErrorNotice error={payouts.error} />
+        {payouts.data && payouts.data.data.length === 0 ? <Empty title="No payouts yet" /> : null}
+        {payouts.data && payouts.data.data.length > 0 ? (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Payouts</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Date</th>
+                    <th scope="col" className="num">
+                      Amount
+                    </th>
+                    <th scope="col">Currency</th>
+                    <th scope="col">To</th>
+                    <th scope="col">Status</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {payouts.data.data.map((p) => (
+                    <tr key={p.id}>
+                      <td>{formatDate(p.createdAt)}</td>
+                      <td className="num">{formatAmount(p.amount)}</td>
+                      <td>{currencyLabel(p.currencyType)}</td>
+                      <td>
+                        <code title={p.walletAddress}>{shorten(p.walletAddress)}</code>
+                      </td>
+                      <td>
+                        <StatusBadge status={p.status} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <Pager pagination={payouts.data.pagination} onPage={setPage} />
+          </>
+        ) : null}
+      </section>
+    </>
+  );
+}

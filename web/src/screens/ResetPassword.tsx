@@ -1,0 +1,55 @@
+import { useMutation } from "@tanstack/react-query";
+import { useState } from "react";
+import { Link, useSearchParams } from "react-router-dom";
+import { post } from "../api/client";
+import { ErrorNotice, Field, Notice, PageHeader } from "../components/ui";
+
+export default function ResetPassword() {
+  const [params] = useSearchParams();
+  const token = params.get("token") ?? "";
+  const [password, setPassword] = useState("");
+  const reset = useMutation({
+    mutationFn: () => post("/api/v1/auth/password/reset", { token, newPassword: password }),
+  });
+  return (
+    <div className="guest">
+      <section className="card auth-card" aria-labelledby="page-title">
+        <PageHeader title="Choose a new password" />
+        {!token ? (
+          <Notice kind="warning">This link is incomplete. Open the link from the e-mail again.</Notice>
+        ) : reset.isSuccess ? (
+          <Notice kind="success">
+            Your password is changed and every session has ended. <Link to="/login">Sign in</Link> with the
+            new one.
+          </Notice>
+        ) : (
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              reset.mutate();
+            }}
+          >
+            <Field label="New password" hint="At least 10 characters.">
+              {(id, hint) => (
+                <input
+                  id={id}
+                  type="password"
+                  minLength={10}
+                  required
+                  autoComplete="new-password"
+                  aria-describedby={hint}
+                  value={password}
+                  onChange={(e) => setPassword(e.target.value)}
+                />
+              )}
+            </Field>
+            <ErrorNotice error={reset.error} />
+            <button type="submit" className="btn btn-primary btn-block" disabled={reset.isPending}>
+              Set new password
+            </button>
+          </form>
+        )}
+      </section>
+    </div>
+  );
+}

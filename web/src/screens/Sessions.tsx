@@ -1,0 +1,243 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { get, getList, post } from "../api/client";
+import { type CheckoutSession, CURRENCIES, type CurrencyType, type Transaction } from "../api/types";
+import { TransactionTable } from "../components/TransactionTable";
+import {
+  CopyButton,
+  Empty,
+  ErrorNotice,
+  Field,
+  Loading,
+  Notice,
+  PageHeader,
+  StatusBadge,
+} from "../components/ui";
+import { currencyLabel, formatAmount, formatDate } from "../lib/format";
+import { useEnvKey, useSession } from "../session";
+
+function SessionCard({ id }: { id: string }) {
+  const { environment } = useSession();
+  const client = useQueryClient();
+  const [payAmount, setPayAmount] = useState("");
+  const session = useQuery({
+    queryKey: useEnvKey("checkout-session", id),
+    queryFn: () => get<CheckoutSession>(`/checkout/session/${encodeURIComponent(id)}`),
+    refetchInterval: (q) => (q.state.data?.status === "pending" ? 1500 : false),
+  });
+  const pay = useMutation({
+    mutationFn: () =>
+      post(`/api/v1/sandbox/checkout/${encodeURIComponent(id)}/pay`, payAmount ? { amount: payAmount } : {}),
+    onSuccess: async () => {
+      await client.invalidateQueries({ queryKey: [environment] });
+    },
+  });
+  if (session.isPending) return <Loading label="Loading the session…" />;
+  if (session.error) return <ErrorNotice error={session.error} />;
+  const s = session.data;
+  return (
+    <section className="card session" aria-labelledby="session-title" data-testid="session-card">
+      <h2 id="session-title">
+        Session <code>{s.id}</code>
+      </h2>
+      <p aria-live="polite">
+        Status: <StatusBadge status={s.status} />
+        {s.status === "confirmed" ? " — the payment arrived and your balance is credited." : null}
+        {s.status === "pending" ? " — waiting for the customer's payment." : null}
+      </p>
+      <dl className="details">
+        <div>
+          <dt>Amount</dt>
+          <dd>
+            {formatAmount(s.amount)} {currencyLabel(s.currencyType)}
+          </dd>
+        </div>
+        <div>
+          <dt>Received so far</dt>
+          <dd>{formatAmount(s.actualBalance)}</dd>
+        </div>
+        <div>
+          <dt>Pay to address</dt>
+          <dd>
+            <code>{s.walletAddress}</code> <CopyButton value={s.walletAddress} />
+          </dd>
+        </div>
+        <div>
+          <dt>Expires</dt>
+          <dd>{formatDate(s.expiresAt)}</dd>
+        </div>
+        {s.orderId ? (
+          <div>
+            <dt>Order ID</dt>
+            <dd>{s.orderId}</dd>
+          </div>
+        ) : null}
+      </dl>
+      <p>
+        <a className="btn" href={s.checkoutUrl} target="_blank" rel="noopener noreferrer">
+          Open the hosted payment page ↗
+        </a>
+      </p>
+      {environment === "sandbox" && s.status === "pending" ? (
+        <form
+          className="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            pay.mutate();
+          }}
+        >
+          <Field
+            label="Simulate a payment"
+            hint="Leave empty to pay the full amount; enter less to test a partial payment."
+          >
+            {(fid, hint) => (
+              <input
+                id={fid}
+                inputMode="decimal"
+                placeholder={String(s.amount)}
+                aria-describedby={hint}
+                value={payAmount}
+                onChange={(e) => setPayAmount(e.target.value)}
+              />
+            )}
+          </Field>
+          <button type="submit" className="btn btn-primary" disabled={pay.isPending}>
+            {pay.isPending ? "Paying…" : "Pay with the simulator"}
+          </button>
+        </form>
+      ) : null}
+      <ErrorNotice error={pay.error} />
+    </section>
+  );
+}
+
+export default function Sessions() {
+  const { environment } = useSession();
+  const [form, setForm] = useState({
+    amount: "25",
+    currencyType: "USDT-TRC20" as CurrencyType,
+    orderId: "",
+    expiresInMinutes: "30",
+  });
+  const [current, setCurrent] = useState<string | null>(null);
+  const [lookup, setLookup] = useState("");
+  const create = useMutation({
+    mutationFn: () =>
+      post<CheckoutSession>("/checkout/session", {
+        amount: form.amount,
+        currencyType: form.currencyType,
+        ...(form.orderId ? { orderId: form.orderId } : {}),
+        ...(form.expiresInMinutes ? { expiresInMinutes: Number(form.expiresInMinutes) } : {}),
+      }),
+    onSuccess: (s) => setCurrent(s.id),
+  });
+  const deposits = useQuery({
+    queryKey: useEnvKey("transactions", "deposits"),
+    queryFn: () => getList<Transaction>("/api/v1/dashboard/transactions", { type: "deposit", limit: 10 }),
+    refetchInterval: 5_000,
+  });
+
+  return (
+    <>
+      <PageHeader title="Checkout sessions" />
+      {environment === "production" ? (
+        <Notice kind="warning">
+          You're in <strong>production</strong>: a session here asks your customer for real money. Switch to
+          the sandbox to try things out.
+        </Notice>
+      ) : null}
+      <section className="card" aria-labelledby="new-session">
+        <h2 id="new-session">{environment === "sandbox" ? "Create a test session" : "Create a session"}</h2>
+        <form
+          className="form-grid"
+          onSubmit={(e) => {
+            e.preventDefault();
+            create.mutate();
+          }}
+        >
+          <Field label="Amount (USDT)">
+            {(id) => (
+              <input
+                id={id}
+                required
+                inputMode="decimal"
+                value={form.amount}
+                onChange={(e) => setForm({ ...form, amount: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field label="Network">
+            {(id) => (
+              <select
+                id={id}
+                value={form.currencyType}
+                onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
+              >
+                {CURRENCIES.map((c) => (
+                  <option key={c} value={c}>
+                    {currencyLabel(c)}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Order ID (optional)">
+            {(id) => (
+              <input
+                id={id}
+                value={form.orderId}
+                onChange={(e) => setForm({ ...form, orderId: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field label="Expires in (minutes)">
+            {(id) => (
+              <input
+                id={id}
+                type="number"
+                min={5}
+                max={1440}
+                value={form.expiresInMinutes}
+                onChange={(e) => setForm({ ...form, expiresInMinutes: e.target.value })}
+              />
+            )}
+          </Field>
+          <div className="form-actions">
+            <button type="submit" className="btn btn-primary" disabled={create.isPending}>
+              {create.isPending ? "Creating…" : "Create session"}
+            </button>
+          </div>
+        </form>
+        <ErrorNotice error={create.error} />
+        <form
+          className="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (lookup.trim()) setCurrent(lookup.trim());
+          }}
+        >
+          <Field label="Or look up a session by ID">
+            {(id) => <input id={id} value={lookup} onChange={(e) => setLookup(e.target.value)} />}
+          </Field>
+          <button type="submit" className="btn">
+            Look up
+          </button>
+        </form>
+      </section>
+      {current ? <SessionCard key={current} id={current} /> : null}
+      <section aria-labelledby="recent-deposits">
+        <h2 id="recent-deposits">Recent deposits</h2>
+        {deposits.isPending ? <Loading /> : null}
+        <ErrorNotice error={deposits.error} />
+        {deposits.data && deposits.data.data.length === 0 ? (
+          <Empty title="No deposits yet">
+            <p>Each checkout session becomes a deposit here.</p>
+          </Empty>
+        ) : null}
+        {deposits.data && deposits.data.data.length > 0 ? (
+          <TransactionTable rows={deposits.data.data} caption="Recent deposits" />
+        ) : null}
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,324 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { get, patch, post } from "../api/client";
+import { CURRENCIES, type Settings as SettingsData } from "../api/types";
+import { ErrorNotice, Field, Loading, Notice, PageHeader } from "../components/ui";
+import { currencyLabel } from "../lib/format";
+import { useEnvKey, useSession } from "../session";
+
+function WithdrawalSettings() {
+  const { environment } = useSession();
+  const client = useQueryClient();
+  const settings = useQuery({
+    queryKey: useEnvKey("settings"),
+    queryFn: () => get<SettingsData>("/api/v1/dashboard/settings"),
+  });
+  const [autoWithdraw, setAutoWithdraw] = useState(true);
+  const [thresholds, setThresholds] = useState<Record<string, string>>({});
+  const [allowlist, setAllowlist] = useState("");
+  useEffect(() => {
+    const s = settings.data;
+    if (!s) return;
+    setAutoWithdraw(s.autoWithdraw);
+    setThresholds(Object.fromEntries(Object.entries(s.autoApproveThreshold).map(([k, v]) => [k, String(v)])));
+    setAllowlist(s.ipAllowlist.join("\n"));
+  }, [settings.data]);
+  const save = useMutation({
+    mutationFn: () =>
+      patch<SettingsData>("/api/v1/dashboard/settings", {
+        autoWithdraw,
+        autoApproveThreshold: thresholds,
+        ipAllowlist: allowlist
+          .split(/[\s,]+/)
+          .map((s) => s.trim())
+          .filter(Boolean),
+      }),
+    onSuccess: (s) => client.setQueryData([environment, "settings"], s),
+  });
+
+  if (settings.isPending) return <Loading />;
+  if (settings.error) return <ErrorNotice error={settings.error} />;
+  return (
+    <section className="card" aria-labelledby="withdraw-settings">
+      <h2 id="withdraw-settings">Withdrawals and access ({environment})</h2>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          save.mutate();
+        }}
+      >
+        <div className="checkbox">
+          <input
+            id="auto-withdraw"
+            type="checkbox"
+            checked={autoWithdraw}
+            onChange={(e) => setAutoWithdraw(e.target.checked)}
+            aria-describedby="auto-withdraw-hint"
+          />
+          <label htmlFor="auto-withdraw">Send withdrawal requests automatically</label>
+          <p className="hint" id="auto-withdraw-hint">
+            When on, requests at or under the threshold are sent at once; larger ones wait for your approval.
+            When off, every request waits.
+          </p>
+        </div>
+        <div className="form-grid">
+          {CURRENCIES.map((c) => (
+            <Field key={c} label={`Auto-approve threshold, ${currencyLabel(c)}`}>
+              {(id) => (
+                <input
+                  id={id}
+                  inputMode="decimal"
+                  value={thresholds[c] ?? ""}
+                  onChange={(e) => setThresholds({ ...thresholds, [c]: e.target.value })}
+                />
+              )}
+            </Field>
+          ))}
+        </div>
+        <Field
+          label="IP allowlist"
+          hint="One IP address or CIDR range per line (e.g. 203.0.113.7 or 203.0.113.0/24). Empty: API keys work from any address."
+        >
+          {(id, hint) => (
+            <textarea
+              id={id}
+              rows={4}
+              aria-describedby={hint}
+              value={allowlist}
+              onChange={(e) => setAllowlist(e.target.value)}
+            />
+          )}
+        </Field>
+        <ErrorNotice error={save.error} />
+        {save.isSuccess ? <Notice kind="success">Settings saved.</Notice> : null}
+        <button type="submit" className="btn btn-primary" disabled={save.isPending}>
+          {save.isPending ? "Saving…" : "Save settings"}
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function TwoFactor() {
+  const { me, signedIn } = useSession();
+  const [setup, setSetup] = useState<{ secret: string; otpauthUri: string; qrCode: string } | null>(null);
+  const [code, setCode] = useState("");
+  const start = useMutation({
+    mutationFn: () => post<{ secret: string; otpauthUri: string; qrCode: string }>("/api/v1/auth/2fa/setup"),
+    onSuccess: setSetup,
+  });
+  const enable = useMutation({
+    mutationFn: () => post("/api/v1/auth/2fa/enable", { code }),
+    onSuccess: async () => {
+      setSetup(null);
+      setCode("");
+      await signedIn();
+    },
+  });
+  const disable = useMutation({
+    mutationFn: () => post("/api/v1/auth/2fa/disable", { code }),
+    onSuccess: async () => {
+      setCode("");
+      await signedIn();
+    },
+  });
+  const enabled = me?.user.totpEnabled === true;
+  return (
+    <section className="card" aria-labelledby="twofa-title">
+      <h2 id="twofa-title">Two-factor authentication</h2>
+      <p>
+        Status: <strong data-testid="twofa-status">{enabled ? "on" : "off"}</strong>. With it on, signing in
+        also asks for a code from an authenticator app.
+      </p>
+      {enable.isSuccess ? <Notice kind="success">Two-factor authentication is on.</Notice> : null}
+      {disable.isSuccess ? <Notice kind="success">Two-factor authentication is off.</Notice> : null}
+      {!enabled && !setup ? (
+        <button
+          type="button"
+          className="btn btn-primary"
+          onClick={() => start.mutate()}
+          disabled={start.isPending}
+        >
+          Set up two-factor authentication
+        </button>
+      ) : null}
+      <ErrorNotice error={start.error} />
+      {!enabled && setup ? (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            enable.mutate();
+          }}
+        >
+          <ol className="numbered">
+            <li>
+              Scan this QR code with your authenticator app.
+              <div>
+                <img
+                  src={setup.qrCode}
+                  alt="QR code for your authenticator app"
+                  width={180}
+                  height={180}
+                  className="qr"
+                />
+              </div>
+              <p className="hint">
+                Can't scan? Enter this key by hand:{" "}
+                <code data-testid="totp-secret" className="break">
+                  {setup.secret}
+                </code>
+              </p>
+            </li>
+            <li>
+              <Field label="Enter the 6-digit code it shows">
+                {(id) => (
+                  <input
+                    id={id}
+                    inputMode="numeric"
+                    autoComplete="one-time-code"
+                    pattern="[0-9]{6}"
+                    maxLength={6}
+                    required
+                    value={code}
+                    onChange={(e) => setCode(e.target.value.trim())}
+                  />
+                )}
+              </Field>
+            </li>
+          </ol>
+          <ErrorNotice error={enable.error} />
+          <button type="submit" className="btn btn-primary" disabled={enable.isPending}>
+            Turn on
+          </button>
+        </form>
+      ) : null}
+      {enabled ? (
+        <form
+          className="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            disable.mutate();
+          }}
+        >
+          <Field label="Code from your app, to turn it off">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                pattern="[0-9]{6}"
+                maxLength={6}
+                required
+                value={code}
+                onChange={(e) => setCode(e.target.value.trim())}
+              />
+            )}
+          </Field>
+          <button type="submit" className="btn btn-danger" disabled={disable.isPending}>
+            Turn off
+          </button>
+          <ErrorNotice error={disable.error} />
+        </form>
+      ) : null}
+    </section>
+  );
+}
+
+function PasswordChange() {
+  const { environment } = useSession();
+  const [form, setForm] = useState({ currentPassword: "", newPassword: "", otp: "" });
+  const [codeSent, setCodeSent] = useState(false);
+  const requestCode = useMutation({
+    mutationFn: () => post("/api/v1/auth/otp", { purpose: "password_change" }),
+    onSuccess: () => setCodeSent(true),
+  });
+  const change = useMutation({
+    mutationFn: () => post("/api/v1/auth/password/change", form),
+    onSuccess: () => {
+      setForm({ currentPassword: "", newPassword: "", otp: "" });
+      setCodeSent(false);
+    },
+  });
+  const set = (k: keyof typeof form) => (e: React.ChangeEvent<HTMLInputElement>) =>
+    setForm({ ...form, [k]: e.target.value });
+  return (
+    <section className="card" aria-labelledby="password-title">
+      <h2 id="password-title">Password</h2>
+      {change.isSuccess ? (
+        <Notice kind="success">Password changed. Your other sessions have been signed out.</Notice>
+      ) : null}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (codeSent) change.mutate();
+          else requestCode.mutate();
+        }}
+      >
+        <div className="form-grid">
+          <Field label="Current password">
+            {(id) => (
+              <input
+                id={id}
+                type="password"
+                autoComplete="current-password"
+                required
+                value={form.currentPassword}
+                onChange={set("currentPassword")}
+              />
+            )}
+          </Field>
+          <Field label="New password" hint="At least 10 characters.">
+            {(id, hint) => (
+              <input
+                id={id}
+                type="password"
+                autoComplete="new-password"
+                minLength={10}
+                required
+                aria-describedby={hint}
+                value={form.newPassword}
+                onChange={set("newPassword")}
+              />
+            )}
+          </Field>
+          {codeSent ? (
+            <Field
+              label="6-digit code from the e-mail"
+              hint={
+                environment === "sandbox" ? "Without a mail server, it is in the mail outbox." : undefined
+              }
+            >
+              {(id, hint) => (
+                <input
+                  id={id}
+                  inputMode="numeric"
+                  autoComplete="one-time-code"
+                  pattern="[0-9]{6}"
+                  maxLength={6}
+                  required
+                  aria-describedby={hint}
+                  value={form.otp}
+                  onChange={set("otp")}
+                />
+              )}
+            </Field>
+          ) : null}
+        </div>
+        <ErrorNotice error={requestCode.error ?? change.error} />
+        <button type="submit" className="btn" disabled={requestCode.isPending || change.isPending}>
+          {codeSent ? "Change password" : "E-mail me a code"}
+        </button>
+      </form>
+    </section>
+  );
+}
+
+export default function Settings() {
+  return (
+    <>
+      <PageHeader title="Settings" />
+      <WithdrawalSettings />
+      <TwoFactor />
+      <PasswordChange />
+    </>
+  );
+}

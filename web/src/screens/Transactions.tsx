@@ -1,0 +1,258 @@
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { useSearchParams } from "react-router-dom";
+import { getList } from "../api/client";
+import { CURRENCIES, type Transaction, TX_STATUSES, TX_TYPES } from "../api/types";
+import { TransactionTable } from "../components/TransactionTable";
+import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
+import { currencyLabel, download, toCsv } from "../lib/format";
+import { useEnvKey, useSession } from "../session";
+
+const SORTS = [
+  { value: "createdAt", label: "Created" },
+  { value: "amount", label: "Amount" },
+  { value: "status", label: "Status" },
+  { value: "updatedAt", label: "Updated" },
+  { value: "confirmedAt", label: "Confirmed" },
+];
+const FILTER_KEYS = [
+  "type",
+  "status",
+  "currencyType",
+  "search",
+  "from",
+  "to",
+  "sortBy",
+  "order",
+  "page",
+] as const;
+const EXPORT_MAX_PAGES = 50;
+
+/** A date input's day as the API's `from` (start of that day) or `to` (start of the next day), local time. */
+function dayBound(day: string, next: boolean): string | undefined {
+  if (!day) return undefined;
+  const d = new Date(`${day}T00:00:00`);
+  if (Number.isNaN(d.getTime())) return undefined;
+  if (next) d.setDate(d.getDate() + 1);
+  return d.toISOString();
+}
+
+export default function Transactions() {
+  const { environment } = useSession();
+  const [params, setParams] = useSearchParams();
+  const value = (k: (typeof FILTER_KEYS)[number]) => params.get(k) ?? "";
+  const [search, setSearch] = useState(value("search"));
+  const [exporting, setExporting] = useState<{ error?: unknown; busy: boolean }>({ busy: false });
+
+  const query = {
+    type: value("type"),
+    status: value("status"),
+    currencyType: value("currencyType"),
+    search: value("search"),
+    from: dayBound(value("from"), false),
+    to: dayBound(value("to"), true),
+    sortBy: value("sortBy") || "createdAt",
+    order: value("order") || "desc",
+  };
+  const page = Number(value("page") || "1");
+  const list = useQuery({
+    queryKey: useEnvKey("transactions", query, page),
+    queryFn: () => getList<Transaction>("/api/v1/dashboard/transactions", { ...query, page, limit: 20 }),
+    placeholderData: keepPreviousData,
+  });
+
+  function update(changes: Partial<Record<(typeof FILTER_KEYS)[number], string>>) {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(changes)) {
+      if (v) next.set(k, v);
+      else next.delete(k);
+    }
+    if (!("page" in changes)) next.delete("page");
+    setParams(next);
+  }
+
+  async function exportCsv() {
+    setExporting({ busy: true });
+    try {
+      const rows: Transaction[] = [];
+      for (let p = 1; p <= EXPORT_MAX_PAGES; p++) {
+        const r = await getList<Transaction>("/api/v1/dashboard/transactions", {
+          ...query,
+          page: p,
+          limit: 100,
+        });
+        rows.push(...r.data);
+        if (p >= r.pagination.totalPages) break;
+      }
+      const header = [
+        "transactionId",
+        "type",
+        "status",
+        "amount",
+        "fee",
+        "netAmount",
+        "actualBalance",
+        "currencyType",
+        "walletAddress",
+        "blockchainTxHash",
+        "orderId",
+        "reference",
+        "externalUserId",
+        "checkoutSessionId",
+        "createdAt",
+        "updatedAt",
+        "confirmedAt",
+      ];
+      const csv = toCsv(
+        header,
+        rows.map((t) => header.map((h) => (t as unknown as Record<string, unknown>)[h])),
+      );
+      download(`stablegate-${environment}-transactions-${new Date().toISOString().slice(0, 10)}.csv`, csv);
+      setExporting({ busy: false });
+    } catch (error) {
+      setExporting({ busy: false, error });
+    }
+  }
+
+  const filtered = FILTER_KEYS.some((k) => k !== "page" && k !== "sortBy" && k !== "order" && value(k));
+  return (
+    <>
+      <PageHeader title="Transactions">
+        <button type="button" className="btn" onClick={exportCsv} disabled={exporting.busy}>
+          {exporting.busy ? "Exporting…" : "Export CSV"}
+        </button>
+      </PageHeader>
+      <ErrorNotice error={exporting.error} />
+      <form
+        className="filters"
+        aria-label="Filter transactions"
+        onSubmit={(e) => {
+          e.preventDefault();
+          update({ search: search.trim() });
+        }}
+      >
+        <Field
+          label="Search"
+          hint="Matches ids, addresses, transaction hashes, order IDs and references, literally."
+        >
+          {(id, hint) => (
+            <div className="search-row">
+              <input
+                id={id}
+                type="search"
+                aria-describedby={hint}
+                value={search}
+                onChange={(e) => setSearch(e.target.value)}
+              />
+              <button type="submit" className="btn">
+                Search
+              </button>
+            </div>
+          )}
+        </Field>
+        <Field label="Type">
+          {(id) => (
+            <select id={id} value={value("type")} onChange={(e) => update({ type: e.target.value })}>
+              <option value="">All types</option>
+              {TX_TYPES.map((t) => (
+                <option key={t} value={t}>
+                  {t}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Status">
+          {(id) => (
+            <select id={id} value={value("status")} onChange={(e) => update({ status: e.target.value })}>
+              <option value="">All statuses</option>
+              {TX_STATUSES.map((t) => (
+                <option key={t} value={t}>
+                  {t}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Currency">
+          {(id) => (
+            <select
+              id={id}
+              value={value("currencyType")}
+              onChange={(e) => update({ currencyType: e.target.value })}
+            >
+              <option value="">All currencies</option>
+              {CURRENCIES.map((c) => (
+                <option key={c} value={c}>
+                  {currencyLabel(c)}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="From">
+          {(id) => (
+            <input
+              id={id}
+              type="date"
+              value={value("from")}
+              onChange={(e) => update({ from: e.target.value })}
+            />
+          )}
+        </Field>
+        <Field label="To">
+          {(id) => (
+            <input id={id} type="date" value={value("to")} onChange={(e) => update({ to: e.target.value })} />
+          )}
+        </Field>
+        <Field label="Sort by">
+          {(id) => (
+            <select id={id} value={query.sortBy} onChange={(e) => update({ sortBy: e.target.value })}>
+              {SORTS.map((s) => (
+                <option key={s.value} value={s.value}>
+                  {s.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Order">
+          {(id) => (
+            <select id={id} value={query.order} onChange={(e) => update({ order: e.target.value })}>
+              <option value="desc">Newest / largest first</option>
+              <option value="asc">Oldest / smallest first</option>
+            </select>
+          )}
+        </Field>
+        {filtered ? (
+          <button
+            type="button"
+            className="btn btn-link"
+            onClick={() => {
+              setSearch("");
+              setParams(new URLSearchParams());
+            }}
+          >
+            Clear filters
+          </button>
+        ) : null}
+      </form>
+      {list.isPending ? <Loading label="Loading transactions…" /> : null}
+      <ErrorNotice error={list.error} />
+      {list.data && list.data.data.length === 0 ? (
+        <Empty title={filtered ? "No transactions match these filters" : "No transactions yet"}>
+          {filtered ? <p>Try a broader search or clear the filters.</p> : null}
+        </Empty>
+      ) : null}
+      {list.data && list.data.data.length > 0 ? (
+        <>
+          <p className="muted" aria-live="polite">
+            {list.data.pagination.total} transaction{list.data.pagination.total === 1 ? "" : "s"}
+          </p>
+          <TransactionTable rows={list.data.data} caption="Transactions" />
+          <Pager pagination={list.data.pagination} onPage={(p) => update({ page: String(p) })} />
+        </>
+      ) : null}
+    </>
+  );
+}

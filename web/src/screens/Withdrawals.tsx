@@ -1,0 +1,203 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { getList, post } from "../api/client";
+import type { Withdrawal } from "../api/types";
+import {
+  ConfirmDialog,
+  Empty,
+  ErrorNotice,
+  Field,
+  Loading,
+  Notice,
+  PageHeader,
+  Pager,
+  StatusBadge,
+} from "../components/ui";
+import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
+import { useLiveStatus } from "../lib/live";
+import { useEnvKey, useSession } from "../session";
+
+const TABS = ["pending", "completed", "failed", "rejected", "processing"] as const;
+
+type Pending = { kind: "approve" | "reject"; w: Withdrawal } | null;
+
+export default function Withdrawals() {
+  const { environment } = useSession();
+  const client = useQueryClient();
+  const [status, setStatus] = useState<(typeof TABS)[number]>("pending");
+  const [page, setPage] = useState(1);
+  const [action, setAction] = useState<Pending>(null);
+  const [reason, setReason] = useState("");
+  const [result, setResult] = useState<Withdrawal | null>(null);
+
+  const list = useQuery({
+    queryKey: useEnvKey("withdrawals", status, page),
+    queryFn: () => getList<Withdrawal>("/api/v1/dashboard/withdrawal-requests", { status, page, limit: 20 }),
+    placeholderData: keepPreviousData,
+    refetchInterval: 10_000,
+  });
+  const decide = useMutation({
+    mutationFn: (a: NonNullable<Pending>) =>
+      post<Withdrawal>(
+        `/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(a.w.id)}/${a.kind}`,
+        a.kind === "reject" && reason.trim() ? { reason: reason.trim() } : {},
+      ),
+    onSuccess: async (w) => {
+      setResult(w);
+      setAction(null);
+      setReason("");
+      await client.invalidateQueries({ queryKey: [environment] });
+    },
+  });
+
+  const live = useLiveStatus(
+    result,
+    (id) => `/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(id)}`,
+  );
+  const w = action?.w;
+  return (
+    <>
+      <PageHeader title="Withdrawal requests" />
+      <p className="muted">
+        Requests your customers made through your API that are above your auto-approve threshold (or when
+        auto-withdraw is off) wait here for you. Approving sends the funds on-chain; rejecting returns the
+        held amount to your available balance.
+      </p>
+      <fieldset className="tabs">
+        <legend className="visually-hidden">Status</legend>
+        {TABS.map((t) => (
+          <button
+            key={t}
+            type="button"
+            className={t === status ? "tab is-active" : "tab"}
+            aria-pressed={t === status}
+            onClick={() => {
+              setStatus(t);
+              setPage(1);
+            }}
+          >
+            {t}
+          </button>
+        ))}
+      </fieldset>
+      {live ? (
+        <Notice kind={live.status === "failed" ? "warning" : "success"}>
+          Withdrawal <code>{shorten(live.id, 8, 4)}</code> is now <strong>{live.status}</strong>.
+          {live.status === "failed" ? " The held amount is back in your available balance." : null}
+          {live.blockchainTxHash ? (
+            <>
+              {" "}
+              Transaction hash: <code>{live.blockchainTxHash}</code>
+            </>
+          ) : null}
+        </Notice>
+      ) : null}
+      {list.isPending ? <Loading label="Loading withdrawal requests…" /> : null}
+      <ErrorNotice error={list.error} />
+      {list.data && list.data.data.length === 0 ? (
+        <Empty
+          title={status === "pending" ? "Nothing waits for your approval" : `No ${status} withdrawals`}
+        />
+      ) : null}
+      {list.data && list.data.data.length > 0 ? (
+        <>
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Withdrawal requests, {status}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Requested</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col">Currency</th>
+                  <th scope="col">To address</th>
+                  <th scope="col">User / reference</th>
+                  <th scope="col">Status</th>
+                  {status === "pending" ? <th scope="col">Decision</th> : null}
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.data.map((r) => (
+                  <tr key={r.id}>
+                    <td>{formatDate(r.createdAt)}</td>
+                    <td className="num">{formatAmount(r.amount)}</td>
+                    <td>{currencyLabel(r.currencyType)}</td>
+                    <td>
+                      <code title={r.walletAddress}>{shorten(r.walletAddress)}</code>
+                    </td>
+                    <td>{r.externalUserId ?? r.reference ?? "—"}</td>
+                    <td>
+                      <StatusBadge status={r.status} />
+                      {r.rejectionReason ? <span className="muted"> {r.rejectionReason}</span> : null}
+                    </td>
+                    {status === "pending" ? (
+                      <td className="row-actions">
+                        <button
+                          type="button"
+                          className="btn btn-small btn-primary"
+                          onClick={() => setAction({ kind: "approve", w: r })}
+                        >
+                          Approve
+                        </button>
+                        <button
+                          type="button"
+                          className="btn btn-small btn-danger"
+                          onClick={() => setAction({ kind: "reject", w: r })}
+                        >
+                          Reject
+                        </button>
+                      </td>
+                    ) : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager pagination={list.data.pagination} onPage={setPage} />
+        </>
+      ) : null}
+      <ConfirmDialog
+        open={action !== null}
+        title={action?.kind === "approve" ? "Approve this withdrawal?" : "Reject this withdrawal?"}
+        confirmLabel={action?.kind === "approve" ? "Approve and send" : "Reject"}
+        danger={action?.kind === "reject"}
+        busy={decide.isPending}
+        onConfirm={() => action && decide.mutate(action)}
+        onCancel={() => {
+          setAction(null);
+          decide.reset();
+        }}
+      >
+        {w ? (
+          <>
+            <p>
+              {action?.kind === "approve" ? (
+                <>
+                  <strong>
+                    {formatAmount(w.netAmount)} {currencyLabel(w.currencyType)}
+                  </strong>{" "}
+                  will be sent to <code className="break">{w.walletAddress}</code> (amount{" "}
+                  {formatAmount(w.amount)} minus the network fee {formatAmount(w.fee)}). This can't be undone.
+                </>
+              ) : (
+                <>
+                  The request for {formatAmount(w.amount)} {currencyLabel(w.currencyType)} is rejected and the
+                  amount returns to your available balance. Your server receives a webhook.
+                </>
+              )}
+            </p>
+            {action?.kind === "reject" ? (
+              <Field label="Reason (optional, sent in the webhook)">
+                {(id) => (
+                  <input id={id} maxLength={500} value={reason} onChange={(e) => setReason(e.target.value)} />
+                )}
+              </Field>
+            ) : null}
+            <ErrorNotice error={decide.error} />
+          </>
+        ) : null}
+      </ConfirmDialog>
+    </>
+  );
+}
