@@ -11,6 +11,7 @@ import { RemoteCommandError } from "./operator/control-client.js";
 import { ROLES, type Role, startRole } from "./roles/processes.js";
 import { StartupError } from "./roles/startup-error.js";
 import type { CreatedMerchant } from "./services/merchants.js";
+import { startSignerRole } from "./signer/role.js";
 
 const USAGE = `usage: stablegate [role] | stablegate <command>
 
@@ -19,6 +20,8 @@ roles (default: serve)
   api        HTTP API only (needs DATABASE_URL; scale out freely)
   worker     background jobs only (needs DATABASE_URL; scale out freely)
   migrate    apply database migrations and exit
+  signer     the transaction signer: the only process holding the mnemonic (HTTP on
+             SIGNER_HOST:SIGNER_PORT, HMAC with INTERNAL_SHARED_SECRET; workers use SIGNER_URL)
 
 operator commands
   merchant create --email <email> --company <name> [--json]
@@ -95,6 +98,15 @@ async function main(argv: string[]): Promise<number> {
         (generated ? `Password (shown only now): ${password}\n` : ""),
     );
     return 0;
+  }
+
+  if (first === "signer") {
+    const signer = await startSignerRole(config);
+    return new Promise<number>((resolve) => {
+      const onSignal = () => void signer.close().then(() => resolve(0));
+      process.once("SIGTERM", onSignal);
+      process.once("SIGINT", onSignal);
+    });
   }
 
   if (!(ROLES as readonly string[]).includes(first)) {

@@ -6,6 +6,7 @@ import { resolveMnemonic } from "./config/mnemonic.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
+import { createDepositHandler } from "./deposits/handler.js";
 import type { ReadinessCheck, RouteDeps } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { createLogger, type Logger } from "./observability/logger.js";
@@ -14,9 +15,16 @@ import { FallbackRateLimitStore } from "./ratelimit/fallback-store.js";
 import { MemoryRateLimitStore } from "./ratelimit/memory-store.js";
 import { RedisRateLimitStore } from "./ratelimit/redis-store.js";
 import type { RateLimitStore } from "./ratelimit/store.js";
+import { requestTransfer } from "./sender/intents.js";
+import { TransferOutcomes } from "./sender/outcomes.js";
+import { registerSendingMetrics, sendingReadinessChecks } from "./sender/status.js";
+import type { Signer } from "./signer/protocol.js";
+import { createRoleSigner } from "./signer/role-signer.js";
+import { registerSweepOutcomes } from "./sweep/sweeper.js";
 import { AddressDeriver } from "./wallet/address-deriver.js";
 import { DepositHandoff } from "./watcher/handoff.js";
 import { chainReadinessChecks } from "./watcher/status.js";
+import { registerWithdrawalOutcomes } from "./withdrawals/outcomes.js";
 import { liveWorkers } from "./worker/heartbeat.js";
 
 /** Everything a process role needs, built once from the configuration. */
@@ -31,6 +39,10 @@ export interface Runtime extends RouteDeps {
   addressDeriver: AddressDeriver;
   /** Where the deposit logic registers the handler of confirmed transfers (the watcher calls it). */
   depositHandoff: DepositHandoff;
+  /** Where withdrawals/payouts (and the sweeper) register for the final state of their transfers. */
+  transferOutcomes: TransferOutcomes;
+  /** Signs outgoing transfers: in-process in `serve`, the signer role over HTTP (`SIGNER_URL`) in `worker`, else null. */
+  signer: Signer | null;
   close(): Promise<void>;
 }
 
@@ -41,6 +53,8 @@ export interface RuntimeOptions {
   /** Tests pass an already-open database (a per-file PostgreSQL database or in-memory PGlite). */
   database?: Database;
   metrics?: Metrics;
+  /** Tests: the signer to use instead of the role's default. */
+  signer?: Signer | null;
 }
 
 export function controlSocketPath(dataDir: string): string {
@@ -156,7 +170,18 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   ];
 
   const chains = buildChainRegistry(config, { db: db.db, clock });
+  // Confirmed transfers to watched addresses reach the deposit logic through this one hand-off.
+  const depositHandoff = new DepositHandoff();
+  depositHandoff.register(createDepositHandler({ clock, fees: config.fees }));
   readiness.push(...chainReadinessChecks(chains, db.db, clock));
+  const transferOutcomes = new TransferOutcomes();
+  registerSweepOutcomes(transferOutcomes);
+  registerWithdrawalOutcomes(transferOutcomes, clock);
+  readiness.push(...sendingReadinessChecks(chains, db.db, clock));
+  const metrics = options.metrics ?? createMetrics();
+  registerSendingMetrics(metrics, chains, db.db);
+  const signer =
+    options.signer !== undefined ? options.signer : await createRoleSigner(config, options.role, secrets);
 
   let closed = false;
   return {
@@ -167,12 +192,16 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     database,
     redis,
     rateLimitStore,
-    metrics: options.metrics ?? createMetrics(),
+    metrics,
     readiness,
     controlSocket,
     chains,
     addressDeriver,
-    depositHandoff: new DepositHandoff(),
+    depositHandoff,
+    // The sending pipeline (chains part 2): queues the intent in the caller's transaction.
+    requestTransfer,
+    transferOutcomes,
+    signer,
     async close() {
       if (closed) return;
       closed = true;

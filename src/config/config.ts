@@ -1,5 +1,6 @@
 import path from "node:path";
 import { DEFAULT_FEE_SCHEDULE, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
+import { parseAmount } from "../domain/money.js";
 import { envSchema } from "./schema.js";
 
 export const RATE_LIMIT_TIERS = [
@@ -60,6 +61,19 @@ export interface Config {
   fees: FeeSchedule;
   metricsToken: string | undefined;
   shutdownTimeoutMs: number;
+  /** Outgoing transfers, the signer role and sweeps (chains part 2). */
+  sending: SendingConfig;
+}
+
+export interface SendingConfig {
+  /** `SIGNER_URL`: the signer role, for `worker` processes (`serve` signs in-process). */
+  signerUrl: string | undefined;
+  signerHost: string;
+  signerPort: number;
+  /** Deposit balances at or above this (token base units) are swept to the hot wallet. */
+  sweepThreshold: { erc20: bigint; trc20: bigint };
+  stuckAfterMs: number;
+  tronFeeLimitSun: number;
 }
 
 export interface ChainEndpoints {
@@ -122,6 +136,15 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     const parsedFees = parseFeeSchedule(e.FEE_SCHEDULE);
     if ("error" in parsedFees) problems.push({ variable: "FEE_SCHEDULE", message: parsedFees.error });
     else fees = parsedFees.schedule;
+  }
+  const sweepThreshold = { erc20: 0n, trc20: 0n };
+  for (const [key, variable] of [
+    ["erc20", "SWEEP_THRESHOLD_ERC20"],
+    ["trc20", "SWEEP_THRESHOLD_TRC20"],
+  ] as const) {
+    const r = parseAmount(e[variable]);
+    if (r.ok) sweepThreshold[key] = r.units;
+    else problems.push({ variable, message: `${r.message} (USDT)` });
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -200,6 +223,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     fees,
     metricsToken: e.METRICS_TOKEN,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    sending: {
+      signerUrl: e.SIGNER_URL,
+      signerHost: e.SIGNER_HOST,
+      signerPort: e.SIGNER_PORT,
+      sweepThreshold,
+      stuckAfterMs: e.SENDER_STUCK_AFTER_SECONDS * 1000,
+      tronFeeLimitSun: e.TRC20_FEE_LIMIT_SUN,
+    },
   };
 }
 

@@ -85,6 +85,14 @@ export const envSchema = z.object({
   OTP_TTL_SECONDS: positiveInt.default(600),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(25_000),
+  // Sending (chains part 2): where workers reach the signer role, where the signer listens, sweeps.
+  SIGNER_URL: optionalUrl,
+  SIGNER_HOST: z.string().min(1).default("127.0.0.1"),
+  SIGNER_PORT: port.default(8090),
+  SWEEP_THRESHOLD_ERC20: z.string().default("50"),
+  SWEEP_THRESHOLD_TRC20: z.string().default("10"),
+  SENDER_STUCK_AFTER_SECONDS: positiveInt.default(180),
+  TRC20_FEE_LIMIT_SUN: positiveInt.default(100_000_000),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

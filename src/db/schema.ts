@@ -1,14 +1,23 @@
 import type { ChainsTables } from "./tables/chains.js";
 import type { DashboardTables } from "./tables/dashboard.js";
+import type { DepositTables } from "./tables/deposits.js";
 import type { FoundationTables } from "./tables/foundation.js";
 import type { LedgerTables } from "./tables/ledger.js";
+import type { SendingTables } from "./tables/sending.js";
 import type { WebhookTables } from "./tables/webhooks.js";
 
 /**
  * Kysely's view of the database: the typed mirror of `migrations/*.sql`. Each concern declares its
  * tables in `tables/<concern>.ts`; this interface joins them.
  */
-export interface DB extends FoundationTables, LedgerTables, DashboardTables, ChainsTables, WebhookTables {}
+export interface DB
+  extends FoundationTables,
+    LedgerTables,
+    DashboardTables,
+    ChainsTables,
+    WebhookTables,
+    DepositTables,
+    SendingTables {}
 
 export type {
   ApiKeyRow,

@@ -4,7 +4,19 @@ import { randomBytes } from "node:crypto";
  * Prefixed, unguessable identifiers (`mer_…`, `key_…`, `tx_…`): readable in logs and support
  * tickets. 16 random bytes (128 bits) in base62.
  */
-export type IdPrefix = "mer" | "key" | "req" | "tx" | "whe" | "adm" | "usr" | "ses" | "otp" | "mail" | "obs";
+export type IdPrefix =
+  | "mer"
+  | "key"
+  | "req"
+  | "tx"
+  | "whe"
+  | "adm"
+  | "usr"
+  | "ses"
+  | "otp"
+  | "mail"
+  | "obs"
+  | "wal";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

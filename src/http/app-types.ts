@@ -6,6 +6,7 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from "fastify";
+import type { ChainRegistry } from "../chains/registry.js";
 import type { Config } from "../config/config.js";
 import type { ResolvedSecrets } from "../config/secrets.js";
 import type { Database } from "../db/database.js";
@@ -13,6 +14,8 @@ import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { RateLimitStore } from "../ratelimit/store.js";
+import type { AddressDeriver } from "../wallet/address-deriver.js";
+import type { RequestTransfer } from "../withdrawals/service.js";
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -41,4 +44,10 @@ export interface RouteDeps {
   logger: Logger;
   metrics: Metrics;
   readiness: ReadinessCheck[];
+  /** Every (network, environment) chain (deposits check availability; the sandbox pays through the simulator). */
+  chains: ChainRegistry;
+  /** Queues an outgoing transfer in the caller's transaction (the sending pipeline of chains part 2). */
+  requestTransfer: RequestTransfer;
+  /** Watch-only address derivation for new deposit addresses (no private keys). */
+  addressDeriver: AddressDeriver;
 }

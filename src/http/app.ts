@@ -13,6 +13,7 @@ import { registerCors } from "./plugins/cors.js";
 import { registerDashboardAuth } from "./plugins/dashboard-auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
+import { registerSandboxOnly } from "./plugins/sandbox-only.js";
 import { routeModules } from "./routes/index.js";
 import { validatorCompiler } from "./validation.js";
 
@@ -56,6 +57,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   // Dashboard channel: CORS + Origin check of writes, cookies and the JWT verifier (before auth).
   await registerCors(app, config);
   await registerDashboardAuth(app, authKit(deps));
+  registerSandboxOnly(app);
   registerAuth(app, config, deps.database.db);
   registerMetrics(app, deps.metrics);
 

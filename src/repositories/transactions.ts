@@ -47,35 +47,95 @@ export interface NewTransaction {
   checkoutSessionId?: string | null;
   actualBalance?: bigint | null;
   metadata?: Record<string, unknown> | null;
+  blockchainTxHash?: string | null;
+  confirmedAt?: Date | null;
+  /** A deposit made of exactly one on-chain transfer (unique: a transfer is one deposit at most). */
+  chainObservationId?: string | null;
+  depositWalletId?: string | null;
+  /** Defaults to the database's now(); flows pass their clock's time. */
+  createdAt?: Date;
+}
+
+/** The row of a new transaction (for callers that insert it within a larger statement). */
+export function transactionValues(t: NewTransaction) {
+  return {
+    id: t.id,
+    merchant_id: t.merchantId,
+    environment: t.environment,
+    type: t.type,
+    status: t.status,
+    currency_type: t.currencyType,
+    amount: t.amount.toString(),
+    fee: t.fee.toString(),
+    net_amount: (t.amount - t.fee).toString(),
+    actual_balance:
+      t.actualBalance === undefined || t.actualBalance === null ? null : t.actualBalance.toString(),
+    wallet_address: t.walletAddress ?? null,
+    blockchain_tx_hash: t.blockchainTxHash ?? null,
+    confirmed_at: t.confirmedAt ?? null,
+    chain_observation_id: t.chainObservationId ?? null,
+    deposit_wallet_id: t.depositWalletId ?? null,
+    ...(t.createdAt ? { created_at: t.createdAt, updated_at: t.createdAt } : {}),
+    order_id: t.orderId ?? null,
+    reference: t.reference ?? null,
+    external_user_id: t.externalUserId ?? null,
+    checkout_session_id: t.checkoutSessionId ?? null,
+    rejection_reason: null,
+    metadata: t.metadata ? JSON.stringify(t.metadata) : null,
+  };
 }
 
 export async function insertTransaction(db: Db, t: NewTransaction): Promise<TransactionRecord> {
   const row = await db
     .insertInto("transactions")
-    .values({
-      id: t.id,
-      merchant_id: t.merchantId,
-      environment: t.environment,
-      type: t.type,
-      status: t.status,
-      currency_type: t.currencyType,
-      amount: t.amount.toString(),
-      fee: t.fee.toString(),
-      net_amount: (t.amount - t.fee).toString(),
-      actual_balance:
-        t.actualBalance === undefined || t.actualBalance === null ? null : t.actualBalance.toString(),
-      wallet_address: t.walletAddress ?? null,
-      blockchain_tx_hash: null,
-      order_id: t.orderId ?? null,
-      reference: t.reference ?? null,
-      external_user_id: t.externalUserId ?? null,
-      checkout_session_id: t.checkoutSessionId ?? null,
-      rejection_reason: null,
-      metadata: t.metadata ? JSON.stringify(t.metadata) : null,
-    })
+    .values(transactionValues(t))
     .returningAll()
     .executeTakeFirstOrThrow();
   return toRecord(row);
+}
+
+/** Sets the status and the given fields of a transaction (and `updated_at`); returns the new record. */
+export async function updateTransaction(
+  trx: Db,
+  id: string,
+  change: {
+    status?: TransactionStatus;
+    actualBalance?: bigint;
+    fee?: bigint;
+    netAmount?: bigint;
+    blockchainTxHash?: string | null;
+    confirmedAt?: Date | null;
+    rejectionReason?: string | null;
+    updatedAt: Date;
+  },
+): Promise<TransactionRecord> {
+  const row = await trx
+    .updateTable("transactions")
+    .set({
+      ...(change.status !== undefined ? { status: change.status } : {}),
+      ...(change.actualBalance !== undefined ? { actual_balance: change.actualBalance.toString() } : {}),
+      ...(change.fee !== undefined ? { fee: change.fee.toString() } : {}),
+      ...(change.netAmount !== undefined ? { net_amount: change.netAmount.toString() } : {}),
+      ...(change.blockchainTxHash !== undefined ? { blockchain_tx_hash: change.blockchainTxHash } : {}),
+      ...(change.confirmedAt !== undefined ? { confirmed_at: change.confirmedAt } : {}),
+      ...(change.rejectionReason !== undefined ? { rejection_reason: change.rejectionReason } : {}),
+      updated_at: change.updatedAt,
+    })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toRecord(row);
+}
+
+/** Locks one transaction row (`for update`) and reads it; the serialisation point of its status changes. */
+export async function lockTransaction(trx: Db, id: string): Promise<TransactionRecord | undefined> {
+  const row = await trx
+    .selectFrom("transactions")
+    .selectAll()
+    .where("id", "=", id)
+    .forUpdate()
+    .executeTakeFirst();
+  return row ? toRecord(row) : undefined;
 }
 
 /** One transaction of a merchant in an environment; another merchant's or environment's id is "not found". */

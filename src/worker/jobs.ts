@@ -1,8 +1,13 @@
+import { sessionExpiryJob } from "../deposits/expiry.js";
 import type { Runtime } from "../runtime.js";
+import { senderJobs } from "../sender/jobs.js";
 import { watcherJobs } from "../watcher/jobs.js";
 import { webhookDeliveryJob } from "../webhooks/job.js";
 import { heartbeatJob } from "./heartbeat.js";
 import type { Job } from "./runner.js";
+
+/** How often a worker closes checkout sessions whose timer ran out. */
+const CHECKOUT_EXPIRY_POLL_MS = 1_000;
 
 /** Every background job of a worker process (and of `serve`). Add new jobs here. */
 export function workerJobs(runtime: Runtime, instanceId: string, role: string): Job[] {
@@ -15,9 +20,18 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
         depositHandoff: runtime.depositHandoff,
         logger: runtime.logger,
         clock: runtime.clock,
+        listen: runtime.database.listen?.bind(runtime.database),
       },
       instanceId,
     ),
     webhookDeliveryJob(runtime, instanceId),
+    ...senderJobs(runtime, instanceId),
+    sessionExpiryJob({
+      db: runtime.database.db,
+      clock: runtime.clock,
+      logger: runtime.logger,
+      fees: runtime.config.fees,
+      everyMs: CHECKOUT_EXPIRY_POLL_MS,
+    }),
   ];
 }

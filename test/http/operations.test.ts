@@ -8,7 +8,7 @@ beforeAll(async () => {
 afterAll(() => svc?.close());
 
 describe("health, readiness, metrics", () => {
-  it("/healthz and /readyz report the database, the rate-limit store, the worker and each chain", async () => {
+  it("/healthz and /readyz report the database, the rate-limit store, the worker, each chain and its sending side", async () => {
     expect((await call(svc.urls.production, "/healthz")).body).toEqual({ status: "ok" });
     // The in-process worker writes its heartbeat on start.
     let ready = await call(svc.urls.production, "/readyz");
@@ -38,6 +38,19 @@ describe("health, readiness, metrics", () => {
           status: "ok",
           detail: expect.stringMatching(
             /^head \d+, cursor \d+, lag \d+ blocks \(simulator, 1 confirmation\)$/,
+          ),
+        },
+        // Sending (chains part 2): the sandbox simulator's hot wallet and queue; no gas tank there.
+        "sending:USDT-ERC20:sandbox": {
+          status: "ok",
+          detail: expect.stringMatching(
+            /^hot wallet (not seen yet|\d+ base units), 0 open transfers, 0 pending sweeps$/,
+          ),
+        },
+        "sending:USDT-TRC20:sandbox": {
+          status: "ok",
+          detail: expect.stringMatching(
+            /^hot wallet (not seen yet|\d+ base units), 0 open transfers, 0 pending sweeps$/,
           ),
         },
         database: { status: "ok", detail: expect.stringMatching(/^(pglite|postgres)$/) },

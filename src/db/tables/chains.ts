@@ -22,12 +22,6 @@ type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefine
 export type AddressPurpose = "checkout" | "wallet";
 export type ObservationStatus = "observed" | "handed_off" | "reorged";
 
-export interface AddressIndexCountersTable {
-  network: Network;
-  environment: Environment;
-  next_index: Int8;
-}
-
 export interface WatchedAddressesTable {
   network: Network;
   environment: Environment;
@@ -111,7 +105,6 @@ export interface SimTransactionsTable {
 }
 
 export interface ChainsTables {
-  address_index_counters: AddressIndexCountersTable;
   watched_addresses: WatchedAddressesTable;
   chain_cursors: ChainCursorsTable;
   chain_blocks: ChainBlocksTable;

@@ -60,6 +60,10 @@ export interface TransactionsTable {
   updated_at: Timestamp;
   confirmed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   search_text: ColumnType<string, never, never>;
+  /** Migration 0006: the one transfer a single-transfer deposit was made of (unique). */
+  chain_observation_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0006: the `/wallet/generate` wallet a deposit was paid to. */
+  deposit_wallet_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LedgerTables {

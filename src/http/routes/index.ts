@@ -3,14 +3,20 @@ import { accountRoutes } from "./account.js";
 import { adminRoutes } from "./admin.js";
 import { authRoutes } from "./auth.js";
 import { balanceRoutes } from "./balance.js";
+import { checkoutRoutes } from "./checkout.js";
 import { dashboardApiKeyRoutes } from "./dashboard-api-keys.js";
 import { dashboardMailRoutes } from "./dashboard-mail.js";
+import { dashboardReadRoutes } from "./dashboard-reads.js";
 import { dashboardSettingsRoutes } from "./dashboard-settings.js";
 import { disabledRoutes } from "./disabled.js";
 import { docsRoutes } from "./docs.js";
 import { healthRoutes } from "./health.js";
+import { payRoutes } from "./pay.js";
+import { sandboxRoutes } from "./sandbox.js";
+import { staticWebRoutes } from "./static-web.js";
 import { transactionRoutes } from "./transactions.js";
 import { webhookRoutes } from "./webhooks.js";
+import { withdrawalRoutes } from "./withdrawals.js";
 
 /** Every route module of the API, registered in this order. Add new endpoint groups here. */
 export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
@@ -22,8 +28,14 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   dashboardApiKeyRoutes,
   dashboardSettingsRoutes,
   dashboardMailRoutes,
+  dashboardReadRoutes,
   adminRoutes,
   balanceRoutes,
   transactionRoutes,
   webhookRoutes,
+  checkoutRoutes,
+  sandboxRoutes,
+  withdrawalRoutes,
+  payRoutes,
+  staticWebRoutes,
 ];

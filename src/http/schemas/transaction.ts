@@ -5,7 +5,8 @@ import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from "../../domain/transactio
 /** A string enum with its literal union as the static type. */
 export const literals = <const T extends readonly string[]>(values: T) =>
   Type.Unsafe<T[number]>({ type: "string", enum: [...values] });
-const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+export const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) =>
+  Type.Union([t, Type.Null()]);
 
 export const CurrencyTypeSchema = literals(CURRENCY_TYPES);
 export const TransactionTypeSchema = literals(TRANSACTION_TYPES);
