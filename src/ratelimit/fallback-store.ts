@@ -53,10 +53,22 @@ export class FallbackRateLimitStore implements RateLimitStore {
   }
 }
 
+/**
+ * Rejects when `p` has not settled `ms` after the call. When the timer fires the rejection waits
+ * one more turn of the event loop (`setImmediate`, after the I/O poll phase): if this process was
+ * descheduled or blocked past the deadline, an answer already waiting in the socket is read first
+ * and wins, so a busy process does not mistake a fast Redis for a slow one.
+ */
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`rate limit store did not answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      immediate = setImmediate(() => reject(new Error(`rate limit store did not answer within ${ms} ms`)));
+    }, ms);
   });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([p, timeout]).finally(() => {
+    clearTimeout(timer);
+    if (immediate) clearImmediate(immediate);
+  });
 }

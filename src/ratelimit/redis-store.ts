@@ -22,8 +22,11 @@ if count < limit then
 end
 local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
 if oldest then
-  -- Relative expiry: the scores are the caller's clock, which need not be Redis's.
-  redis.call('PEXPIRE', key, tonumber(oldest) + window - now + 1)
+  -- The key lives until its newest entry leaves the window (expiring with the oldest would drop
+  -- the newer entries with it and reset the count early). Relative expiry: the scores are the
+  -- caller's clock, which need not be Redis's.
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  redis.call('PEXPIRE', key, tonumber(newest) + window - now + 1)
 else
   oldest = now
 end

@@ -73,5 +73,19 @@ describe("sliding window stores agree with the reference model", () => {
         () => new RedisRateLimitStore(redis as Redis, `sgtest:${randomBytes(6).toString("hex")}:`),
       );
     });
+
+    it("keeps the log until its newest entry leaves the window (the key does not expire with the oldest)", async () => {
+      const prefix = `sgtest:${randomBytes(6).toString("hex")}:`;
+      const store = new RedisRateLimitStore(redis as Redis, prefix);
+      const t0 = 1_700_000_000_000;
+      await store.hit("k", 5, 10_000, t0);
+      await store.hit("k", 5, 10_000, t0 + 9_990);
+      // The oldest leaves the window 10 ms (caller's clock) after the second hit; the newest stays
+      // for 10 s more. The key must outlive real time accordingly.
+      expect(await (redis as Redis).pttl(`${prefix}k`)).toBeGreaterThan(9_000);
+      await new Promise((r) => setTimeout(r, 30)); // real time passes beyond the oldest's expiry
+      const third = await store.hit("k", 5, 10_000, t0 + 10_020);
+      expect(third.count).toBe(2); // the newest is still counted, the oldest is gone
+    });
   });
 });
