@@ -10,7 +10,8 @@ import { createSandboxSession, sandboxHeaders } from "./support.js";
 // and mobile widths (screenshots under test-artifacts/pay/), the page's script under its CSP, and the
 // live status flipping to paid without a reload when the sandbox payment lands.
 const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
+// CI sets REQUIRE_BROWSER=1 (and installs chromium): there a missing browser fails instead of skipping.
+const hasChromium = existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER === "1";
 if (!hasChromium)
   console.warn(`test/pay/browser.test.ts skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
