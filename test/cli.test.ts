@@ -73,7 +73,11 @@ function startServe(): Promise<{
   });
 }
 
-describe("stablegate command line", () => {
+// Every step starts `tsx src/main.ts` (TypeScript compiled at start-up): seconds per process on a
+// busy 2-core machine running other test files, so these tests get more time than the default.
+const CLI_TIMEOUT = { timeout: 120_000 };
+
+describe("stablegate command line", CLI_TIMEOUT, () => {
   it("merchant create on a fresh embedded data folder prints one key pair per environment", async () => {
     const r = await run([
       "merchant",
@@ -159,7 +163,7 @@ describe("stablegate command line", () => {
   });
 });
 
-describe("stablegate ledger verify", () => {
+describe("stablegate ledger verify", CLI_TIMEOUT, () => {
   it("reports a sound ledger with exit 0", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "sg-cli-ledger-"));
     try {
