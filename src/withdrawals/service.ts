@@ -176,7 +176,7 @@ export async function applyTransferOutcome(
   outcome: TransferOutcome,
 ): Promise<TransactionRecord | null> {
   const t = await lockTransaction(trx, outcome.intentId);
-  if (!t || t.status !== "processing" || (t.type !== "withdrawal" && t.type !== "payout")) return null;
+  if (t?.status !== "processing" || (t.type !== "withdrawal" && t.type !== "payout")) return null;
   const ctx = postingContext(t);
   let updated: TransactionRecord;
   if (outcome.status === "confirmed") {

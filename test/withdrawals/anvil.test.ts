@@ -1,5 +1,5 @@
 import { erc20Abi, type Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import {
@@ -89,6 +89,11 @@ afterAll(async () => {
   await receiver?.close();
   await svc?.close();
   await anvil?.stop();
+});
+
+// `stablegate ledger verify` after every test: every posting balances, every balance matches its journal.
+afterEach(async () => {
+  await expectLedgerOk(svc);
 });
 
 async function settled(id: string) {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
 import { updateSettings } from "../../src/services/settings.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
@@ -23,6 +23,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await receiver?.close();
   await svc?.close();
+});
+
+// `stablegate ledger verify` after every test: every posting balances, every balance matches its journal.
+afterEach(async () => {
+  await expectLedgerOk(svc);
 });
 
 const withdraw = (json: Record<string, unknown>, headers: Record<string, string> = m.api) =>

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { updateSettings } from "../../src/services/settings.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
@@ -19,6 +19,11 @@ beforeAll(async () => {
   m = await fundedMerchant(svc, receiver, { [TRC]: 1000 });
   // Manual approval for everything in this file.
   await updateSettings(svc.database.db, m.merchantId, "sandbox", { autoWithdraw: false }, new Date());
+});
+
+// `stablegate ledger verify` after every test: every posting balances, every balance matches its journal.
+afterEach(async () => {
+  await expectLedgerOk(svc);
 });
 afterAll(async () => {
   await receiver?.close();
