@@ -1,5 +1,6 @@
-import { sql } from "kysely";
+import { type SelectQueryBuilder, sql } from "kysely";
 import type { Db } from "../db/database.js";
+import type { DB } from "../db/schema.js";
 import type { TransactionRow } from "../db/tables/ledger.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -177,17 +178,10 @@ export function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
-/** The two queries of a list page (the page and the total); `listTransactions` runs them. */
-export function transactionListQueries(
-  db: Db,
-  scope: { merchantId: string; environment: Environment },
-  filter: TransactionFilter,
-  page: ListParams,
-) {
-  let q = db
-    .selectFrom("transactions")
-    .where("merchant_id", "=", scope.merchantId)
-    .where("environment", "=", scope.environment);
+type TransactionsQuery = SelectQueryBuilder<DB, "transactions", object>;
+
+/** The filter's conditions on a transactions query. */
+function filtered(q: TransactionsQuery, filter: TransactionFilter): TransactionsQuery {
   if (filter.type) q = q.where("type", "=", filter.type);
   if (filter.status) q = q.where("status", "=", filter.status);
   if (filter.currencyType) q = q.where("currency_type", "=", filter.currencyType);
@@ -198,16 +192,53 @@ export function transactionListQueries(
       sql<boolean>`search_text like ${`%${likeLiteral(filter.search.toLowerCase())}%`} escape '\\'`,
     );
   }
-  const column = SORT_COLUMNS[page.sortBy];
+  return q;
+}
+
+/** A page of a filtered query and its total. */
+function pageOf(q: TransactionsQuery, page: ListParams) {
   return {
     rows: q
       .selectAll()
-      .orderBy(column, page.order)
+      .orderBy(SORT_COLUMNS[page.sortBy], page.order)
       .orderBy("id", page.order)
       .limit(page.limit)
       .offset(page.offset),
     count: q.select((eb) => eb.fn.countAll<string>().as("n")),
   };
+}
+
+/** The two queries of a list page (the page and the total); `listTransactions` runs them. */
+export function transactionListQueries(
+  db: Db,
+  scope: { merchantId: string; environment: Environment },
+  filter: TransactionFilter,
+  page: ListParams,
+) {
+  const q = db
+    .selectFrom("transactions")
+    .where("merchant_id", "=", scope.merchantId)
+    .where("environment", "=", scope.environment);
+  return pageOf(filtered(q, filter), page);
+}
+
+/**
+ * Transactions across merchants, for the platform admin's read-only views: the same filters, plus
+ * an optional merchant and environment. Never used on a merchant's behalf (those lists are scoped
+ * by `transactionListQueries`).
+ */
+export async function listTransactionsAcrossMerchants(
+  db: Db,
+  scope: { merchantId?: string | undefined; environment?: Environment | undefined },
+  filter: TransactionFilter,
+  page: ListParams,
+): Promise<{ rows: TransactionRecord[]; total: number }> {
+  let q: TransactionsQuery = db.selectFrom("transactions");
+  if (scope.merchantId) q = q.where("merchant_id", "=", scope.merchantId);
+  if (scope.environment) q = q.where("environment", "=", scope.environment);
+  const queries = pageOf(filtered(q, filter), page);
+  const [rows, count] = await Promise.all([queries.rows.execute(), queries.count.executeTakeFirst()]);
+  return { rows: rows.map(toRecord), total: Number(count?.n ?? 0) };
 }
 
 export async function listTransactions(

@@ -1,29 +1,22 @@
 import { Type } from "@sinclair/typebox";
 import { sql } from "kysely";
-import type { Db } from "../../db/database.js";
 import { CURRENCY_TYPES } from "../../domain/currency.js";
-import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
 import { presentTransaction } from "../../domain/transaction.js";
 import { getBalances } from "../../ledger/balances.js";
 import {
   findTransaction,
-  likeLiteral,
   listTransactions,
-  type TransactionFilter,
+  listTransactionsAcrossMerchants,
   toRecord,
 } from "../../repositories/transactions.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { type ListParams, ListQuerySchema, listParams, pagination } from "../list.js";
+import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
-import {
-  CurrencyTypeSchema,
-  TransactionSchema,
-  TransactionStatusSchema,
-  TransactionTypeSchema,
-} from "../schemas/transaction.js";
+import { CurrencyTypeSchema, TransactionSchema } from "../schemas/transaction.js";
+import { TransactionFilterFields, TransactionsQuery, transactionFilter } from "../transaction-query.js";
 
 /**
  * The dashboard-channel versions of the account reads (CONTRACT §4.4, §6 "the same reads"): the
@@ -40,24 +33,10 @@ const BalanceSchema = Type.Object({
   total: Type.Number(),
 });
 
-const TransactionFilters = {
-  type: Type.Optional(TransactionTypeSchema),
-  status: Type.Optional(TransactionStatusSchema),
-  currencyType: Type.Optional(CurrencyTypeSchema),
-  search: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: "Literal text; never a pattern" }),
-  ),
-  from: Type.Optional(Type.String({ format: "date-time", description: "createdAt ≥ from" })),
-  to: Type.Optional(Type.String({ format: "date-time", description: "createdAt < to" })),
-};
-
-/** The query of `GET /api/v1/public/transactions`, declared again (that file does not export it). */
-const TransactionsQuery = Type.Composite([ListQuerySchema, Type.Object(TransactionFilters)]);
-
 const AdminTransactionsQuery = Type.Composite([
   ListQuerySchema,
   Type.Object({
-    ...TransactionFilters,
+    ...TransactionFilterFields,
     merchantId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     environment: Type.Optional(Type.Union([Type.Literal("production"), Type.Literal("sandbox")])),
   }),
@@ -84,58 +63,6 @@ const VolumePoint = Type.Object({
   outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in USDT" }),
   count: Type.Integer({ description: "Transactions counted in this day" }),
 });
-
-type FilterQuery = { from?: string; to?: string } & Omit<TransactionFilter, "from" | "to">;
-
-/** The filter of a transactions query; `from` after `to` is a 400 (as on the API-key channel). */
-function filterOf(q: FilterQuery): TransactionFilter {
-  const from = q.from ? new Date(q.from) : undefined;
-  const to = q.to ? new Date(q.to) : undefined;
-  if (from && to && from > to)
-    throw AppError.validation([{ field: "from", message: "must not be after to" }]);
-  return { type: q.type, status: q.status, currencyType: q.currencyType, search: q.search, from, to };
-}
-
-const SORT_COLUMNS = {
-  createdAt: "created_at",
-  updatedAt: "updated_at",
-  amount: "amount",
-  status: "status",
-  confirmedAt: "confirmed_at",
-} as const;
-
-/** Transactions across merchants for the admin (same filters; optional merchant and environment). */
-async function listAllTransactions(
-  db: Db,
-  scope: { merchantId?: string | undefined; environment?: Environment | undefined },
-  filter: TransactionFilter,
-  page: ListParams,
-) {
-  let q = db.selectFrom("transactions");
-  if (scope.merchantId) q = q.where("merchant_id", "=", scope.merchantId);
-  if (scope.environment) q = q.where("environment", "=", scope.environment);
-  if (filter.type) q = q.where("type", "=", filter.type);
-  if (filter.status) q = q.where("status", "=", filter.status);
-  if (filter.currencyType) q = q.where("currency_type", "=", filter.currencyType);
-  if (filter.from) q = q.where("created_at", ">=", filter.from);
-  if (filter.to) q = q.where("created_at", "<", filter.to);
-  if (filter.search) {
-    q = q.where(
-      sql<boolean>`search_text like ${`%${likeLiteral(filter.search.toLowerCase())}%`} escape '\\'`,
-    );
-  }
-  const [rows, count] = await Promise.all([
-    q
-      .selectAll()
-      .orderBy(SORT_COLUMNS[page.sortBy], page.order)
-      .orderBy("id", page.order)
-      .limit(page.limit)
-      .offset(page.offset)
-      .execute(),
-    q.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
-  ]);
-  return { rows: rows.map(toRecord), total: Number(count.n) };
-}
 
 function adminView(r: ReturnType<typeof toRecord>) {
   return { ...presentTransaction(r), merchantId: r.merchantId, environment: r.environment };
@@ -184,7 +111,7 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
     async (request) => {
       const p = dashboardPrincipal(request);
       const params = listParams(request.query);
-      const { rows, total } = await listTransactions(db, p, filterOf(request.query), params);
+      const { rows, total } = await listTransactions(db, p, transactionFilter(request.query), params);
       return {
         success: true as const,
         data: rows.map(presentTransaction),
@@ -288,10 +215,10 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
     async (request) => {
       const q = request.query;
       const params = listParams(q);
-      const { rows, total } = await listAllTransactions(
+      const { rows, total } = await listTransactionsAcrossMerchants(
         db,
         { merchantId: q.merchantId, environment: q.environment },
-        filterOf(q),
+        transactionFilter(q),
         params,
       );
       return { success: true as const, data: rows.map(adminView), pagination: pagination(params, total) };

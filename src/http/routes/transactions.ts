@@ -3,29 +3,11 @@ import { AppError } from "../../domain/errors.js";
 import { presentTransaction } from "../../domain/transaction.js";
 import { findTransaction, listTransactions } from "../../repositories/transactions.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { listParams, pagination } from "../list.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
-import {
-  CurrencyTypeSchema,
-  TransactionSchema,
-  TransactionStatusSchema,
-  TransactionTypeSchema,
-} from "../schemas/transaction.js";
-
-const TransactionsQuery = Type.Composite([
-  ListQuerySchema,
-  Type.Object({
-    type: Type.Optional(TransactionTypeSchema),
-    status: Type.Optional(TransactionStatusSchema),
-    currencyType: Type.Optional(CurrencyTypeSchema),
-    search: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: "Literal text; never a pattern" }),
-    ),
-    from: Type.Optional(Type.String({ format: "date-time", description: "createdAt ≥ from" })),
-    to: Type.Optional(Type.String({ format: "date-time", description: "createdAt < to" })),
-  }),
-]);
+import { TransactionSchema } from "../schemas/transaction.js";
+import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
 
 /** `GET /api/v1/public/transactions` and `/transactions/{id}` (CONTRACT §4.4). */
 export function transactionRoutes(app: App, { database }: RouteDeps) {
@@ -42,16 +24,11 @@ export function transactionRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       const p = apiKeyPrincipal(request);
-      const q = request.query;
-      const from = q.from ? new Date(q.from) : undefined;
-      const to = q.to ? new Date(q.to) : undefined;
-      if (from && to && from > to)
-        throw AppError.validation([{ field: "from", message: "must not be after to" }]);
-      const params = listParams(q);
+      const params = listParams(request.query);
       const { rows, total } = await listTransactions(
         database.db,
         p,
-        { type: q.type, status: q.status, currencyType: q.currencyType, search: q.search, from, to },
+        transactionFilter(request.query),
         params,
       );
       return {

@@ -1,0 +1,31 @@
+import { Type } from "@sinclair/typebox";
+import { AppError } from "../domain/errors.js";
+import type { TransactionFilter } from "../repositories/transactions.js";
+import { ListQuerySchema } from "./list.js";
+import { CurrencyTypeSchema, TransactionStatusSchema, TransactionTypeSchema } from "./schemas/transaction.js";
+
+/** The filters of every transaction list (CONTRACT §4.4), on both channels and for the admin. */
+export const TransactionFilterFields = {
+  type: Type.Optional(TransactionTypeSchema),
+  status: Type.Optional(TransactionStatusSchema),
+  currencyType: Type.Optional(CurrencyTypeSchema),
+  search: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: "Literal text; never a pattern" }),
+  ),
+  from: Type.Optional(Type.String({ format: "date-time", description: "createdAt ≥ from" })),
+  to: Type.Optional(Type.String({ format: "date-time", description: "createdAt < to" })),
+};
+
+/** The query of `GET …/transactions`: list conventions plus the filters. */
+export const TransactionsQuery = Type.Composite([ListQuerySchema, Type.Object(TransactionFilterFields)]);
+
+type FilterQuery = { from?: string; to?: string } & Omit<TransactionFilter, "from" | "to">;
+
+/** The repository filter of a validated query; `from` after `to` is a 400. */
+export function transactionFilter(q: FilterQuery): TransactionFilter {
+  const from = q.from ? new Date(q.from) : undefined;
+  const to = q.to ? new Date(q.to) : undefined;
+  if (from && to && from > to)
+    throw AppError.validation([{ field: "from", message: "must not be after to" }]);
+  return { type: q.type, status: q.status, currencyType: q.currencyType, search: q.search, from, to };
+}
