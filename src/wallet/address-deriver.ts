@@ -1,3 +1,6 @@
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha512 } from "@noble/hashes/sha2.js";
 import { HDKey } from "@scure/bip32";
 import { addressFromPublicKey } from "../chains/address.js";
 import type { Network } from "../chains/network.js";
@@ -9,8 +12,21 @@ import { masterKeyFromMnemonic } from "./mnemonic.js";
  * Derives receiving addresses. It keeps only the account-level extended PUBLIC keys
  * (`m/44'/<coin>'/<account>'`), so a process that only hands out addresses holds no private key.
  */
+const { Point } = secp256k1;
+type SecpPoint = InstanceType<typeof Point>;
+// A window-8 table for the generator (once per process, a few ms): every derivation multiplies
+// it, and this halves what noble's default table costs per multiplication.
+Point.BASE.precompute(8);
+
+/** The external chain node (`…/0`) of an account: its public point kept parsed, and its chain code. */
+interface ExternalNode {
+  point: SecpPoint;
+  compressed: Uint8Array;
+  chainCode: Uint8Array;
+}
+
 export class AddressDeriver {
-  private readonly cache = new Map<string, HDKey>();
+  private readonly cache = new Map<string, ExternalNode>();
 
   private constructor(private readonly accountXpub: (network: Network, environment: Environment) => string) {}
 
@@ -48,14 +64,45 @@ export class AddressDeriver {
   /** The address at `m/44'/<coin>'/<env account>'/0/<index>`, EIP-55 or base58check. */
   address(network: Network, environment: Environment, index: number): string {
     assertAddressIndex(index);
-    const key = `${network}/${environment}`;
-    let external = this.cache.get(key);
-    if (!external) {
-      external = HDKey.fromExtendedKey(this.accountXpub(network, environment)).deriveChild(0);
-      this.cache.set(key, external);
-    }
-    const child = external.deriveChild(index);
-    if (!child.publicKey) throw new Error("BIP32 derivation produced no public key.");
-    return addressFromPublicKey(network, child.publicKey);
+    return addressFromPublicKey(network, childPublicKey(this.externalNode(network, environment), index));
   }
+
+  private externalNode(network: Network, environment: Environment): ExternalNode {
+    const key = `${network}/${environment}`;
+    let node = this.cache.get(key);
+    if (!node) {
+      const external = HDKey.fromExtendedKey(this.accountXpub(network, environment)).deriveChild(0);
+      if (!external.publicKey || !external.chainCode)
+        throw new Error("BIP32 derivation produced no public key.");
+      node = {
+        point: Point.fromBytes(external.publicKey),
+        compressed: external.publicKey,
+        chainCode: external.chainCode,
+      };
+      this.cache.set(key, node);
+    }
+    return node;
+  }
+}
+
+/**
+ * BIP32 CKDpub of a non-hardened index, returning the child's UNCOMPRESSED public key (what the
+ * address functions hash). Written out here rather than `HDKey.deriveChild` because that parses
+ * the parent's compressed key again on every call and builds a full child node (fingerprint,
+ * compressed key) that is parsed once more for the address: three modular square roots per
+ * address, most of the CPU of a checkout session creation. Same rules as @scure/bip32 (a tweak
+ * outside the curve order, or a child at infinity, is refused for that index); a property test
+ * holds it to `HDKey.deriveChild` byte for byte.
+ */
+function childPublicKey(parent: ExternalNode, index: number): Uint8Array {
+  const data = new Uint8Array(37);
+  data.set(parent.compressed, 0);
+  new DataView(data.buffer).setUint32(33, index, false);
+  const i = hmac(sha512, parent.chainCode, data);
+  const tweak = Point.Fn.fromBytes(i.subarray(0, 32), true);
+  if (!Point.Fn.isValid(tweak)) throw new Error("Tweak bigger than curve order");
+  const child = tweak === 0n ? parent.point : parent.point.add(Point.BASE.multiply(tweak));
+  if (child.equals(Point.ZERO))
+    throw new Error("The tweak was equal to negative P, which made the result key invalid");
+  return child.toBytes(false);
 }

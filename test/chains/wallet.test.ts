@@ -1,8 +1,10 @@
+import { HDKey } from "@scure/bip32";
+import fc from "fast-check";
 import { TronWeb } from "tronweb";
 import { bytesToHex } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { normalizeAddress, validateAddress } from "../../src/chains/address.js";
+import { addressFromPublicKey, normalizeAddress, validateAddress } from "../../src/chains/address.js";
 import { InvalidAddressError } from "../../src/chains/errors.js";
 import { tronAddressFromHex, tronAddressToEvm, tronAddressToHex } from "../../src/chains/tron/address.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
@@ -105,6 +107,34 @@ describe("TRON derivation", () => {
         expect(TronWeb.isAddress(ours)).toBe(true);
       }
     }
+  });
+});
+
+describe("the deriver's own CKDpub", () => {
+  it("gives exactly what @scure/bip32's deriveChild gives from the account xpub, for any index", () => {
+    const pairs = [
+      ["USDT-ERC20", "production"],
+      ["USDT-ERC20", "sandbox"],
+      ["USDT-TRC20", "production"],
+      ["USDT-TRC20", "sandbox"],
+    ] as const;
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...pairs),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        ([network, env], index) => {
+          const external = HDKey.fromExtendedKey(
+            addresses.accountExtendedPublicKey(network, env),
+          ).deriveChild(0);
+          const reference = addressFromPublicKey(
+            network,
+            external.deriveChild(index).publicKey as Uint8Array,
+          );
+          expect(addresses.address(network, env, index)).toBe(reference);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
 
