@@ -41,6 +41,7 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
         async run(signal: AbortSignal) {
           await watcher.tick(signal);
         },
+        stop: () => watcher.releaseLease(),
       };
     }
     // The simulator announces each mined block (NOTIFY at commit): one long run that scans, then
@@ -67,6 +68,7 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
           await unlisten?.().catch(() => {});
         }
       },
+      stop: () => watcher.releaseLease(),
     };
   });
 }

@@ -193,6 +193,20 @@ export class ChainWatcher {
     return false;
   }
 
+  /**
+   * Gives the scanning lease up (graceful stop), so another instance — or this one restarted —
+   * takes the chain over at once instead of after the lease's expiry.
+   */
+  async releaseLease(): Promise<void> {
+    await this.db
+      .updateTable("chain_cursors")
+      .set({ lease_owner: null, lease_until: null })
+      .where("network", "=", this.network)
+      .where("environment", "=", this.environment)
+      .where("lease_owner", "=", this.options.owner)
+      .execute();
+  }
+
   /** Scans from the cursor toward the safe block. The caller holds the lease. */
   async scan(signal?: AbortSignal): Promise<ScanResult> {
     const started = Date.now();

@@ -5,6 +5,8 @@ export interface Job {
   name: string;
   everyMs: number;
   run(signal: AbortSignal): Promise<void>;
+  /** Called once on graceful stop, after the job's last run has finished (e.g. to give up a lease). */
+  stop?(): Promise<void>;
 }
 
 /**
@@ -46,5 +48,10 @@ export class JobRunner {
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#abort.abort();
     await Promise.allSettled([...this.#running]);
+    await Promise.allSettled(
+      this.jobs.map((job) =>
+        job.stop?.().catch((err: unknown) => this.log.warn({ err, job: job.name }, "job stop failed")),
+      ),
+    );
   }
 }

@@ -254,6 +254,19 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
       expect(new Set(seen.map((t) => t.observationId)).size).toBe(8);
     });
 
+    it("a watcher stopped gracefully gives its lease up: another instance scans at once", async () => {
+      const { handoff } = recorder();
+      const first = watcher(handoff, { owner: "graceful-a", leaseMs: 60_000 });
+      const second = watcher(handoff, { owner: "graceful-b", leaseMs: 60_000 });
+      await first.tick();
+      expect((await second.tick()).kind).toBe("standby"); // a live lease of a minute
+      await first.releaseLease();
+      expect((await second.tick()).kind).not.toBe("standby");
+      // Releasing is only ever done by the owner: the first one's release no longer touches it.
+      await first.releaseLease();
+      expect((await first.tick()).kind).toBe("standby");
+    });
+
     it("a hanging or erroring endpoint does not crash the worker; it backs off and recovers", async () => {
       const { handoff, seen } = recorder();
       const w = watcher(handoff, {
