@@ -165,6 +165,13 @@ describe("who can see and do what", () => {
       json: { amount: -1 },
     });
     expectField(bad, "amount");
+    // No body at all (as in the README's curl): the full amount.
+    const bare = await call(svc.urls.sandbox, `/api/v1/sandbox/checkout/${s.body.data.id}/pay`, {
+      method: "POST",
+      headers: sandbox,
+    });
+    expect(bare.status, bare.text).toBe(202);
+    expect(bare.body.data.amount).toBe(1);
   });
 
   it("/wallet/generate: bad currency, over-long label", async () => {

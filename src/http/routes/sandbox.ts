@@ -42,6 +42,10 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
         ),
         response: { 202: ok(SandboxPaymentSchema), ...commonErrors },
       },
+      // The body is optional (`curl -X POST …/pay` pays the full amount): no body is `{}`.
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
     },
     async (request, reply) => {
       const who = principal(request);
