@@ -18,7 +18,8 @@
  * claim's plan needs row estimates; a never-analysed table gets a bitmap scan of every due row).
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
- * `stablegate_bench_webhooks` database is recreated there), BENCH_EVENTS (10000), BENCH_ROUNDS (1).
+ * `stablegate_bench_webhooks` database is recreated there), BENCH_EVENTS (10000), BENCH_ROUNDS (1),
+ * BENCH_CPU_PROF (a folder: the workers write V8 CPU profiles there).
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -270,19 +271,31 @@ async function main() {
       const children: ChildProcess[] = [];
       for (let w = 0; w < workers; w++) {
         children.push(
-          spawn(process.execPath, ["--import", "tsx", MAIN, "worker"], {
-            cwd: ROOT,
-            stdio: ["ignore", "ignore", "inherit"],
-            env: {
-              PATH: process.env.PATH ?? "",
-              HOME: process.env.HOME ?? "/tmp",
-              DATABASE_URL: databaseUrl,
-              SECRET_ENCRYPTION_KEY: KEY,
-              SSRF_ALLOW_CIDRS: "127.0.0.0/8",
-              LOG_LEVEL: "warn",
-              DATA_DIR: path.join(dataDir, `r${round}-w${workers}-${w}`),
+          spawn(
+            process.execPath,
+            [
+              ...(process.env.BENCH_CPU_PROF
+                ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+                : []),
+              "--import",
+              "tsx",
+              MAIN,
+              "worker",
+            ],
+            {
+              cwd: ROOT,
+              stdio: ["ignore", "ignore", "inherit"],
+              env: {
+                PATH: process.env.PATH ?? "",
+                HOME: process.env.HOME ?? "/tmp",
+                DATABASE_URL: databaseUrl,
+                SECRET_ENCRYPTION_KEY: KEY,
+                SSRF_ALLOW_CIDRS: "127.0.0.0/8",
+                LOG_LEVEL: "warn",
+                DATA_DIR: path.join(dataDir, `r${round}-w${workers}-${w}`),
+              },
             },
-          }),
+          ),
         );
       }
       for (;;) {
