@@ -1,16 +1,12 @@
 #!/usr/bin/env node
-import { randomBytes } from "node:crypto";
-import { parseArgs } from "node:util";
-import { printCreatedMerchant, runOperator } from "./cli/merchant-create.js";
+import { findCliCommand, isCliGroup } from "./cli/commands.js";
 import { ConfigError } from "./config/config.js";
 import { loadConfig } from "./config/load.js";
 import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
-import { formatLedgerReport, type LedgerReport } from "./ledger/verify.js";
 import { RemoteCommandError } from "./operator/control-client.js";
 import { ROLES, type Role, startRole } from "./roles/processes.js";
 import { StartupError } from "./roles/startup-error.js";
-import type { CreatedMerchant } from "./services/merchants.js";
 import { startSignerRole } from "./signer/role.js";
 
 const USAGE = `usage: stablegate [role] | stablegate <command>
@@ -36,68 +32,20 @@ operator commands
 Configuration comes from environment variables (see README.md).`;
 
 async function main(argv: string[]): Promise<number> {
-  const [first = "serve", ...rest] = argv;
+  const [first = "serve"] = argv;
   if (first === "help" || first === "--help" || first === "-h") {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
   const config = loadConfig();
 
-  if (first === "merchant") {
-    const [sub, ...flags] = rest;
-    if (sub !== "create") {
+  if (isCliGroup(first)) {
+    const found = findCliCommand(argv);
+    if (!found) {
       process.stderr.write(`${USAGE}\n`);
       return 2;
     }
-    const { values } = parseArgs({
-      args: flags,
-      options: { email: { type: "string" }, company: { type: "string" }, json: { type: "boolean" } },
-    });
-    const created = (await runOperator(config, "merchant.create", {
-      email: values.email ?? "",
-      companyName: values.company ?? "",
-    })) as CreatedMerchant;
-    process.stdout.write(
-      `${values.json ? JSON.stringify(created, null, 2) : printCreatedMerchant(created, config)}\n`,
-    );
-    return 0;
-  }
-
-  if (first === "ledger") {
-    const [sub, ...flags] = rest;
-    if (sub !== "verify") {
-      process.stderr.write(`${USAGE}\n`);
-      return 2;
-    }
-    const { values } = parseArgs({ args: flags, options: { json: { type: "boolean" } } });
-    const report = (await runOperator(config, "ledger.verify", {})) as LedgerReport;
-    process.stdout.write(`${values.json ? JSON.stringify(report, null, 2) : formatLedgerReport(report)}\n`);
-    return report.ok ? 0 : 1;
-  }
-
-  if (first === "admin") {
-    const [sub, ...flags] = rest;
-    if (sub !== "create") {
-      process.stderr.write(`${USAGE}\n`);
-      return 2;
-    }
-    const { values } = parseArgs({
-      args: flags,
-      options: { email: { type: "string" }, "password-stdin": { type: "boolean" } },
-    });
-    const generated = !values["password-stdin"];
-    const password = generated
-      ? randomBytes(18).toString("base64url")
-      : (await readStdin()).replace(/\r?\n$/, "");
-    const admin = (await runOperator(config, "admin.create", { email: values.email ?? "", password })) as {
-      id: string;
-      email: string;
-    };
-    process.stdout.write(
-      `Admin ${admin.id} created for ${admin.email} (read-only dashboard access to /api/v1/admin/*).\n` +
-        (generated ? `Password (shown only now): ${password}\n` : ""),
-    );
-    return 0;
+    return found.command.run(config, found.flags);
   }
 
   if (first === "signer") {
@@ -138,12 +86,6 @@ async function main(argv: string[]): Promise<number> {
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
   });
-}
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 main(process.argv.slice(2)).then(
