@@ -28,6 +28,10 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
  * response is written, so "created" and "remembered" commit together. A request that fails with an
  * error stores nothing: retrying with the same key is allowed. Without the header, `run` simply
  * runs in a transaction.
+ *
+ * `options.beforeRun` is what only a request that will really run may do, outside the transaction
+ * (a payout spends its single-use OTP): it is skipped for a replay, a mismatch and a request in
+ * flight, so a retried payout gets its stored answer instead of "this code was already used".
  */
 export async function idempotentCreate(
   ctx: { db: Db; clock: Clock },
@@ -36,9 +40,10 @@ export async function idempotentCreate(
   who: Principal,
   status: number,
   run: (trx: Db) => Promise<unknown>,
+  options: { beforeRun?: () => Promise<void> } = {},
 ): Promise<FastifyReply> {
   // The body is serialised here (with the route's response schema) so that a replay sends the same bytes.
-  return reply.send(await respond(ctx, request, reply, who, status, run));
+  return reply.send(await respond(ctx, request, reply, who, status, run, options.beforeRun));
 }
 
 async function respond(
@@ -48,10 +53,12 @@ async function respond(
   who: Principal,
   status: number,
   run: (trx: Db) => Promise<unknown>,
+  beforeRun: (() => Promise<void>) | undefined,
 ): Promise<string> {
   const header = request.headers["idempotency-key"];
   reply.code(status).type("application/json; charset=utf-8");
   if (header === undefined) {
+    await beforeRun?.();
     return ctx.db.transaction().execute(async (trx) => serialize(reply, await run(trx)));
   }
   if (typeof header !== "string" || !KEY_PATTERN.test(header)) {
@@ -84,6 +91,7 @@ async function respond(
       break;
   }
   try {
+    await beforeRun?.();
     return await ctx.db.transaction().execute(async (trx) => {
       const body = serialize(reply, await run(trx));
       await completeIdempotencyKey(trx, scope, { status, body });

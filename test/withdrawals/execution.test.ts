@@ -181,6 +181,31 @@ describe("payouts (dashboard, OTP)", () => {
     expect(list.body.pagination.total).toBeGreaterThanOrEqual(1);
   });
 
+  it("a payout retried with the same Idempotency-Key replays its answer (the spent OTP is not checked again)", async () => {
+    const before = await balance(svc, m.api, TRC);
+    const otp = await payoutOtp();
+    const send = () =>
+      call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {
+        headers: { ...m.bearer, "idempotency-key": `payout-retry-${otp}` },
+        json: { amount: 7, currencyType: TRC, walletAddress: TRON_TO, otp },
+      });
+    const first = await send();
+    expect(first.status, first.text).toBe(201);
+    const retry = await send();
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(retry.text).toBe(first.text);
+    await settled(first.body.data.id, "transactions");
+    // One payout, paid once.
+    expect(await balance(svc, m.api, TRC)).toEqual({ available: before.available - 7, held: before.held });
+    // A new request (another body) with the spent code is still refused.
+    const other = await call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {
+      headers: { ...m.bearer, "idempotency-key": `payout-other-${otp}` },
+      json: { amount: 8, currencyType: TRC, walletAddress: TRON_TO, otp },
+    });
+    expect(other.status).toBe(400);
+  });
+
   it("to the failure address: failed, balance restored, one webhook", async () => {
     const before = await balance(svc, m.api, TRC);
     const r = await call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {

@@ -212,33 +212,25 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
   ]);
   const PayoutReadResponse = Type.Union([ok(PayoutSchema), list(PayoutSchema)]);
 
-  app.get(
-    "/api/v1/public/payout/get",
-    {
-      config: { auth: "apiKey", tier: "standard" },
-      schema: {
-        summary: "Get one payout (?id=) or list payouts",
-        tags: ["Payouts"],
-        querystring: PayoutQuery,
-        response: { 200: PayoutReadResponse, ...commonErrors },
+  // The same payout read on both channels: `/api/v1/public/payout/get` (CONTRACT §4.3) and the dashboard's.
+  for (const route of [
+    { url: "/api/v1/public/payout/get", auth: "apiKey", tier: "standard" },
+    { url: "/api/v1/dashboard/payouts", auth: "dashboard", tier: "dashboard" },
+  ] as const) {
+    app.get(
+      route.url,
+      {
+        config: { auth: route.auth, tier: route.tier },
+        schema: {
+          summary: "Get one payout (?id=) or list payouts",
+          tags: ["Payouts"],
+          querystring: PayoutQuery,
+          response: { 200: PayoutReadResponse, ...commonErrors },
+        },
       },
-    },
-    async (request) => payoutRead(principal(request), request.query),
-  );
-
-  app.get(
-    "/api/v1/dashboard/payouts",
-    {
-      config: { auth: "dashboard", tier: "dashboard" },
-      schema: {
-        summary: "Get one payout (?id=) or list payouts",
-        tags: ["Payouts"],
-        querystring: PayoutQuery,
-        response: { 200: PayoutReadResponse, ...commonErrors },
-      },
-    },
-    async (request) => payoutRead(principal(request), request.query),
-  );
+      async (request) => payoutRead(principal(request), request.query),
+    );
+  }
 
   app.post(
     "/api/v1/dashboard/payouts",
@@ -267,15 +259,23 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         currencyType: body.currencyType,
         walletAddress: body.walletAddress,
       });
-      await consumeOtp(kit, who.userId, "payout", body.otp);
-      return idempotentCreate({ db, clock: deps.clock }, request, reply, who, 201, async (trx) => {
-        const t = await createPayout(trx, service, who, {
-          amount: units,
-          currencyType: body.currencyType,
-          walletAddress: body.walletAddress,
-        });
-        return { success: true as const, data: presentPayout(t) };
-      });
+      return idempotentCreate(
+        { db, clock: deps.clock },
+        request,
+        reply,
+        who,
+        201,
+        async (trx) => {
+          const t = await createPayout(trx, service, who, {
+            amount: units,
+            currencyType: body.currencyType,
+            walletAddress: body.walletAddress,
+          });
+          return { success: true as const, data: presentPayout(t) };
+        },
+        // The OTP is spent only by a request that runs: a retry with the same Idempotency-Key replays.
+        { beforeRun: () => consumeOtp(kit, who.userId, "payout", body.otp) },
+      );
     },
   );
 }
