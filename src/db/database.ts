@@ -24,8 +24,11 @@ export interface Database {
 
 export type DatabaseOptions =
   | { kind: "postgres"; url: string; poolSize: number; applicationName?: string }
-  /** `dataDir` undefined = in memory (tests). */
-  | { kind: "pglite"; dataDir: string | undefined };
+  /**
+   * `dataDir` undefined = in memory (tests). `snapshot`: a data directory dumped by PGlite's
+   * `dumpDataDir` to start from (tests start from a migrated template: no initdb, no migrations).
+   */
+  | { kind: "pglite"; dataDir: string | undefined; snapshot?: Blob };
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.kind === "postgres") {
@@ -51,7 +54,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
   // The same extensions as the PostgreSQL deployment (pg_trgm for literal substring search).
-  const pglite = await PGlite.create(options.dataDir, { extensions: { pg_trgm } });
+  const pglite = await PGlite.create(options.dataDir, {
+    extensions: { pg_trgm },
+    ...(options.snapshot ? { loadDataDir: options.snapshot } : {}),
+  });
   const pglitePool = new PGlitePool(pglite);
   return {
     ...wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: pglitePool }) }), "pglite"),

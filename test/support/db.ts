@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import pg from "pg";
 import { inject } from "vitest";
 import { type Database, openDatabase } from "../../src/db/database.js";
@@ -24,10 +25,26 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+let template: Promise<Blob | undefined> | undefined;
+
+/** The migrated PGlite snapshot written by the global setup (read once per test file). */
+function pgliteTemplate(): Promise<Blob | undefined> {
+  template ??= (async () => {
+    const file = inject("pgliteTemplate");
+    return file ? new Blob([await readFile(file)]) : undefined;
+  })();
+  return template;
+}
+
 /** A fresh, migrated database of its own: a clone of the run's template on PostgreSQL, else PGlite. */
 export async function openTestDatabase(poolSize = 5): Promise<Database & { url: string | undefined }> {
   if (!TEST_DATABASE_URL) {
-    const database = await openDatabase({ kind: "pglite", dataDir: undefined });
+    const database = await openDatabase({
+      kind: "pglite",
+      dataDir: undefined,
+      snapshot: await pgliteTemplate(),
+    });
+    // Already migrated in the snapshot: this only checks it (and would apply anything newer).
     await migrate(database.db);
     return { ...database, url: undefined };
   }
