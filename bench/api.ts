@@ -11,39 +11,15 @@
  * `stablegate_bench` database is recreated there), BENCH_REDIS_URL (redis://127.0.0.1:6379),
  * BENCH_SECONDS (10), BENCH_CONNECTIONS (50).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import autocannon from "autocannon";
-import pg from "pg";
+import { freePort, MAIN, ROOT, recreateDatabase, startServe, stopChild, TSX } from "./support.js";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
-const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
-const MAIN = path.join(ROOT, "src", "main.ts");
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function recreateDatabase(): Promise<string> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  await c.query("drop database if exists stablegate_bench with (force)");
-  await c.query("create database stablegate_bench");
-  await c.end();
-  const u = new URL(ADMIN_URL);
-  u.pathname = "/stablegate_bench";
-  return u.toString();
-}
 
 function baseEnv(databaseUrl: string, extra: Record<string, string>) {
   return {
@@ -56,27 +32,6 @@ function baseEnv(databaseUrl: string, extra: Record<string, string>) {
     DATA_DIR: path.join(ROOT, "data", "bench"),
     ...extra,
   };
-}
-
-async function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(TSX, [MAIN, "serve"], { env, stdio: ["ignore", "ignore", "inherit"] });
-  const url = `http://127.0.0.1:${env.PORT}/healthz`;
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(url)).ok) return child;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error("server did not start");
-}
-
-async function stop(child: ChildProcess) {
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await exited;
 }
 
 async function measure(label: string, port: number, headers: Record<string, string>) {
@@ -96,7 +51,7 @@ async function measure(label: string, port: number, headers: Record<string, stri
 }
 
 async function main() {
-  const databaseUrl = await recreateDatabase();
+  const databaseUrl = await recreateDatabase(ADMIN_URL, "stablegate_bench");
   const port = await freePort();
   const sandboxPort = await freePort();
   const ports = { PORT: String(port), SANDBOX_PORT: String(sandboxPort) };
@@ -119,11 +74,11 @@ async function main() {
     ["rate limiting on (Redis)", { RATE_LIMIT_STANDARD: "1000000000" }],
     ["rate limiting off", { RATE_LIMIT_ENABLED: "false" }],
   ] as const) {
-    const child = await startServer(baseEnv(databaseUrl, { ...ports, ...extra }));
+    const child = await startServe(baseEnv(databaseUrl, { ...ports, ...extra }));
     try {
       results.push(await measure(label, port, headers));
     } finally {
-      await stop(child);
+      await stopChild(child);
     }
   }
 

@@ -16,18 +16,16 @@
  * `stablegate_bench_checkout` database is recreated there), BENCH_REDIS_URL, BENCH_SECONDS (10),
  * BENCH_CONNECTIONS (32), BENCH_OPEN_SESSIONS (100000), BENCH_PAYMENTS (100).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import http from "node:http";
-import { type AddressInfo, createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 import pg from "pg";
+import { freePort, MAIN, percentile, ROOT, recreateDatabase, startServe, stopChild, TSX } from "./support.js";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
-const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
-const MAIN = path.join(ROOT, "src", "main.ts");
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -35,26 +33,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const OPEN_SESSIONS = Number(process.env.BENCH_OPEN_SESSIONS ?? 100_000);
 const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 100);
 const DB_NAME = "stablegate_bench_checkout";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function recreateDatabase(): Promise<string> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  await c.query(`drop database if exists ${DB_NAME} with (force)`);
-  await c.query(`create database ${DB_NAME}`);
-  await c.end();
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  return u.toString();
-}
 
 function env(databaseUrl: string, extra: Record<string, string>) {
   return {
@@ -71,29 +49,6 @@ function env(databaseUrl: string, extra: Record<string, string>) {
     ...extra,
   };
 }
-
-async function startServer(e: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(TSX, [MAIN, "serve"], { env: e, stdio: ["ignore", "ignore", "inherit"] });
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${e.PORT}/healthz`)).ok) return child;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error("server did not start");
-}
-
-async function stop(child: ChildProcess) {
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await exited;
-}
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 /** The same rows per session as the service writes, from a bare driver loop: the machine's ceiling. */
 async function bareCeiling(databaseUrl: string, merchantId: string) {
@@ -171,7 +126,7 @@ async function bulkOpenSessions(databaseUrl: string, merchantId: string, n: numb
 }
 
 async function main() {
-  const databaseUrl = await recreateDatabase();
+  const databaseUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
   const ports = { PORT: String(await freePort()), SANDBOX_PORT: String(await freePort()) };
   execFileSync(TSX, [MAIN, "migrate"], { env: env(databaseUrl, ports), stdio: "inherit" });
   const created = JSON.parse(
@@ -189,7 +144,7 @@ async function main() {
 
   // ── 1. creation throughput vs the bare ceiling ──
   const ceiling = await bareCeiling(databaseUrl, created.id);
-  const server = await startServer(env(databaseUrl, ports));
+  const server = await startServe(env(databaseUrl, ports), 300);
   const sandbox = `http://127.0.0.1:${ports.SANDBOX_PORT}`;
   let api: { rps: number; p50: number; p99: number; non2xx: number };
   try {
@@ -204,7 +159,7 @@ async function main() {
     const r = await autocannon({ ...options, duration: SECONDS });
     api = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx };
   } finally {
-    await stop(server);
+    await stopChild(server);
   }
 
   // ── 2. block → webhook with many open sessions ──
@@ -221,7 +176,7 @@ async function main() {
   });
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
   const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  const server2 = await startServer(env(databaseUrl, ports));
+  const server2 = await startServe(env(databaseUrl, ports), 300);
   const latencies: number[] = [];
   try {
     const set = await fetch(`${sandbox}/api/v1/webhook/url`, {
@@ -251,7 +206,7 @@ async function main() {
       latencies.push(at - mined);
     }
   } finally {
-    await stop(server2);
+    await stopChild(server2);
     receiver.close();
   }
   latencies.sort((a, b) => a - b);

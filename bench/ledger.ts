@@ -1,15 +1,3 @@
-/**
- * `npm run bench:ledger` — postings per second on real PostgreSQL, each posting in its own
- * transaction (deposit credits: lock + balance update + posting + entries), with CONNECTIONS
- * concurrent clients:
- *   - contention: every posting credits the same merchant account (its row lock serialises them);
- *   - spread: postings go to 1,000 merchants at random.
- * Prints both and their ratio, then runs `ledger verify` over the result.
- *
- * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
- * `stablegate_bench_ledger` database is recreated there), BENCH_SECONDS (5), BENCH_CONNECTIONS (16).
- */
-import pg from "pg";
 import { openDatabase } from "../src/db/database.js";
 import { migrate } from "../src/db/migrate.js";
 import { newId } from "../src/domain/ids.js";
@@ -17,24 +5,14 @@ import { UNIT } from "../src/domain/money.js";
 import { creditDeposit } from "../src/ledger/operations.js";
 import { verifyLedger } from "../src/ledger/verify.js";
 import { createMerchantWithKeys } from "../src/services/merchants.js";
+import { recreateDatabase } from "./support.js";
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 
-async function recreate(): Promise<string> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  await c.query("drop database if exists stablegate_bench_ledger with (force)");
-  await c.query("create database stablegate_bench_ledger");
-  await c.end();
-  const u = new URL(ADMIN_URL);
-  u.pathname = "/stablegate_bench_ledger";
-  return u.toString();
-}
-
 async function main() {
-  const url = await recreate();
+  const url = await recreateDatabase(ADMIN_URL, "stablegate_bench_ledger");
   const database = await openDatabase({ kind: "postgres", url, poolSize: CONNECTIONS });
   const db = database.db;
   await migrate(db);

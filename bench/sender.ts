@@ -13,11 +13,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import type { Hex } from "viem";
 import { EvmChainWriter } from "../src/chains/evm/evm-writer.js";
-import { type Database, openDatabase } from "../src/db/database.js";
-import { migrate } from "../src/db/migrate.js";
 import { systemClock } from "../src/lib/clock.js";
 import { createLogger } from "../src/observability/logger.js";
 import { requestTransfer } from "../src/sender/intents.js";
@@ -30,6 +27,7 @@ import { startSignerServer } from "../src/signer/server.js";
 import { AddressDeriver } from "../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../src/wallet/derivation-path.js";
 import { deployTestUsdt, mintTestUsdt, startAnvil } from "../test/support/chain/anvil.js";
+import { freshDatabase } from "./support.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const SECRET = "bench-internal-shared-secret-0123456789abcdef";
@@ -49,24 +47,6 @@ if (process.argv.includes("--signer-child")) {
   process.on("SIGTERM", () => void server.close().then(() => process.exit(0)));
 } else {
   await main();
-}
-
-async function freshDatabase(): Promise<Database> {
-  if (!ADMIN_URL) {
-    const db = await openDatabase({ kind: "pglite", dataDir: undefined });
-    await migrate(db.db);
-    return db;
-  }
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query("drop database if exists stablegate_bench_sender with (force)");
-  await admin.query("create database stablegate_bench_sender");
-  await admin.end();
-  const u = new URL(ADMIN_URL);
-  u.pathname = "/stablegate_bench_sender";
-  const db = await openDatabase({ kind: "postgres", url: u.toString(), poolSize: 5 });
-  await migrate(db.db);
-  return db;
 }
 
 function startSignerProcess(): Promise<{ url: string; child: ChildProcess }> {
@@ -90,7 +70,7 @@ function startSignerProcess(): Promise<{ url: string; child: ChildProcess }> {
 
 async function run(label: string, signer: Signer): Promise<number> {
   const node = await startAnvil();
-  const database = await freshDatabase();
+  const database = await freshDatabase(ADMIN_URL, "stablegate_bench_sender");
   try {
     const token = await deployTestUsdt(node);
     const wallet = AddressDeriver.fromMnemonic(MNEMONIC);

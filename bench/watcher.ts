@@ -1,50 +1,17 @@
-/**
- * `npm run bench:watcher` — the deposit watcher on a real anvil node.
- *
- * 1. Cost per scanned block with 1,000 and with 1,000,000 watched addresses: the same 200 blocks
- *    (each with a USDT transfer, a quarter of them to watched addresses) scanned one block per
- *    tick, as in steady state; time and RPC calls (counted at a proxy in front of anvil) per block.
- * 2. Catch-up: blocks/s over a backlog of 2,000 blocks (with 100 transfers in it).
- * 3. Latency from the confirming block (confirmations = 2: the block after the transfer's) being
- *    available from the node to the stored observation (`observed_at`), p50/p99 over 100 transfers,
- *    with the watcher polling every BENCH_POLL_MS (20).
- *
- * Database: BENCH_DATABASE_URL (a `stablegate_bench_watcher` database is recreated there), else
- * in-memory PGlite. Watched addresses are synthetic (`0x000…<n>`), inserted with generate_series.
- */
-import pg from "pg";
 import type { Hex } from "viem";
 import { EvmChainAdapter } from "../src/chains/evm/evm-adapter.js";
-import { type Database, openDatabase } from "../src/db/database.js";
-import { migrate } from "../src/db/migrate.js";
+import type { Database } from "../src/db/database.js";
 import { createLogger } from "../src/observability/logger.js";
 import { DepositHandoff } from "../src/watcher/handoff.js";
 import { ChainWatcher } from "../src/watcher/watcher.js";
 import { deployTestUsdt, mineBlocks, mintTestUsdt, startAnvil } from "../test/support/chain/anvil.js";
 import { startRpcProxy } from "../test/support/chain/rpc-proxy.js";
+import { freshDatabase, percentile } from "./support.js";
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL;
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 20);
 const logger = createLogger("silent");
 const synthetic = (i: number) => `0x${String(i).padStart(40, "0")}` as Hex;
-
-async function freshDatabase(): Promise<Database> {
-  if (!ADMIN_URL) {
-    const db = await openDatabase({ kind: "pglite", dataDir: undefined });
-    await migrate(db.db);
-    return db;
-  }
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query("drop database if exists stablegate_bench_watcher with (force)");
-  await admin.query("create database stablegate_bench_watcher");
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = "/stablegate_bench_watcher";
-  const db = await openDatabase({ kind: "postgres", url: url.toString(), poolSize: 5 });
-  await migrate(db.db);
-  return db;
-}
 
 async function watch(database: Database, count: number): Promise<void> {
   await database.db
@@ -61,11 +28,6 @@ async function watch(database: Database, count: number): Promise<void> {
   }
   await sql`analyze watched_addresses`.execute(database.db);
 }
-
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
 
 async function main() {
   const anvil = await startAnvil();
@@ -109,7 +71,7 @@ async function main() {
   const cost: Record<number, { msPerBlock: number; callsPerBlock: number; observed: number }> = {};
   // The first pass warms up the JIT and anvil's caches and is not reported.
   for (const [run, size] of [1_000, 1_000, 1_000_000].entries()) {
-    const database = await freshDatabase();
+    const database = await freshDatabase(ADMIN_URL, "stablegate_bench_watcher");
     const t0 = Date.now();
     await watch(database, size);
     if (run > 0) console.log(`watched ${size.toLocaleString("en")} addresses (insert ${Date.now() - t0} ms)`);
@@ -145,7 +107,7 @@ async function main() {
 
   // --- 2. catch-up --------------------------------------------------------------------------
   {
-    const database = await freshDatabase();
+    const database = await freshDatabase(ADMIN_URL, "stablegate_bench_watcher");
     await watch(database, 1_000);
     const from = Number(await anvil.publicClient.getBlockNumber());
     for (let i = 0; i < 20; i++) {
@@ -177,7 +139,7 @@ async function main() {
 
   // --- 3. latency ---------------------------------------------------------------------------
   {
-    const database = await freshDatabase();
+    const database = await freshDatabase(ADMIN_URL, "stablegate_bench_watcher");
     await watch(database, 1_000);
     const w = newWatcher(database, 2, { initialRangeBlocks: 10, maxRangeBlocks: 100 });
     await w.tick();
@@ -210,6 +172,7 @@ async function main() {
     }
     running = false;
     await loop;
+    latencies.sort((a, b) => a - b);
     console.log(
       `\n3. latency confirming block → stored observation (poll every ${POLL_MS} ms, ${latencies.length} transfers): p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms (goal p50 ≤ 100 ms)`,
     );

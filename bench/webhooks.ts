@@ -42,9 +42,8 @@ import { enqueueWebhookEvent, WEBHOOK_CHANNEL } from "../src/webhooks/outbox.js"
 import { serializeWebhookBody, webhookMessage } from "../src/webhooks/payload.js";
 import { generateWebhookSecret, setWebhookUrl } from "../src/webhooks/secrets.js";
 import { signatureHeaders } from "../src/webhooks/signing.js";
+import { MAIN, percentile, ROOT, recreateDatabase } from "./support.js";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
-const MAIN = path.join(ROOT, "src", "main.ts");
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
@@ -98,18 +97,8 @@ function cpuOf(pid: number | undefined): number {
   }
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
-
 async function main() {
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`drop database if exists ${DB_NAME} with (force)`);
-  await admin.query(`create database ${DB_NAME}`);
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  const databaseUrl = u.toString();
+  const databaseUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
   const database = await openDatabase({ kind: "postgres", url: databaseUrl, poolSize: 8 });
   await migrate(database.db);
   const db = database.db;
@@ -359,6 +348,8 @@ async function main() {
 
   receiver.send("exit");
   await database.close();
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
   await admin.query(`drop database if exists ${DB_NAME} with (force)`);
   await admin.end();
   await rm(dataDir, { recursive: true, force: true });
