@@ -23,7 +23,6 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -42,7 +41,7 @@ import { enqueueWebhookEvent, WEBHOOK_CHANNEL } from "../src/webhooks/outbox.js"
 import { serializeWebhookBody, webhookMessage } from "../src/webhooks/payload.js";
 import { generateWebhookSecret, setWebhookUrl } from "../src/webhooks/secrets.js";
 import { signatureHeaders } from "../src/webhooks/signing.js";
-import { MAIN, percentile, ROOT, recreateDatabase } from "./support.js";
+import { cpuOf, MAIN, percentile, ROOT, recreateDatabase } from "./support.js";
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -85,16 +84,6 @@ function ask(child: ChildProcess, msg: string): Promise<FromReceiver> {
     child.once("message", (m) => resolve(m as FromReceiver));
     child.send(msg);
   });
-}
-
-/** CPU time (user + system) of a process so far, in µs; Linux /proc (clock ticks of 10 ms). */
-function cpuOf(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return 0;
-  }
 }
 
 async function main() {
