@@ -3,6 +3,7 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { PGlitePool } from "./pglite-pool.js";
+import { PreparingClient } from "./prepared.js";
 import type { DB } from "./schema.js";
 import { TYPE_PARSERS } from "./types.js";
 
@@ -33,6 +34,7 @@ export type DatabaseOptions =
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.kind === "postgres") {
     const pool = new pg.Pool({
+      Client: PreparingClient,
       connectionString: options.url,
       max: options.poolSize,
       application_name: options.applicationName ?? "stablegate",

@@ -32,6 +32,11 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
  * `options.beforeRun` is what only a request that will really run may do, outside the transaction
  * (a payout spends its single-use OTP): it is skipped for a replay, a mismatch and a request in
  * flight, so a retried payout gets its stored answer instead of "this code was already used".
+ *
+ * `options.singleWrite`: `run` writes with ONE statement (atomic by itself) and reads nothing it
+ * needs isolated, so without the header it runs on the pool without BEGIN/COMMIT — two round trips
+ * fewer on the hottest creating path (checkout sessions). With the header it still runs in the
+ * transaction that stores the response.
  */
 export async function idempotentCreate(
   ctx: { db: Db; clock: Clock },
@@ -40,10 +45,10 @@ export async function idempotentCreate(
   who: Principal,
   status: number,
   run: (trx: Db) => Promise<unknown>,
-  options: { beforeRun?: () => Promise<void> } = {},
+  options: { beforeRun?: () => Promise<void>; singleWrite?: boolean } = {},
 ): Promise<FastifyReply> {
   // The body is serialised here (with the route's response schema) so that a replay sends the same bytes.
-  return reply.send(await respond(ctx, request, reply, who, status, run, options.beforeRun));
+  return reply.send(await respond(ctx, request, reply, who, status, run, options));
 }
 
 async function respond(
@@ -53,12 +58,13 @@ async function respond(
   who: Principal,
   status: number,
   run: (trx: Db) => Promise<unknown>,
-  beforeRun: (() => Promise<void>) | undefined,
+  { beforeRun, singleWrite }: { beforeRun?: () => Promise<void>; singleWrite?: boolean },
 ): Promise<string> {
   const header = request.headers["idempotency-key"];
   reply.code(status).type("application/json; charset=utf-8");
   if (header === undefined) {
     await beforeRun?.();
+    if (singleWrite) return serialize(reply, await run(ctx.db));
     return ctx.db.transaction().execute(async (trx) => serialize(reply, await run(trx)));
   }
   if (typeof header !== "string" || !KEY_PATTERN.test(header)) {

@@ -1,4 +1,5 @@
 import type { Db } from "../db/database.js";
+import { PREPARED } from "../db/prepared.js";
 import type { Environment } from "../domain/environment.js";
 
 export interface ApiKeyLookup {
@@ -31,6 +32,7 @@ export async function findApiKey(db: Db, apiKey: string): Promise<ApiKeyLookup |
       "s.ip_allowlist",
     ])
     .where("k.api_key", "=", apiKey)
+    .modifyEnd(PREPARED)
     .executeTakeFirst();
   if (!row) return undefined;
   return {

@@ -7,7 +7,33 @@ import type { Environment } from "../domain/environment.js";
 import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord, TransactionStatus, TransactionType } from "../domain/transaction.js";
 
-export function toRecord(r: TransactionRow): TransactionRecord {
+/** The columns a `TransactionRecord` is made of (an explicit list for prepared statements' results). */
+export const TRANSACTION_RECORD_COLUMNS = [
+  "id",
+  "merchant_id",
+  "environment",
+  "type",
+  "status",
+  "currency_type",
+  "amount",
+  "fee",
+  "net_amount",
+  "actual_balance",
+  "wallet_address",
+  "blockchain_tx_hash",
+  "order_id",
+  "reference",
+  "external_user_id",
+  "checkout_session_id",
+  "rejection_reason",
+  "created_at",
+  "updated_at",
+  "confirmed_at",
+] as const;
+
+export function toRecord(
+  r: Pick<TransactionRow, (typeof TRANSACTION_RECORD_COLUMNS)[number]>,
+): TransactionRecord {
   return {
     id: r.id,
     merchantId: r.merchant_id,

@@ -1,10 +1,9 @@
-import { sql } from "kysely";
 import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
 import type { AddressPurpose } from "../db/tables/chains.js";
 import type { Environment } from "../domain/environment.js";
 import type { AddressDeriver } from "./address-deriver.js";
-import { FIRST_DEPOSIT_INDEX } from "./derivation-path.js";
+import { type DepositIndexReserve, reserveIndexes } from "./index-reserve.js";
 
 export interface AllocateDepositAddressRequest {
   /** Derives the address of the allocated index (watch-only: it holds no private key). */
@@ -18,6 +17,8 @@ export interface AllocateDepositAddressRequest {
   watchUntil?: Date | null;
   /** The record the address belongs to (session or wallet id), for the deposit logic. */
   referenceId?: string | null;
+  /** The process's reserve of indexes; without it, one sequence round trip per allocation. */
+  indexes?: DepositIndexReserve;
 }
 
 export interface AllocatedAddress {
@@ -40,7 +41,7 @@ export async function allocateDepositAddress(
   trx: Db,
   request: AllocateDepositAddressRequest,
 ): Promise<AllocatedAddress> {
-  const index = await nextDepositIndex(trx, request.network, request.environment);
+  const index = await nextDepositIndex(trx, request.network, request.environment, request.indexes);
   const address = request.deriver.address(request.network, request.environment, index);
   await trx
     .insertInto("watched_addresses")
@@ -49,22 +50,24 @@ export async function allocateDepositAddress(
   return { address, index };
 }
 
-/** The next deposit index of (network, environment) from its sequence (never waits, never repeats). */
-export async function nextDepositIndex(db: Db, network: Network, environment: Environment): Promise<number> {
-  const row = await sql<{
-    index: string;
-  }>`select nextval(${sql.raw(`'${indexSequence(network, environment)}'`)})::text as index`
-    .execute(db)
-    .then((r) => r.rows[0]);
-  if (!row) throw new Error("nextval returned no row");
-  const index = Number(row.index);
-  if (index < FIRST_DEPOSIT_INDEX) throw new Error(`deposit index ${index} is in the reserved range`);
-  return index;
+/**
+ * The next deposit index of (network, environment) from its sequence (never waits, never repeats):
+ * from the process's reserve when given, else straight from the sequence.
+ */
+export async function nextDepositIndex(
+  db: Db,
+  network: Network,
+  environment: Environment,
+  indexes?: DepositIndexReserve,
+): Promise<number> {
+  if (indexes) return indexes.next(db, network, environment);
+  const [index] = await reserveIndexes(db, network, environment, 1);
+  return index as number;
 }
 
 /** The `watched_addresses` row of an allocated address (for callers that insert it in a larger statement). */
 export function watchedAddressValues(
-  request: Omit<AllocateDepositAddressRequest, "deriver">,
+  request: Omit<AllocateDepositAddressRequest, "deriver" | "indexes">,
   index: number,
   address: string,
 ) {
@@ -78,11 +81,6 @@ export function watchedAddressValues(
     reference_id: request.referenceId ?? null,
     watch_until: request.watchUntil ?? null,
   };
-}
-
-/** The sequence of deposit indexes of (network, environment), e.g. `deposit_index_usdt_trc20_sandbox`. */
-function indexSequence(network: Network, environment: Environment): string {
-  return `deposit_index_${network.toLowerCase().replace("-", "_")}_${environment}`;
 }
 
 /** Changes how long an address stays watched (e.g. a session that expired: + the late-payment window). */

@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
 import { generatedMnemonicPath, resolveMnemonic } from "../../src/config/mnemonic.js";
@@ -8,6 +9,7 @@ import { type Database, openDatabase } from "../../src/db/database.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { allocateDepositAddress } from "../../src/wallet/allocation.js";
 import { FIRST_DEPOSIT_INDEX } from "../../src/wallet/derivation-path.js";
+import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
 import { onPostgres, openTestDatabase } from "../support/db.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
@@ -100,6 +102,87 @@ describe("allocateDepositAddress", () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe("DepositIndexReserve", () => {
+  let database: Database & { url: string | undefined };
+  beforeAll(async () => {
+    database = await openTestDatabase(10);
+    await database.db
+      .insertInto("merchants")
+      .values({ id: "mer_reserve", email: "reserve@example.com", company_name: "R" })
+      .execute();
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+
+  it("hands out each sequence index once across reserves (processes), a block per round trip", async () => {
+    const a = new DepositIndexReserve(8);
+    const b = new DepositIndexReserve(8);
+    const taken = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        database.db.transaction().execute((trx) =>
+          allocateDepositAddress(trx, {
+            deriver,
+            indexes: i % 3 ? a : b,
+            network: "USDT-TRC20",
+            environment: "production",
+            merchantId: "mer_reserve",
+            purpose: "wallet",
+          }),
+        ),
+      ),
+    );
+    const indexes = taken.map((t) => t.index);
+    expect(new Set(indexes).size).toBe(60);
+    expect(Math.min(...indexes)).toBeGreaterThanOrEqual(FIRST_DEPOSIT_INDEX);
+    for (const t of taken) expect(t.address).toBe(deriver.address("USDT-TRC20", "production", t.index));
+    // What the sequence gave out: whole blocks, and never more than one unused block per reserve
+    // beyond what concurrent refills added.
+    const seq = await sql<{
+      last: string;
+    }>`select last_value::text as last from deposit_index_usdt_trc20_production`.execute(database.db);
+    const handedOut = Number(seq.rows[0]?.last) - FIRST_DEPOSIT_INDEX + 1;
+    expect(handedOut % 8).toBe(0);
+    expect(handedOut).toBeGreaterThanOrEqual(64);
+  });
+
+  it("serves the next index from the reserve without touching the sequence", async () => {
+    const r = new DepositIndexReserve(4);
+    const first = await r.next(database.db, "USDT-ERC20", "production");
+    const before = await sql<{
+      last: string;
+    }>`select last_value::text as last from deposit_index_usdt_erc20_production`.execute(database.db);
+    const next3 = [
+      await r.next(database.db, "USDT-ERC20", "production"),
+      await r.next(database.db, "USDT-ERC20", "production"),
+      await r.next(database.db, "USDT-ERC20", "production"),
+    ];
+    const after = await sql<{
+      last: string;
+    }>`select last_value::text as last from deposit_index_usdt_erc20_production`.execute(database.db);
+    expect(next3).toEqual([first + 1, first + 2, first + 3]);
+    expect(after.rows[0]?.last).toBe(before.rows[0]?.last);
+    expect(await r.next(database.db, "USDT-ERC20", "production")).toBe(first + 4); // a new block
+  });
+
+  it("fails only the caller whose refill failed; the next caller refills", async () => {
+    const r = new DepositIndexReserve(2);
+    await expect(
+      database.db.transaction().execute(async (trx) => {
+        await sql`select 1/0`.execute(trx).catch(() => {}); // the transaction is now aborted
+        return r.next(trx, "USDT-ERC20", "sandbox");
+      }),
+    ).rejects.toThrow();
+    const index = await r.next(database.db, "USDT-ERC20", "sandbox");
+    expect(index).toBeGreaterThanOrEqual(FIRST_DEPOSIT_INDEX);
+  });
+
+  it("refuses a block size that is not a positive integer", () => {
+    expect(() => new DepositIndexReserve(0)).toThrow();
+    expect(() => new DepositIndexReserve(1.5)).toThrow();
   });
 });
 

@@ -9,6 +9,7 @@ import { verifyLedger } from "../../src/ledger/verify.js";
 import { ManualClock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/services/merchants.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
+import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
 import { openTestDatabase } from "../support/db.js";
 
 // A payment and the expiry job racing for the same session resolve to exactly one outcome
@@ -41,7 +42,12 @@ it(`${SESSIONS} payment/expiry races: each session ends once, every payment cred
       db.transaction().execute((trx) =>
         createCheckoutSession(
           trx,
-          { deriver, fees: DEFAULT_FEE_SCHEDULE, latePaymentWatchHours: 168 },
+          {
+            deriver,
+            indexes: new DepositIndexReserve(),
+            fees: DEFAULT_FEE_SCHEDULE,
+            latePaymentWatchHours: 168,
+          },
           scope,
           {
             amount: AMOUNT,

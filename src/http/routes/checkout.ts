@@ -13,6 +13,7 @@ import {
 import { AppError, type FieldError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
 import { findCheckoutSession } from "../../repositories/checkout-sessions.js";
+import { DepositIndexReserve } from "../../wallet/index-reserve.js";
 import { validateWebhookUrl } from "../../webhooks/ssrf.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { idempotentCreate } from "../idempotency.js";
@@ -41,6 +42,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   const db = database.db;
   const createDeps: CreateDepositDeps = {
     deriver: deps.addressDeriver,
+    indexes: new DepositIndexReserve(),
     fees: config.fees,
     latePaymentWatchHours: config.checkout.latePaymentWatchHours,
   };
@@ -82,29 +84,38 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
       if (errors.length > 0 || amount.units === undefined) throw AppError.validation(errors);
       const units = amount.units;
       chains.get(body.currencyType, who.environment); // 503 CHAIN_UNAVAILABLE before anything is written
-      return idempotentCreate({ db, clock }, request, reply, who, 201, async (trx) => {
-        const session = await createCheckoutSession(
-          trx,
-          createDeps,
-          who,
-          {
-            amount: units,
-            currencyType: body.currencyType,
-            lifetimeMs: lifetime.ms,
-            callbackUrl: body.callbackUrl ?? null,
-            orderId: body.orderId ?? null,
-            metadata: body.metadata ?? null,
-          },
-          new Date(clock.now()),
-        );
-        return {
-          success: true as const,
-          data: presentCheckoutSession(
-            session,
-            checkoutUrl(baseUrl(who.environment), session.transaction.id),
-          ),
-        };
-      });
+      return idempotentCreate(
+        { db, clock },
+        request,
+        reply,
+        who,
+        201,
+        async (trx) => {
+          const session = await createCheckoutSession(
+            trx,
+            createDeps,
+            who,
+            {
+              amount: units,
+              currencyType: body.currencyType,
+              lifetimeMs: lifetime.ms,
+              callbackUrl: body.callbackUrl ?? null,
+              orderId: body.orderId ?? null,
+              metadata: body.metadata ?? null,
+            },
+            new Date(clock.now()),
+          );
+          return {
+            success: true as const,
+            data: presentCheckoutSession(
+              session,
+              checkoutUrl(baseUrl(who.environment), session.transaction.id),
+            ),
+          };
+          // createCheckoutSession writes its three rows in one statement (its index is not transactional).
+        },
+        { singleWrite: true },
+      );
     },
   );
 
