@@ -1,9 +1,5 @@
-import {
-  evmAddressFromPublicKey,
-  evmAddressToBytes,
-  isEvmAddress,
-  normalizeEvmAddress,
-} from "./evm/address.js";
+import { getAddress, toHex } from "viem";
+import { accountBytesFromPublicKey, isEvmAddress, normalizeEvmAddress } from "./evm/address.js";
 import type { Network } from "./network.js";
 import { isTronAddress, normalizeTronAddress, tronAddressFromBytes } from "./tron/address.js";
 
@@ -17,9 +13,8 @@ export function normalizeAddress(network: Network, s: string): string {
   return network === "USDT-ERC20" ? normalizeEvmAddress(s) : normalizeTronAddress(s);
 }
 
-/** The address of a secp256k1 public key on the network. */
+/** The address of a secp256k1 public key on the network (both hash the key once, the same way). */
 export function addressFromPublicKey(network: Network, publicKey: Uint8Array): string {
-  const evm = evmAddressFromPublicKey(publicKey);
-  if (network === "USDT-ERC20") return evm;
-  return tronAddressFromBytes(evmAddressToBytes(evm));
+  const account = accountBytesFromPublicKey(publicKey);
+  return network === "USDT-ERC20" ? getAddress(toHex(account)) : tronAddressFromBytes(account);
 }

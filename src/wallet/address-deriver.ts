@@ -101,7 +101,9 @@ function childPublicKey(parent: ExternalNode, index: number): Uint8Array {
   const i = hmac(sha512, parent.chainCode, data);
   const tweak = Point.Fn.fromBytes(i.subarray(0, 32), true);
   if (!Point.Fn.isValid(tweak)) throw new Error("Tweak bigger than curve order");
-  const child = tweak === 0n ? parent.point : parent.point.add(Point.BASE.multiply(tweak));
+  // Variable-time multiplication: the tweak is no secret (anyone holding the account xpub computes
+  // it), so the constant-time ladder's dummy additions buy nothing here; this is ~40 % cheaper.
+  const child = tweak === 0n ? parent.point : parent.point.add(Point.BASE.multiplyUnsafe(tweak));
   if (child.equals(Point.ZERO))
     throw new Error("The tweak was equal to negative P, which made the result key invalid");
   return child.toBytes(false);

@@ -1,7 +1,6 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { hexToBytes } from "@noble/hashes/utils.js";
-import { getAddress, isAddress, toHex } from "viem";
-import { publicKeyToAddress } from "viem/accounts";
+import { getAddress, isAddress, keccak256, toHex } from "viem";
 import { InvalidAddressError } from "../errors.js";
 
 export type EvmAddress = `0x${string}`;
@@ -22,8 +21,20 @@ export function normalizeEvmAddress(s: string): EvmAddress {
 
 /** Address of a secp256k1 public key (compressed or not): keccak256 of the uncompressed point, last 20 bytes. */
 export function evmAddressFromPublicKey(publicKey: Uint8Array): EvmAddress {
-  const uncompressed = secp256k1.Point.fromBytes(publicKey).toBytes(false);
-  return publicKeyToAddress(toHex(uncompressed));
+  return getAddress(toHex(accountBytesFromPublicKey(publicKey)));
+}
+
+/**
+ * The 20 account bytes of a secp256k1 public key: the last 20 bytes of keccak256 over the
+ * uncompressed point's x‖y. An uncompressed key (65 bytes, 0x04…) is hashed as it is (no curve
+ * check: callers pass points they computed); a compressed one is decompressed first.
+ */
+export function accountBytesFromPublicKey(publicKey: Uint8Array): Uint8Array {
+  const uncompressed =
+    publicKey.length === 65 && publicKey[0] === 0x04
+      ? publicKey
+      : secp256k1.Point.fromBytes(publicKey).toBytes(false);
+  return keccak256(uncompressed.subarray(1), "bytes").subarray(12);
 }
 
 /** The 20 account bytes of a valid EVM address. */
