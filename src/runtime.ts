@@ -102,6 +102,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
       retryStrategy: (times) => Math.min(times * 200, 2_000),
+      // Commands issued in the same tick (concurrent requests' rate-limit hits) share one write.
+      enableAutoPipelining: true,
     });
     let lastLog = 0;
     redis.on("error", (err: Error) => {
