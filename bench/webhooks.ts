@@ -336,6 +336,13 @@ async function main() {
     }
 
   receiver.send("exit");
+  // How many event updates (claims and results) were HOT — no index entries written (PostgreSQL
+  // reports table statistics within a second or so of each transaction).
+  await new Promise((r) => setTimeout(r, 1500));
+  const hot = await sql<{ upd: string; hot: string }>`
+    select n_tup_upd::text as upd, n_tup_hot_upd::text as hot from pg_stat_user_tables where relname = 'webhook_events'`.execute(
+    db,
+  );
   await database.close();
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
@@ -344,6 +351,11 @@ async function main() {
   await rm(dataDir, { recursive: true, force: true });
 
   console.log(`\nwebhook delivery, ${EVENTS} events, local receiver (own process), PostgreSQL`);
+  const h = hot.rows[0];
+  if (h)
+    console.log(
+      `webhook_events updates: ${h.upd}, of which HOT (no index entries): ${h.hot} (${((100 * Number(h.hot)) / Math.max(1, Number(h.upd))).toFixed(0)} %)`,
+    );
   console.log(
     "ceiling: a bare undici POST loop, same receiver, same bytes, same requests in flight as the workers together",
   );

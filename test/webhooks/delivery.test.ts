@@ -298,4 +298,31 @@ describe("webhook delivery against a real local receiver", () => {
     });
     expect(e.attempts).toBe(2);
   });
+
+  it("leaves an event leased by a live worker alone until its lease ends, though it is due", async () => {
+    const { webhookEventId } = await enqueue(m, { status: "pending" });
+    await waitFor(async () => (await event(m, webhookEventId)).deliveryStatus === "delivered");
+    const leaseEnds = Date.now() + 1_500;
+    // Claimed by another worker a moment ago: due since before, leased for 1.5 s more.
+    await svc.database.db
+      .updateTable("webhook_events")
+      .set({
+        delivery_status: "pending",
+        locked_by: "live-worker:1",
+        locked_until: new Date(leaseEnds),
+        next_attempt_at: new Date(Date.now() - 60_000),
+        delivered_at: null,
+      })
+      .where("id", "=", webhookEventId)
+      .execute();
+    await new Promise((r) => setTimeout(r, 700)); // several polls and claims go by
+    expect(forEvent(webhookEventId)).toHaveLength(1);
+    await waitFor(() => forEvent(webhookEventId).length === 2);
+    expect(Date.now()).toBeGreaterThanOrEqual(leaseEnds);
+    const e = await waitFor(async () => {
+      const x = await event(m, webhookEventId);
+      return x.deliveryStatus === "delivered" ? x : null;
+    });
+    expect(e.attempts).toBe(2);
+  });
 });
