@@ -3,11 +3,11 @@ import fc from "fast-check";
 import { TronWeb } from "tronweb";
 import { bytesToHex } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { addressFromPublicKey, normalizeAddress, validateAddress } from "../../src/chains/address.js";
 import { InvalidAddressError } from "../../src/chains/errors.js";
 import { tronAddressFromHex, tronAddressToEvm, tronAddressToHex } from "../../src/chains/tron/address.js";
-import { AddressDeriver } from "../../src/wallet/address-deriver.js";
+import { AddressDeriver, SECP256K1_ENGINE } from "../../src/wallet/address-deriver.js";
 import {
   derivationPath,
   FIRST_DEPOSIT_INDEX,
@@ -111,30 +111,49 @@ describe("TRON derivation", () => {
 });
 
 describe("the deriver's own CKDpub", () => {
-  it("gives exactly what @scure/bip32's deriveChild gives from the account xpub, for any index", () => {
-    const pairs = [
-      ["USDT-ERC20", "production"],
-      ["USDT-ERC20", "sandbox"],
-      ["USDT-TRC20", "production"],
-      ["USDT-TRC20", "sandbox"],
-    ] as const;
+  const pairs = [
+    ["USDT-ERC20", "production"],
+    ["USDT-ERC20", "sandbox"],
+    ["USDT-TRC20", "production"],
+    ["USDT-TRC20", "sandbox"],
+  ] as const;
+  const matchesScure = (deriver: AddressDeriver) =>
     fc.assert(
       fc.property(
         fc.constantFrom(...pairs),
         fc.integer({ min: 0, max: 2 ** 31 - 1 }),
         ([network, env], index) => {
-          const external = HDKey.fromExtendedKey(
-            addresses.accountExtendedPublicKey(network, env),
-          ).deriveChild(0);
+          const external = HDKey.fromExtendedKey(deriver.accountExtendedPublicKey(network, env)).deriveChild(
+            0,
+          );
           const reference = addressFromPublicKey(
             network,
             external.deriveChild(index).publicKey as Uint8Array,
           );
-          expect(addresses.address(network, env, index)).toBe(reference);
+          expect(deriver.address(network, env, index)).toBe(reference);
         },
       ),
       { numRuns: 200 },
     );
+
+  it("uses libsecp256k1 on this platform (the prebuilt binding loads)", () => {
+    expect(SECP256K1_ENGINE).toBe("libsecp256k1");
+  });
+
+  it("gives exactly what @scure/bip32's deriveChild gives from the account xpub, for any index", () => {
+    matchesScure(addresses);
+  });
+
+  it("gives the same with the pure-JS fallback (noble) forced", async () => {
+    process.env.STABLEGATE_PURE_JS_SECP256K1 = "1";
+    try {
+      vi.resetModules();
+      const js = await import("../../src/wallet/address-deriver.js");
+      expect(js.SECP256K1_ENGINE).toBe("noble");
+      matchesScure(js.AddressDeriver.fromMnemonic(MNEMONIC));
+    } finally {
+      delete process.env.STABLEGATE_PURE_JS_SECP256K1;
+    }
   });
 });
 
