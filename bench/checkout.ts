@@ -3,14 +3,19 @@
  * 100,000 open sessions.
  *
  * On real PostgreSQL + Redis, `stablegate serve` as a child process (sandbox simulator chains):
- * 1. Ceiling: a bare `pg` loop in this process doing the same inserts per session as the service
- *    (index from its sequence, watched address, deposit transaction, session row — one transaction
- *    each) at the same concurrency. Then `POST /checkout/session` with autocannon. Prints req/s,
- *    p50/p99 and the ratio. Goal: ≥ 1,500 req/s and ≥ 40 % of the ceiling.
+ * 1. Ceiling: a bare `pg` loop in this process sending, per session, the service's own statements
+ *    the way the service sends them (API-key lookup and the one-statement insert of watched
+ *    address, deposit transaction and session row, both named prepared statements; indexes
+ *    reserved 32 per round trip), at the same concurrency; and, for reference, the same rows as a
+ *    naive transaction of four statements. Then `POST /checkout/session` with autocannon. Prints
+ *    req/s, p50/p99, CPU per session of every process, and the ratio to the ceiling. Goal:
+ *    ≥ 1,500 req/s and ≥ 40 % of the ceiling.
  * 2. 100,000 open sessions are bulk-inserted (watched addresses included); then sessions are paid
  *    one at a time through the sandbox pay endpoint, and the time from the confirming block (the
  *    pay call's answer: the simulator mines it at once, 1 confirmation) to the webhook's arrival at
  *    a local receiver is measured. Goal: p50 ≤ 200 ms.
+ *
+ * BENCH_CPU_PROF (a folder): `serve` writes a V8 CPU profile there.
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
  * `stablegate_bench_checkout` database is recreated there), BENCH_REDIS_URL, BENCH_SECONDS (10),
