@@ -19,7 +19,8 @@
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
  * `stablegate_bench_webhooks` database is recreated there), BENCH_EVENTS (10000), BENCH_ROUNDS (1),
- * BENCH_CPU_PROF (a folder: the workers write V8 CPU profiles there).
+ * BENCH_WORKERS (the worker counts to run, default "1,2"), BENCH_CPU_PROF (a folder: the workers
+ * write V8 CPU profiles there), BENCH_NODE_FLAGS (extra node flags for the workers).
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -43,6 +44,7 @@ import { generateWebhookSecret, setWebhookUrl } from "../src/webhooks/secrets.js
 import { signatureHeaders } from "../src/webhooks/signing.js";
 import { cpuOf, MAIN, percentile, ROOT, recreateDatabase } from "./support.js";
 
+const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2").split(",").map(Number);
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
@@ -236,7 +238,7 @@ async function main() {
   }[] = [];
   const PACED = Math.min(EVENTS, 3000);
   for (let round = 1; round <= ROUNDS; round++)
-    for (const workers of [1, 2]) {
+    for (const workers of WORKER_COUNTS) {
       const ceiling = await bare(CONCURRENCY * workers);
       await ask(receiver, "reset");
       // Throughput: a backlog of N committed events, held (due in an hour) until the workers are
@@ -255,6 +257,7 @@ async function main() {
               ...(process.env.BENCH_CPU_PROF
                 ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
                 : []),
+              ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(" ") : []),
               "--import",
               "tsx",
               MAIN,

@@ -19,18 +19,27 @@ export class AttemptSigner {
     this.#standard = secrets.map((s) => createSecretKey(standardKey(s)));
   }
 
-  headers(id: string, timestampSeconds: number, body: string): SignedHeaders {
+  headers(id: string, timestampSeconds: number, body: string | Buffer): SignedHeaders {
+    return this.addHeaders({}, id, timestampSeconds, body) as unknown as SignedHeaders;
+  }
+
+  /** Adds the signature headers to `target` (a worker's header object, built once per attempt). */
+  addHeaders(
+    target: Record<string, string>,
+    id: string,
+    timestampSeconds: number,
+    body: string | Buffer,
+  ): Record<string, string> {
     const prefix = `${id}.${timestampSeconds}.`;
     let standard = "";
     for (const key of this.#standard) {
       const mac = createHmac("sha256", key).update(prefix).update(body).digest("base64");
       standard = standard ? `${standard} v1,${mac}` : `v1,${mac}`;
     }
-    return {
-      "x-webhook-signature": `sha256=${createHmac("sha256", this.#legacy).update(body).digest("hex")}`,
-      "webhook-id": id,
-      "webhook-timestamp": String(timestampSeconds),
-      "webhook-signature": standard,
-    };
+    target["x-webhook-signature"] = `sha256=${createHmac("sha256", this.#legacy).update(body).digest("hex")}`;
+    target["webhook-id"] = id;
+    target["webhook-timestamp"] = String(timestampSeconds);
+    target["webhook-signature"] = standard;
+    return target;
   }
 }

@@ -447,19 +447,22 @@ export class WebhookDelivery {
         url: null,
       };
     } else {
+      // The body's UTF-8 bytes once: both signatures and the request use the same buffer.
+      const bytes = Buffer.from(event.body, "utf8");
       const headers: Record<string, string> = {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
         "x-webhook-source": "stablegate",
         "x-transaction-id": event.transaction_id,
-        ...this.#signer(endpoint, startedAt).headers(
-          event.id,
-          Math.floor(startedAt.getTime() / 1000),
-          event.body,
-        ),
       };
+      this.#signer(endpoint, startedAt).addHeaders(
+        headers,
+        event.id,
+        Math.floor(startedAt.getTime() / 1000),
+        bytes,
+      );
       if (event.is_test) headers["x-webhook-test"] = "true";
-      outcome = await this.post(url, event.body, headers);
+      outcome = await this.post(url, bytes, headers);
     }
     const record = this.#result(event, token, startedAt, outcome, options.manual);
     if (options.manual || event.is_test) await this.#writeRecords([record]);
@@ -474,7 +477,9 @@ export class WebhookDelivery {
    * ciphertexts, so it is seen at once, and the expiry is read from the row on every attempt.
    */
   #signer(endpoint: AttemptEndpoint, now: Date): AttemptSigner {
-    const key = `${endpoint.secret_sealed}|${endpoint.previous_secret_sealed ?? ""}`;
+    const key = endpoint.previous_secret_sealed
+      ? `${endpoint.secret_sealed}|${endpoint.previous_secret_sealed}`
+      : (endpoint.secret_sealed ?? "");
     let opened = this.#secrets.get(key);
     if (!opened) {
       // Both opened whatever the expiry (epoch); the row's expiry is checked on every attempt.
@@ -491,7 +496,7 @@ export class WebhookDelivery {
   }
 
   /** One POST with the SSRF-guarded dispatcher: no redirects, no proxy, `WEBHOOK_TIMEOUT_MS` overall. */
-  async post(url: string, body: string, headers: Record<string, string>): Promise<AttemptOutcome> {
+  async post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<AttemptOutcome> {
     const started = performance.now();
     // One timer per attempt (AbortSignal.timeout costs far more per call).
     const abort = new AbortController();
