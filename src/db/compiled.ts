@@ -14,15 +14,15 @@ type Rows = Record<string, Record<string, unknown>>;
 const MAX_SHAPES = 16;
 
 /**
- * A writing statement on a hot path, built with the query builder ONCE per shape instead of on every
- * call. `build` receives the statement's row objects (e.g. `{ w: watchedRow, t: transactionRow }`)
- * and must use their values only as values (`.values(rows.t)`, `eb.val(rows.w.x)`), never inspect
- * them: the first call builds it with a placeholder per column, records where each lands among the
+ * A statement on a hot path, built with the query builder ONCE per shape instead of on every call.
+ * `build` receives the statement's row objects (e.g. `{ w: watchedRow, t: transactionRow }`) and
+ * must use their values only as values (`.values(rows.t)`, `.where("c", "=", rows.k.c)`), never
+ * inspect them: the first call builds it with a placeholder per column, records where each lands among the
  * parameters, and later calls with the same keys (the "shape") only fill the parameters in. Keys whose
  * value is `undefined` are left out of the shape, as the query builder leaves them out of an insert.
  *
- * Why: building and compiling a three-table insert was ~6 % of `serve`'s CPU per checkout session;
- * Kysely has no parameterised statement cache of its own.
+ * Why: building and compiling the checkout session's three-table insert and the API-key lookup was
+ * ~7 % of `serve`'s CPU per session; Kysely has no parameterised statement cache of its own.
  */
 export function compiledByShape<A extends Rows, R>(
   build: (db: Db, rows: A) => Compilable<R>,

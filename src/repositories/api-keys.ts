@@ -1,3 +1,4 @@
+import { compiledByShape } from "../db/compiled.js";
 import type { Db } from "../db/database.js";
 import { PREPARED } from "../db/prepared.js";
 import type { Environment } from "../domain/environment.js";
@@ -13,9 +14,9 @@ export interface ApiKeyLookup {
   ipAllowlist: string[];
 }
 
-/** One indexed round trip per authenticated request: key, merchant status and the allowlist. */
-export async function findApiKey(db: Db, apiKey: string): Promise<ApiKeyLookup | undefined> {
-  const row = await db
+/** The lookup behind every authenticated request: prepared per connection, built once per process. */
+const lookup = compiledByShape((db: Db, r: { k: { api_key: string } }) =>
+  db
     .selectFrom("api_keys as k")
     .innerJoin("merchants as m", "m.id", "k.merchant_id")
     .leftJoin("merchant_settings as s", (j) =>
@@ -31,9 +32,13 @@ export async function findApiKey(db: Db, apiKey: string): Promise<ApiKeyLookup |
       "m.status as merchant_status",
       "s.ip_allowlist",
     ])
-    .where("k.api_key", "=", apiKey)
-    .modifyEnd(PREPARED)
-    .executeTakeFirst();
+    .where("k.api_key", "=", r.k.api_key)
+    .modifyEnd(PREPARED),
+);
+
+/** One indexed round trip per authenticated request: key, merchant status and the allowlist. */
+export async function findApiKey(db: Db, apiKey: string): Promise<ApiKeyLookup | undefined> {
+  const row = (await lookup(db, { k: { api_key: apiKey } })).rows[0];
   if (!row) return undefined;
   return {
     id: row.id,
