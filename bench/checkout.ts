@@ -19,7 +19,9 @@
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
  * `stablegate_bench_checkout` database is recreated there), BENCH_REDIS_URL, BENCH_SECONDS (10),
- * BENCH_CONNECTIONS (32), BENCH_OPEN_SESSIONS (100000), BENCH_PAYMENTS (100).
+ * BENCH_CONNECTIONS (32), BENCH_POOL (database connections of the service and of the ceiling loop;
+ * default 10, the service's own DATABASE_POOL_SIZE default), BENCH_OPEN_SESSIONS (100000),
+ * BENCH_PAYMENTS (100).
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -47,6 +49,8 @@ const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+/** Database connections of the service and of the ceiling loop (default: the service's DATABASE_POOL_SIZE default). */
+const POOL = Number(process.env.BENCH_POOL ?? 10);
 const OPEN_SESSIONS = Number(process.env.BENCH_OPEN_SESSIONS ?? 100_000);
 const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 100);
 const DB_NAME = "stablegate_bench_checkout";
@@ -62,7 +66,7 @@ function env(databaseUrl: string, extra: Record<string, string>) {
     DATA_DIR: path.join(ROOT, "data", "bench-checkout"),
     RATE_LIMIT_STANDARD: "1000000000",
     SSRF_ALLOW_CIDRS: "127.0.0.0/8",
-    DATABASE_POOL_SIZE: String(CONNECTIONS),
+    DATABASE_POOL_SIZE: String(POOL),
     ...extra,
   };
 }
@@ -82,7 +86,7 @@ async function bareCeiling(
   apiKey: string,
   how: "statements" | "transaction",
 ) {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: CONNECTIONS });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: POOL });
   const latencies: number[] = [];
   let done = 0;
   const reserve: number[] = [];
@@ -309,7 +313,9 @@ async function main() {
   }
   latencies.sort((a, b) => a - b);
 
-  console.log(`\n## POST /checkout/session — ${CONNECTIONS} connections, ${SECONDS} s, PostgreSQL + Redis\n`);
+  console.log(
+    `\n## POST /checkout/session — ${CONNECTIONS} connections (database pool ${POOL}), ${SECONDS} s, PostgreSQL + Redis\n`,
+  );
   console.log("| run | req/s | p50 ms | p99 ms | CPU µs per session |");
   console.log("|---|---:|---:|---:|---|");
   const row = (name: string, r: { rps: number; p50: number; p99: number }, cpu: string) =>
