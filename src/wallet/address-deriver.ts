@@ -108,7 +108,7 @@ function loadNative(): NativeSecp256k1 | undefined {
 }
 const native = loadNative();
 
-/** Which arithmetic derives addresses in this process (for readiness/diagnostics and tests). */
+/** Which arithmetic derives addresses in this process (the tests assert that the native one loads here). */
 export const SECP256K1_ENGINE: "libsecp256k1" | "noble" = native ? "libsecp256k1" : "noble";
 
 /**

@@ -112,8 +112,8 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
               checkoutUrl(baseUrl(who.environment), session.transaction.id),
             ),
           };
-          // createCheckoutSession writes its three rows in one statement (its index is not transactional).
         },
+        // createCheckoutSession writes its three rows in one statement (its index is not transactional).
         { singleWrite: true },
       );
     },
