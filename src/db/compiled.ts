@@ -17,9 +17,10 @@ const MAX_SHAPES = 16;
  * A statement on a hot path, built with the query builder ONCE per shape instead of on every call.
  * `build` receives the statement's row objects (e.g. `{ w: watchedRow, t: transactionRow }`) and
  * must use their values only as values (`.values(rows.t)`, `.where("c", "=", rows.k.c)`), never
- * inspect them: the first call builds it with a placeholder per column, records where each lands among the
- * parameters, and later calls with the same keys (the "shape") only fill the parameters in. Keys whose
- * value is `undefined` are left out of the shape, as the query builder leaves them out of an insert.
+ * inspect them: the first call builds it with a placeholder per column and records where each
+ * lands among the parameters; later calls with the same keys (the "shape") only fill the
+ * parameters in. Keys whose value is `undefined` are left out of the shape, as the query builder
+ * leaves them out of an insert.
  *
  * Why: building and compiling the checkout session's three-table insert and the API-key lookup was
  * ~7 % of `serve`'s CPU per session; Kysely has no parameterised statement cache of its own.
