@@ -29,9 +29,22 @@ interface ExternalNode {
 export class AddressDeriver {
   private readonly cache = new Map<string, ExternalNode>();
 
-  private constructor(private readonly accountXpub: (network: Network, environment: Environment) => string) {}
+  /** libsecp256k1, or undefined for noble's pure-JS arithmetic. */
+  private readonly native: NativeSecp256k1 | undefined;
 
-  static fromMnemonic(mnemonic: string, passphrase = ""): AddressDeriver {
+  private constructor(
+    private readonly accountXpub: (network: Network, environment: Environment) => string,
+    options: DeriverOptions,
+  ) {
+    this.native = options.pureJs ? undefined : native;
+  }
+
+  /** Which arithmetic this deriver uses. */
+  get engine(): "libsecp256k1" | "noble" {
+    return this.native ? "libsecp256k1" : "noble";
+  }
+
+  static fromMnemonic(mnemonic: string, passphrase = "", options: DeriverOptions = {}): AddressDeriver {
     const master = masterKeyFromMnemonic(mnemonic, passphrase);
     const xpubs = new Map<string, string>();
     for (const network of ["USDT-ERC20", "USDT-TRC20"] as const) {
@@ -42,19 +55,22 @@ export class AddressDeriver {
         );
       }
     }
-    return new AddressDeriver((network, environment) => xpubs.get(`${network}/${environment}`)!);
+    return new AddressDeriver((network, environment) => xpubs.get(`${network}/${environment}`)!, options);
   }
 
   /**
    * Watch-only: from the account xpubs alone (keys `"<network>/<environment>"`, as
    * `accountExtendedPublicKey` returns them). Derives nothing for a missing pair.
    */
-  static fromAccountExtendedPublicKeys(xpubs: Readonly<Record<string, string>>): AddressDeriver {
+  static fromAccountExtendedPublicKeys(
+    xpubs: Readonly<Record<string, string>>,
+    options: DeriverOptions = {},
+  ): AddressDeriver {
     return new AddressDeriver((network, environment) => {
       const xpub = xpubs[`${network}/${environment}`];
       if (!xpub) throw new Error(`No account key for ${network}/${environment}.`);
       return xpub;
-    });
+    }, options);
   }
 
   /** The account xpub of (network, environment), for watch-only tooling. */
@@ -65,7 +81,10 @@ export class AddressDeriver {
   /** The address at `m/44'/<coin>'/<env account>'/0/<index>`, EIP-55 or base58check. */
   address(network: Network, environment: Environment, index: number): string {
     assertAddressIndex(index);
-    return addressFromPublicKey(network, childPublicKey(this.externalNode(network, environment), index));
+    return addressFromPublicKey(
+      network,
+      childPublicKey(this.externalNode(network, environment), index, this.native),
+    );
   }
 
   private externalNode(network: Network, environment: Environment): ExternalNode {
@@ -96,10 +115,8 @@ interface NativeSecp256k1 {
  * `parent + tweak·G`: ~35 µs against ~150 µs for noble's pure-JS arithmetic, and address derivation
  * is on the path of every checkout session. Loaded from `bindings.js` on purpose: the package's
  * main module would fall back to `elliptic`; we fall back to noble (same results, property-tested).
- * `STABLEGATE_PURE_JS_SECP256K1=1` forces the fallback.
  */
 function loadNative(): NativeSecp256k1 | undefined {
-  if (process.env.STABLEGATE_PURE_JS_SECP256K1 === "1") return undefined;
   try {
     return createRequire(import.meta.url)("secp256k1/bindings.js") as NativeSecp256k1;
   } catch {
@@ -108,8 +125,13 @@ function loadNative(): NativeSecp256k1 | undefined {
 }
 const native = loadNative();
 
-/** Which arithmetic derives addresses in this process (the tests assert that the native one loads here). */
+/** Whether libsecp256k1 loaded in this process (the tests assert that it does here). */
 export const SECP256K1_ENGINE: "libsecp256k1" | "noble" = native ? "libsecp256k1" : "noble";
+
+export interface DeriverOptions {
+  /** Use noble's pure-JS arithmetic even where libsecp256k1 loads (tests of the fallback). */
+  pureJs?: boolean;
+}
 
 /**
  * BIP32 CKDpub of a non-hardened index, returning the child's UNCOMPRESSED public key (what the
@@ -120,7 +142,11 @@ export const SECP256K1_ENGINE: "libsecp256k1" | "noble" = native ? "libsecp256k1
  * outside the curve order, or a child at infinity, is refused for that index); a property test
  * holds it to `HDKey.deriveChild` byte for byte.
  */
-function childPublicKey(parent: ExternalNode, index: number): Uint8Array {
+function childPublicKey(
+  parent: ExternalNode,
+  index: number,
+  native: NativeSecp256k1 | undefined,
+): Uint8Array {
   const data = new Uint8Array(37);
   data.set(parent.compressed, 0);
   new DataView(data.buffer).setUint32(33, index, false);

@@ -537,10 +537,10 @@ export class WebhookDelivery {
             : `HTTP ${status}`;
         settle({ ok: false, responseStatus: status, error, responseBody });
       };
-      const timedOut = Object.assign(new Error("attempt timed out"), { name: "TimeoutError" });
       const timer = setTimeout(() => {
-        controller?.abort(timedOut);
-        fail(timedOut);
+        const err = attemptTimedOut();
+        controller?.abort(err);
+        fail(err);
       }, timeoutMs);
       let target: { origin: string; path: string };
       try {
@@ -552,7 +552,7 @@ export class WebhookDelivery {
       const handler: Dispatcher.DispatchHandler = {
         onRequestStart(c) {
           controller = c;
-          if (settled) c.abort(timedOut); // the deadline passed while it waited for a connection
+          if (settled) c.abort(attemptTimedOut()); // the deadline passed while it waited for a connection
         },
         onResponseStart(_c, statusCode, resHeaders) {
           status = statusCode;
@@ -775,6 +775,11 @@ interface AttemptRecord {
   manual: boolean;
   startedAt: Date;
   outcome: AttemptOutcome;
+}
+
+/** The error of an attempt past its deadline (made only when one is: an Error captures a stack). */
+function attemptTimedOut(): Error {
+  return Object.assign(new Error("attempt timed out"), { name: "TimeoutError" });
 }
 
 function cleanText(s: string): string {
