@@ -1,7 +1,9 @@
+import { sql } from "kysely";
 import { compiledByShape } from "../db/compiled.js";
 import type { Db } from "../db/database.js";
 import { PREPARED } from "../db/prepared.js";
 import type { Environment } from "../domain/environment.js";
+import { Coalescer } from "../lib/coalescer.js";
 
 export interface ApiKeyLookup {
   id: string;
@@ -14,8 +16,11 @@ export interface ApiKeyLookup {
   ipAllowlist: string[];
 }
 
-/** The lookup behind every authenticated request: prepared per connection, built once per process. */
-const lookup = compiledByShape((db: Db, r: { k: { api_key: string } }) =>
+/**
+ * The lookup behind every authenticated request, for one or many keys (`= any($1)`: one text for
+ * any count): prepared per connection, built once per process.
+ */
+const lookup = compiledByShape((db: Db, r: { k: { api_keys: string[] } }) =>
   db
     .selectFrom("api_keys as k")
     .innerJoin("merchants as m", "m.id", "k.merchant_id")
@@ -24,6 +29,7 @@ const lookup = compiledByShape((db: Db, r: { k: { api_key: string } }) =>
     )
     .select([
       "k.id",
+      "k.api_key",
       "k.merchant_id",
       "k.environment",
       "k.secret_hash",
@@ -32,24 +38,50 @@ const lookup = compiledByShape((db: Db, r: { k: { api_key: string } }) =>
       "m.status as merchant_status",
       "s.ip_allowlist",
     ])
-    .where("k.api_key", "=", r.k.api_key)
+    .where("k.api_key", "=", sql<string>`any(${r.k.api_keys}::text[])`)
     .modifyEnd(PREPARED),
 );
 
-/** One indexed round trip per authenticated request: key, merchant status and the allowlist. */
-export async function findApiKey(db: Db, apiKey: string): Promise<ApiKeyLookup | undefined> {
-  const row = (await lookup(db, { k: { api_key: apiKey } })).rows[0];
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    merchantId: row.merchant_id,
-    environment: row.environment,
-    secretHash: Buffer.from(row.secret_hash),
-    status: row.status,
-    revokedReason: row.revoked_reason,
-    merchantStatus: row.merchant_status,
-    ipAllowlist: row.ip_allowlist ?? [],
-  };
+/** Key, merchant status and allowlist of each key, in one indexed round trip (unknown keys: undefined). */
+export async function findApiKeys(db: Db, apiKeys: string[]): Promise<(ApiKeyLookup | undefined)[]> {
+  // Concurrent requests often carry the same key: each distinct key is sent once.
+  const { rows } = await lookup(db, { k: { api_keys: [...new Set(apiKeys)] } });
+  const byKey = new Map<string, ApiKeyLookup>();
+  for (const row of rows) {
+    byKey.set(row.api_key, {
+      id: row.id,
+      merchantId: row.merchant_id,
+      environment: row.environment,
+      secretHash: Buffer.from(row.secret_hash),
+      status: row.status,
+      revokedReason: row.revoked_reason,
+      merchantStatus: row.merchant_status,
+      ipAllowlist: row.ip_allowlist ?? [],
+    });
+  }
+  return apiKeys.map((k) => byKey.get(k));
+}
+
+/**
+ * The API-key lookups of one process, coalesced: requests authenticating at the same time share
+ * one statement (up to 64 keys) while two are in flight. No cache: every request's key is read by
+ * a statement sent after the request arrived, so a revocation committed before it is seen
+ * (decision 15a).
+ */
+export class ApiKeyLookups {
+  readonly #batches: Coalescer<string, ApiKeyLookup | undefined>;
+
+  constructor(db: Db, options: { maxInFlight?: number } = {}) {
+    this.#batches = new Coalescer((keys) => findApiKeys(db, keys), {
+      maxBatch: 64,
+      maxInFlight: options.maxInFlight ?? 2,
+      splitOnError: false,
+    });
+  }
+
+  find(apiKey: string): Promise<ApiKeyLookup | undefined> {
+    return this.#batches.submit(apiKey);
+  }
 }
 
 export interface NewApiKey {

@@ -74,4 +74,34 @@ describe("compiledByShape: a hot statement built once per shape", () => {
       .executeTakeFirst();
     expect(found).toBeUndefined();
   });
+
+  it("a multi-row statement is built once per row count and fills every row's values", async () => {
+    let multiBuilds = 0;
+    const insertMany = compiledByShape((db: Db, r: { m: Insertable<MerchantsTable>[] }) => {
+      multiBuilds++;
+      return db.insertInto("merchants").values(r.m).returning(["id", "email", "status"]);
+    });
+    const rows = (prefix: string, n: number, status?: "suspended") =>
+      Array.from({ length: n }, (_, i) => ({
+        id: `mer_multi_${prefix}${i}`,
+        email: `${prefix}${i}@multi.example`,
+        company_name: "m",
+        status,
+      }));
+    const three = await insertMany(database.db, { m: rows("a", 3) });
+    const threeAgain = await insertMany(database.db, { m: rows("b", 3) });
+    expect(multiBuilds).toBe(1);
+    const two = await insertMany(database.db, { m: rows("c", 2, "suspended") });
+    expect(multiBuilds).toBe(2);
+    expect(three.rows.map((r) => [r.id, r.email, r.status])).toEqual([
+      ["mer_multi_a0", "a0@multi.example", "active"],
+      ["mer_multi_a1", "a1@multi.example", "active"],
+      ["mer_multi_a2", "a2@multi.example", "active"],
+    ]);
+    expect(threeAgain.rows.map((r) => r.id)).toEqual(["mer_multi_b0", "mer_multi_b1", "mer_multi_b2"]);
+    expect(two.rows.map((r) => [r.id, r.status])).toEqual([
+      ["mer_multi_c0", "suspended"],
+      ["mer_multi_c1", "suspended"],
+    ]);
+  });
 });

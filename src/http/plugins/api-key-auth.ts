@@ -1,11 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Config } from "../../config/config.js";
-import type { Db } from "../../db/database.js";
 import { hashSecret, parseCredential } from "../../domain/api-key-format.js";
 import { AppError } from "../../domain/errors.js";
 import { ipAllowed } from "../../domain/ip-allowlist.js";
-import { findApiKey } from "../../repositories/api-keys.js";
+import type { ApiKeyLookups } from "../../repositories/api-keys.js";
 import type { Principal } from "../context.js";
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -23,14 +22,14 @@ function header(request: FastifyRequest, name: string): string | undefined {
 export async function authenticateApiKey(
   request: FastifyRequest,
   config: Config,
-  db: Db,
+  keys: ApiKeyLookups,
   requireSecret: boolean,
 ): Promise<Principal> {
   const key = header(request, "apikey");
   if (!key) throw AppError.invalidAuth("Missing API key: send it in the apikey header.");
   const parsed = parseCredential(key);
   if (parsed?.kind !== "key") throw AppError.invalidAuth("Invalid API key.");
-  const found = await findApiKey(db, key);
+  const found = await keys.find(key);
   if (!found) throw AppError.invalidAuth("Invalid API key.");
 
   if (found.environment !== request.environment) {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../../config/config.js";
 import type { Db } from "../../db/database.js";
+import { ApiKeyLookups } from "../../repositories/api-keys.js";
 import type { Principal } from "../context.js";
 import { authenticateApiKey } from "./api-key-auth.js";
 import { authenticateDashboard } from "./dashboard-auth.js";
@@ -12,13 +13,14 @@ import { authenticateDashboard } from "./dashboard-auth.js";
  */
 export function registerAuth(app: FastifyInstance, config: Config, db: Db) {
   app.decorateRequest("principal", undefined);
+  const keys = new ApiKeyLookups(db);
   app.addHook("onRequest", async (request) => {
     const routeConfig = request.routeOptions.config;
     const mode = routeConfig?.auth;
     if (!mode) return;
     const useApiKey = mode === "apiKey" || (mode === "merchant" && request.headers.apikey !== undefined);
     request.principal = useApiKey
-      ? await authenticateApiKey(request, config, db, routeConfig.requireSecret === true)
+      ? await authenticateApiKey(request, config, keys, routeConfig.requireSecret === true)
       : await authenticateDashboard(request);
   });
 }

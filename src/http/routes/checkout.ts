@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import {
+  CheckoutSessionInserts,
   type CreateDepositDeps,
   createCheckoutSession,
   generateDepositWallet,
@@ -45,6 +46,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
     indexes: new DepositIndexReserve(),
     fees: config.fees,
     latePaymentWatchHours: config.checkout.latePaymentWatchHours,
+    inserts: new CheckoutSessionInserts(db),
   };
   const baseUrl = (environment: "production" | "sandbox") =>
     environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl;
