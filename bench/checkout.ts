@@ -4,12 +4,13 @@
  *
  * On real PostgreSQL + Redis, `stablegate serve` as a child process (sandbox simulator chains):
  * 1. Ceiling: a bare `pg` loop in this process sending, per session, the service's own statements
- *    the way the service sends them (API-key lookup and the one-statement insert of watched
- *    address, deposit transaction and session row, both named prepared statements; indexes
- *    reserved 32 per round trip), at the same concurrency; and, for reference, the same rows as a
- *    naive transaction of four statements. Then `POST /checkout/session` with autocannon. Prints
- *    req/s, p50/p99, CPU per session of every process, and the ratio to the ceiling. Goal:
- *    ≥ 1,500 req/s and ≥ 40 % of the ceiling.
+ *    (API-key lookup and the one-statement insert of watched address, deposit transaction and
+ *    session row, both named prepared statements; indexes reserved 32 per round trip), one session
+ *    per statement as pgbench would, at the same concurrency; and, for reference, the same rows as
+ *    a naive transaction of four statements. Then `POST /checkout/session` with autocannon (the
+ *    service coalesces concurrent requests' lookups and inserts into shared statements: deposits
+ *    decision 10d). Prints req/s, p50/p99, CPU per session of every process, and the ratio to the
+ *    ceiling. Goal: ≥ 1,500 req/s and ≥ 40 % of the ceiling.
  * 2. 100,000 open sessions are bulk-inserted (watched addresses included); then sessions are paid
  *    one at a time through the sandbox pay endpoint, and the time from the confirming block (the
  *    pay call's answer: the simulator mines it at once, 1 confirmation) to the webhook's arrival at
@@ -73,7 +74,7 @@ function env(databaseUrl: string, extra: Record<string, string>) {
 
 /**
  * One session's rows from a bare driver loop, two ways:
- * - `statements`: what the service sends, the way it sends it — the API-key lookup, then the
+ * - `statements`: what the service sends for one session — the API-key lookup, then the
  *   watched address, the deposit transaction and the session row in ONE statement (data-modifying
  *   CTEs, no explicit transaction), both as named prepared statements, with indexes reserved 32 per
  *   sequence round trip. The ratio is taken to this.
