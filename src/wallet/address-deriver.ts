@@ -1,7 +1,6 @@
+import { createHmac } from "node:crypto";
 import { createRequire } from "node:module";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import { hmac } from "@noble/hashes/hmac.js";
-import { sha512 } from "@noble/hashes/sha2.js";
 import { HDKey } from "@scure/bip32";
 import { addressFromPublicKey } from "../chains/address.js";
 import type { Network } from "../chains/network.js";
@@ -150,7 +149,8 @@ function childPublicKey(
   const data = new Uint8Array(37);
   data.set(parent.compressed, 0);
   new DataView(data.buffer).setUint32(33, index, false);
-  const i = hmac(sha512, parent.chainCode, data);
+  // OpenSSL's HMAC-SHA512 (~5 µs here) rather than the pure-JS one (~15 µs): same bytes.
+  const i = createHmac("sha512", parent.chainCode).update(data).digest();
   const tweakBytes = i.subarray(0, 32);
   const tweak = Point.Fn.fromBytes(tweakBytes, true);
   if (!Point.Fn.isValid(tweak)) throw new Error("Tweak bigger than curve order");
