@@ -86,4 +86,3 @@ export class Coalescer<I, O> {
     for (let i = 0; i < batch.length; i++) (batch[i] as Waiting<I, O>).resolve(results[i] as O);
   }
 }
-
