@@ -86,10 +86,11 @@ async function insertSessions(db: Db, sessions: SessionRows[]): Promise<Transact
 }
 
 /**
- * Session inserts of one process outside transactions, coalesced: sessions created at the same
- * time are written by one statement (up to 16; one commit, one round trip) while two are in
- * flight. A failed statement wrote nothing (it is atomic); its sessions are then written one by
- * one, so one bad row fails only its own request.
+ * Session inserts of one process outside transactions, coalesced: sessions created while an
+ * insert is in flight are written together by the next statement (up to 16; one commit, one round
+ * trip; a second statement runs beside the first only for a full 16). A failed statement wrote
+ * nothing (it is atomic); its sessions are then written one by one, so one bad row fails only its
+ * own request.
  */
 export class CheckoutSessionInserts {
   readonly #batches: Coalescer<SessionRows, TransactionRecord>;

@@ -1,16 +1,17 @@
 /**
  * Request coalescing: concurrent callers' items are run as one batch (one statement, one round
- * trip) instead of one each. At most `maxInFlight` batches run at a time; an item submitted while
- * they are all busy waits for the next batch, which takes up to `maxBatch` waiting items. With
- * capacity free an item starts at once, alone — so coalescing adds no delay at low load and forms
- * batches only under load, as a database's group commit does.
+ * trip) instead of one each, as a database's group commit does. An item submitted while nothing
+ * of this kind is in flight starts at once, alone, so nothing waits at low load. While a batch is
+ * in flight, waiting items go together (up to `maxBatch`) when it returns; a further batch starts
+ * beside it only once a full `maxBatch` is waiting, and never more than `maxInFlight` at a time.
+ * (Letting any free slot take whatever waits made half the statements batches of one.)
  *
  * `run` must return one result per item, in the items' order. When a batch of several fails and
  * `splitOnError` is set, each of its items is run again alone, so one bad item fails only its own
  * caller (for statements that are atomic: a failed batch wrote nothing).
  *
- * Written by hand: the batching loaders on npm (dataloader and kin) batch per event-loop tick with
- * a per-key cache, which is neither a bound on statements in flight nor what a write needs.
+ * Written by hand: the batching loaders on npm (dataloader and kin) batch what arrives within one
+ * event-loop tick and do not bound the batches in flight, which is the point here.
  */
 export interface CoalescerOptions {
   maxBatch: number;

@@ -63,10 +63,9 @@ export async function findApiKeys(db: Db, apiKeys: string[]): Promise<(ApiKeyLoo
 }
 
 /**
- * The API-key lookups of one process, coalesced: requests authenticating at the same time share
- * one statement (up to 64 keys) while two are in flight. No cache: every request's key is read by
- * a statement sent after the request arrived, so a revocation committed before it is seen
- * (decision 15a).
+ * The API-key lookups of one process, coalesced: requests that arrive while a lookup is in flight
+ * share the next statement (up to 64 keys). No cache: every request's key is read by a statement
+ * sent after the request arrived, so a revocation committed before it is seen (decision 15a).
  */
 export class ApiKeyLookups {
   readonly #batches: Coalescer<string, ApiKeyLookup | undefined>;
