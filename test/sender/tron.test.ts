@@ -140,12 +140,17 @@ describe("TRON write side on the emulator", () => {
     expect(await writer.broadcast(signed.raw)).toEqual({ accepted: true });
     // Broadcasting the same bytes again is harmless (the node knows them).
     expect(await writer.broadcast(signed.raw)).toEqual({ accepted: true });
-    expect(
-      await writer.check(signed.hash, { asset: "token", from: hot, to: to(2), amount: USDT(1_000_000) }),
-    ).toMatchObject({
-      state: "failed",
-      reason: expect.stringMatching(/REVERT|failed/),
-    });
+    // The node mines it asynchronously (anvil may answer the send before its block exists): a
+    // check right after the broadcast may still say pending, as on a real TRON node.
+    await expect
+      .poll(
+        () => writer.check(signed.hash, { asset: "token", from: hot, to: to(2), amount: USDT(1_000_000) }),
+        { timeout: 10_000, interval: 100 },
+      )
+      .toMatchObject({
+        state: "failed",
+        reason: expect.stringMatching(/REVERT|failed/),
+      });
   });
 
   it("a transaction that expired unmined is provably dropped: a new one is signed, and exactly one transfer lands", async () => {
