@@ -35,16 +35,19 @@ const input = (i: number) => ({
   metadata: { i },
 });
 
+/** Creation dependencies with the given coalesced inserts. */
+const depsWith = (inserts: CheckoutSessionInserts) => ({
+  deriver,
+  indexes: new DepositIndexReserve(),
+  fees: DEFAULT_FEE_SCHEDULE,
+  latePaymentWatchHours: 168,
+  inserts,
+});
+
 describe("coalesced checkout session inserts", () => {
   it("concurrent creations share statements and each gets its own session", async () => {
     const db = database.db;
-    const deps = {
-      deriver,
-      indexes: new DepositIndexReserve(),
-      fees: DEFAULT_FEE_SCHEDULE,
-      latePaymentWatchHours: 168,
-      inserts: new CheckoutSessionInserts(db),
-    };
+    const deps = depsWith(new CheckoutSessionInserts(db));
     const scope = { merchantId: merchant.id, environment: "sandbox" as const };
     const N = 24;
     const made = await Promise.all(
@@ -83,14 +86,7 @@ describe("coalesced checkout session inserts", () => {
 
   it("a bad row in a shared statement fails only its own creation", async () => {
     const db = database.db;
-    const inserts = new CheckoutSessionInserts(db, { maxInFlight: 1 });
-    const deps = {
-      deriver,
-      indexes: new DepositIndexReserve(),
-      fees: DEFAULT_FEE_SCHEDULE,
-      latePaymentWatchHours: 168,
-      inserts,
-    };
+    const deps = depsWith(new CheckoutSessionInserts(db, { maxInFlight: 1 }));
     const scope = { merchantId: merchant.id, environment: "sandbox" as const };
     // A merchant that does not exist violates a foreign key: only that session fails.
     const ghost = { merchantId: "mer_does_not_exist", environment: "sandbox" as const };
@@ -112,13 +108,7 @@ describe("coalesced checkout session inserts", () => {
 
   it("inside a transaction the insert is not shared: it rolls back with the transaction", async () => {
     const db = database.db;
-    const deps = {
-      deriver,
-      indexes: new DepositIndexReserve(),
-      fees: DEFAULT_FEE_SCHEDULE,
-      latePaymentWatchHours: 168,
-      inserts: new CheckoutSessionInserts(db),
-    };
+    const deps = depsWith(new CheckoutSessionInserts(db));
     const scope = { merchantId: merchant.id, environment: "sandbox" as const };
     await expect(
       db.transaction().execute(async (trx) => {
