@@ -19,14 +19,17 @@ import { createGuardedAgent, type Resolve, SsrfBlockedError, ssrfPolicy, systemR
 /**
  * Delivery of webhook events (SPEC §6.5, CONTRACT §5).
  *
- * Claiming: a worker takes due events with `FOR UPDATE SKIP LOCKED` and, in the same statement,
- * leases them: `locked_by` = a random claim token, `locked_until` = now + lease. Any number of
- * workers on any number of machines can run this; each due attempt goes to one of them. A worker
- * that dies mid-attempt leaves the event pending and leased; once `locked_until` has passed
- * another worker re-claims it (at-least-once: the receiver may see that attempt twice, with the
- * same `webhook-id`). The lease touches no indexed column, so on the table's spare page room
- * (fillfactor 70) it is a HOT update: no index entries are written for a claim. The result is
- * written only while the claim token still matches, together with the attempt row, in one statement.
+ * Queue: a pending event has one row in `webhook_due` (when it is due, who holds it); delivered and
+ * failed events have none. Claiming: a worker takes due rows with `FOR UPDATE SKIP LOCKED` and, in
+ * the same statement, leases them: `locked_by` = a random claim token, `locked_until` = now +
+ * lease. Any number of workers on any number of machines can run this; each due attempt goes to
+ * one of them. A worker that dies mid-attempt leaves the row leased; once `locked_until` has
+ * passed another worker re-claims it (at-least-once: the receiver may see that attempt twice, with
+ * the same `webhook-id`). The lease touches no indexed column, so on the narrow row's spare page
+ * room it is a HOT update. The result is written only while the claim token still matches: the
+ * queue row is deleted (or moved to the next retry), the event updated in columns no index covers
+ * (a HOT update too) and the attempt row inserted, in one statement. A manual retry of a delivered
+ * or failed event, which has no queue row, leases the event row itself.
  *
  * Pipeline of a worker (`drain`): claims come in batches (one statement also returns each event's
  * endpoint URL and sealed secrets), a batch is prefetched while the previous one is in flight so
@@ -57,7 +60,10 @@ export interface DeliveryOptions {
   leaseMs?: number;
   /** Attempts in flight per worker (default 64). */
   concurrency?: number;
-  /** Events per claim statement (default: the concurrency, at most 256). */
+  /**
+   * Events per claim statement (default: twice the concurrency, at most 256). The next claim is
+   * made while half of the last one is still waiting.
+   */
   claimBatch?: number;
   /** Name recorded with each attempt (the worker instance). */
   workerId?: string;
@@ -155,7 +161,7 @@ export class WebhookDelivery {
     this.#timeoutMs = options.timeoutMs;
     this.#leaseMs = options.leaseMs ?? options.timeoutMs + 5_000;
     this.#concurrency = options.concurrency ?? 64;
-    this.#claimBatch = Math.min(256, options.claimBatch ?? this.#concurrency);
+    this.#claimBatch = Math.min(256, options.claimBatch ?? 2 * this.#concurrency);
     this.#workerId = options.workerId ?? `pid-${process.pid}`;
     this.#agent = createGuardedAgent({
       policy: ssrfPolicy(options.ssrfAllowCidrs, options.resolve ?? systemResolve),
@@ -183,28 +189,27 @@ export class WebhookDelivery {
     const token = `${this.#workerId}:${randomBytes(6).toString("hex")}`;
     const { rows } = await sql<ClaimRow>`
       with due as (
-        select id from webhook_events
-        where delivery_status = 'pending' and next_attempt_at <= now()
-          and (locked_until is null or locked_until < now())
+        select event_id from webhook_due
+        where next_attempt_at <= now() and (locked_until is null or locked_until < now())
         order by next_attempt_at
         limit ${sql.lit(limit)}
         for update skip locked
       ), claimed as (
-        update webhook_events e
+        update webhook_due d
         set locked_by = ${token},
             locked_until = now() + ${sql.lit(this.#leaseMs)}::double precision * interval '1 millisecond'
         from due
-        where e.id = due.id
-        returning e.id, e.merchant_id, e.environment, e.transaction_id, e.url_override, e.body, e.attempts,
-                  e.auto_attempts, e.is_test, e.delivery_status, e.next_attempt_at
+        where d.event_id = due.event_id
+        returning d.event_id, d.next_attempt_at
       )
-      select c.id, c.merchant_id, c.environment, c.transaction_id, c.url_override, c.body, c.attempts,
-             c.auto_attempts, c.is_test, c.delivery_status,
+      select e.id, e.merchant_id, e.environment, e.transaction_id, e.url_override, e.body, e.attempts,
+             e.auto_attempts, e.is_test, e.delivery_status,
              w.url as ep_url, w.secret_sealed as ep_secret_sealed,
              w.previous_secret_sealed as ep_previous_secret_sealed,
              w.previous_secret_expires_at as ep_previous_secret_expires_at
       from claimed c
-      left join webhook_endpoints w on w.merchant_id = c.merchant_id and w.environment = c.environment
+      join webhook_events e on e.id = c.event_id
+      left join webhook_endpoints w on w.merchant_id = e.merchant_id and w.environment = e.environment
       order by c.next_attempt_at ${PREPARED}`.execute(this.#db);
     return rows.map(
       ({ ep_url, ep_secret_sealed, ep_previous_secret_sealed, ep_previous_secret_expires_at, ...event }) => ({
@@ -342,10 +347,10 @@ export class WebhookDelivery {
     if (claimed.length === 0) return;
     const rows = JSON.stringify(claimed.map((c) => ({ id: c.event.id, token: c.token })));
     await sql`
-      update webhook_events e
+      update webhook_due d
       set locked_by = null, locked_until = null
       from json_to_recordset(${rows}::json) as r(id text, token text)
-      where e.id = r.id and e.locked_by = r.token`
+      where d.event_id = r.id and d.locked_by = r.token`
       .execute(this.#db)
       .catch((err: unknown) => this.#log.warn({ err }, "could not release webhook leases; they expire"));
   }
@@ -356,27 +361,35 @@ export class WebhookDelivery {
    */
   async retryNow(merchantId: string, environment: Environment, eventId: string): Promise<WebhookEventRow> {
     const token = `${this.#workerId}:manual:${randomBytes(6).toString("hex")}`;
-    const claimed = await this.#db
-      .updateTable("webhook_events")
-      .set({
-        locked_by: token,
-        locked_until: sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`,
-      })
+    const leaseEnd = sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`;
+    const free = sql<boolean>`(locked_until is null or locked_until < now())`;
+    const ours = this.#db
+      .selectFrom("webhook_events")
       .where("id", "=", eventId)
       .where("merchant_id", "=", merchantId)
-      .where("environment", "=", environment)
-      .where((eb) => eb.or([eb("locked_until", "is", null), eb("locked_until", "<", sql<Date>`now()`)]))
-      .returningAll()
+      .where("environment", "=", environment);
+    if (!(await ours.select("id").executeTakeFirst())) throw AppError.notFound("Webhook event not found.");
+    // A pending event's lease is its queue row's; only its holder can end the pending state, so
+    // the event stays pending while we hold it. No queue row: delivered or failed (for good), and
+    // the lease is the event row's own.
+    const queued = await this.#db
+      .updateTable("webhook_due")
+      .set({ locked_by: token, locked_until: leaseEnd })
+      .where("event_id", "=", eventId)
+      .where(free)
+      .returning("event_id")
       .executeTakeFirst();
+    const claimed = queued
+      ? await ours.selectAll().executeTakeFirstOrThrow()
+      : await this.#db
+          .updateTable("webhook_events")
+          .set({ locked_by: token, locked_until: leaseEnd })
+          .where("id", "=", eventId)
+          .where("delivery_status", "<>", "pending")
+          .where(free)
+          .returningAll()
+          .executeTakeFirst();
     if (!claimed) {
-      const exists = await this.#db
-        .selectFrom("webhook_events")
-        .select("id")
-        .where("id", "=", eventId)
-        .where("merchant_id", "=", merchantId)
-        .where("environment", "=", environment)
-        .executeTakeFirst();
-      if (!exists) throw AppError.notFound("Webhook event not found.");
       throw new AppError(
         "INVALID_STATE",
         "A delivery attempt of this event is in progress; retry in a few seconds.",
@@ -398,28 +411,49 @@ export class WebhookDelivery {
     const token = `${this.#workerId}:test:${randomBytes(6).toString("hex")}`;
     const { transactionId, body } = testWebhookBody(merchantId, environment, new Date());
     const lease = sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`;
+    // The event and its queue row, leased by this call (a crash leaves it to a worker at lease end).
     const event = await this.#db
-      .insertInto("webhook_events")
-      .values({
-        id: newId("whe"),
-        merchant_id: merchantId,
-        environment,
-        transaction_id: transactionId,
-        type: "test",
-        transaction_status: "test",
-        is_test: true,
-        url_override: null,
-        url,
-        body,
-        next_attempt_at: lease,
-        locked_by: token,
-        locked_until: lease,
-        last_attempt_at: null,
-        last_response_status: null,
-        last_error: null,
-        delivered_at: null,
-      })
-      .returningAll()
+      .with("e", (db) =>
+        db
+          .insertInto("webhook_events")
+          .values({
+            id: newId("whe"),
+            merchant_id: merchantId,
+            environment,
+            transaction_id: transactionId,
+            type: "test",
+            transaction_status: "test",
+            is_test: true,
+            url_override: null,
+            url,
+            body,
+            next_attempt_at: lease,
+            locked_by: null,
+            locked_until: null,
+            last_attempt_at: null,
+            last_response_status: null,
+            last_error: null,
+            delivered_at: null,
+          })
+          .returningAll(),
+      )
+      .with("d", (db) =>
+        db
+          .insertInto("webhook_due")
+          .columns(["event_id", "next_attempt_at", "locked_by", "locked_until"])
+          .expression((eb) =>
+            eb
+              .selectFrom("e")
+              .select([
+                "e.id",
+                "e.next_attempt_at",
+                sql<string>`${token}::text`.as("locked_by"),
+                sql<Date>`e.next_attempt_at`.as("locked_until"),
+              ]),
+          ),
+      )
+      .selectFrom("e")
+      .selectAll()
       .executeTakeFirstOrThrow();
     await this.#attempt({ event, token }, { manual: false });
     return this.#db
@@ -693,7 +727,10 @@ export class WebhookDelivery {
 
   /**
    * Writes attempt rows and the events' new states in one statement, each event only while our
-   * claim token still holds it. A manual failure keeps a pending event's automatic schedule.
+   * claim token still holds it: the queue row of a pending event (deleted when the event is
+   * delivered or failed, else moved to its next retry), or the event row of a manual retry of a
+   * delivered or failed one. The event update touches no indexed column (a HOT update where the
+   * page has room). A manual failure keeps a pending event's automatic schedule.
    * The batch travels as one JSON parameter: the statement text is the same for every batch size,
    * so it is prepared once per connection (planning it was most of PostgreSQL's work per write).
    */
@@ -722,15 +759,32 @@ export class WebhookDelivery {
           id text, token text, status text, auto_attempts int, delay_ms double precision,
           attempt_number int, manual boolean, started_at timestamptz, response_status int, error text,
           url text, ok boolean, latency_ms int, response_body text)
+      ), done as (
+        delete from webhook_due d
+        using input i
+        where d.event_id = i.id and d.locked_by = i.token and i.status <> 'pending'
+        returning d.event_id, i.token
+      ), again as (
+        update webhook_due d
+        set next_attempt_at = case
+              when i.delay_ms is not null then now() + i.delay_ms * interval '1 millisecond'
+              else d.next_attempt_at end,
+            locked_by = null,
+            locked_until = null
+        from input i
+        where d.event_id = i.id and d.locked_by = i.token and i.status = 'pending'
+        returning d.event_id, i.token, d.next_attempt_at
+      ), held as (
+        -- Attempts whose claim still held the event's queue row.
+        select event_id, token, null::timestamptz as next_attempt_at from done
+        union all
+        select event_id, token, next_attempt_at from again
       ), upd as (
         update webhook_events e
         set delivery_status = i.status,
             attempts = e.attempts + 1,
             auto_attempts = i.auto_attempts,
-            next_attempt_at = case
-              when i.status <> 'pending' then null
-              when i.delay_ms is not null then now() + i.delay_ms * interval '1 millisecond'
-              else coalesce(e.next_attempt_at, now()) end,
+            next_attempt_at = h.next_attempt_at,
             locked_by = null,
             locked_until = null,
             last_attempt_at = i.started_at,
@@ -740,7 +794,8 @@ export class WebhookDelivery {
             delivered_at = case when i.ok then now() else e.delivered_at end,
             updated_at = now()
         from input i
-        where e.id = i.id and e.locked_by = i.token
+        left join held h on h.event_id = i.id and h.token = i.token
+        where e.id = i.id and (h.event_id is not null or e.locked_by = i.token)
         returning e.id
       ), ins as (
         insert into webhook_attempts

@@ -1,10 +1,11 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/database.js";
 import { MIGRATIONS_DIR, migrate, pendingMigrations, readMigrations } from "../../src/db/migrate.js";
+import { createMerchantWithKeys } from "../../src/services/merchants.js";
 import { createEmptyPostgresDatabase, onPostgres } from "../support/db.js";
 
 async function tempMigrations(files: Record<string, string>): Promise<string> {
@@ -44,6 +45,46 @@ describe("migrations", () => {
       expect(first.applied[0]).toBe("0001_foundation");
       expect(await pendingMigrations(d.db)).toEqual([]);
       expect((await migrate(d.db)).applied).toEqual([]);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("0010 moves each pending event, with its lease, into the delivery queue; others stay out", async () => {
+    const d = await openDatabase({ kind: "pglite", dataDir: undefined });
+    try {
+      const dir = await mkdtemp(path.join(tmpdir(), "sg-mig-"));
+      const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith(".sql")).sort();
+      for (const f of files.filter((f) => f < "0010"))
+        await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+      await migrate(d.db, dir);
+      const m = await createMerchantWithKeys(d.db, { email: "mig@example.com", companyName: "Mig" });
+      const at = new Date("2026-01-02T03:04:05.000Z");
+      const until = new Date("2026-01-02T03:05:00.000Z");
+      const event = (id: string, status: string, leased: boolean) => sql`
+        insert into webhook_events (id, merchant_id, environment, transaction_id, type, transaction_status,
+          body, delivery_status, next_attempt_at, locked_by, locked_until)
+        values (${id}, ${m.id}, 'sandbox', 'tx', 'deposit', 'confirmed', '{}', ${status},
+          ${status === "pending" ? at : null}, ${leased ? `w:${id}` : null}, ${leased ? until : null})`;
+      await event("whe_pending", "pending", false).execute(d.db);
+      await event("whe_leased", "pending", true).execute(d.db);
+      await event("whe_delivered", "delivered", false).execute(d.db);
+      await event("whe_manual", "failed", true).execute(d.db);
+      for (const f of files.filter((f) => f >= "0010"))
+        await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+      await migrate(d.db, dir);
+      const queue = await d.db.selectFrom("webhook_due").selectAll().orderBy("event_id").execute();
+      expect(queue).toEqual([
+        { event_id: "whe_leased", next_attempt_at: at, locked_by: "w:whe_leased", locked_until: until },
+        { event_id: "whe_pending", next_attempt_at: at, locked_by: null, locked_until: null },
+      ]);
+      const leases = await d.db
+        .selectFrom("webhook_events")
+        .select(["id", "locked_by"])
+        .where("locked_by", "is not", null)
+        .execute();
+      // A pending event's lease now lives in the queue; a manual retry's lease of a failed one stays.
+      expect(leases).toEqual([{ id: "whe_manual", locked_by: "w:whe_manual" }]);
     } finally {
       await d.close();
     }

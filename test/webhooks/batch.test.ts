@@ -112,6 +112,13 @@ describe("batched claims and group-committed results", () => {
       .where("id", "in", [...events.keys()])
       .execute();
     const byId = new Map(evs.map((e) => [e.id, e]));
+    // The delivery queue keeps exactly the events still pending, unleased, due when the event says.
+    const queue = await database.db
+      .selectFrom("webhook_due")
+      .selectAll()
+      .where("event_id", "in", [...events.keys()])
+      .execute();
+    const queued = new Map(queue.map((q) => [q.event_id, q]));
     const now = await sql<{ now: Date }>`select now() as now`.execute(database.db);
     const dbNow = (now.rows[0] as { now: Date }).now;
     for (const a of rows) {
@@ -138,6 +145,7 @@ describe("batched claims and group-committed results", () => {
           last_response_status: 200,
         });
         expect(e.delivered_at).not.toBeNull();
+        expect(queued.has(a.event_id)).toBe(false);
       } else {
         if (i % 3 === 1) {
           expect(a).toMatchObject({ response_status: 500, error: "HTTP 500" });
@@ -151,6 +159,12 @@ describe("batched claims and group-committed results", () => {
         const due = (e.next_attempt_at as Date).getTime();
         expect(due).toBeGreaterThanOrEqual(a.started_at.getTime() + SCHEDULE_MS[0]!);
         expect(due).toBeLessThanOrEqual(dbNow.getTime() + SCHEDULE_MS[0]! + 50);
+        expect(queued.get(a.event_id)).toEqual({
+          event_id: a.event_id,
+          next_attempt_at: e.next_attempt_at,
+          locked_by: null,
+          locked_until: null,
+        });
       }
     }
     expect(receiver.received.some((r) => r.path.startsWith("/moved"))).toBe(false);
@@ -169,17 +183,19 @@ describe("batched claims and group-committed results", () => {
     // While its answer is pending, another claim takes the event over (as after a lease expiry).
     await waitFor(() => receiver.received.some((r) => r.headers["x-transaction-id"] === stolenTx), 5_000, 2);
     await database.db
-      .updateTable("webhook_events")
+      .updateTable("webhook_due")
       .set({ locked_by: "another-worker:1" })
-      .where("id", "=", stolenId)
+      .where("event_id", "=", stolenId)
       .execute();
     expect(await drained).toBe(12);
     await d.close();
     const evs = await database.db
       .selectFrom("webhook_events")
-      .select(["id", "delivery_status", "attempts", "locked_by"])
+      .leftJoin("webhook_due", "webhook_due.event_id", "webhook_events.id")
+      .select(["id", "delivery_status", "attempts", "webhook_due.locked_by"])
       .where("id", "in", [...events.keys()])
       .execute();
+    expect(evs).toHaveLength(12);
     for (const e of evs) {
       if (e.id === stolenId)
         expect(e).toMatchObject({ delivery_status: "pending", attempts: 0, locked_by: "another-worker:1" });
@@ -193,6 +209,57 @@ describe("batched claims and group-committed results", () => {
       .execute();
     expect(rows).toHaveLength(12);
     expect(rows.find((r) => r.event_id === stolenId)?.response_body).toBe("late");
+  });
+
+  it("a manual retry of a pending event takes its queue row's lease: refused while a worker holds it; a failure keeps the schedule", async () => {
+    const events = await commit("tx_manual", 1);
+    const [id] = [...events.keys()] as [string];
+    const queueRow = () =>
+      database.db.selectFrom("webhook_due").selectAll().where("event_id", "=", id).executeTakeFirst();
+    const due = (await queueRow())?.next_attempt_at as Date;
+    await database.db
+      .updateTable("webhook_due")
+      .set({ locked_by: "a-worker:1", locked_until: new Date(Date.now() + 60_000) })
+      .where("event_id", "=", id)
+      .execute();
+    const d = delivery({ concurrency: 1, claimBatch: 1, workerId: "batch-manual" });
+    await expect(d.retryNow(m.id, "sandbox", id)).rejects.toMatchObject({ code: "INVALID_STATE" });
+    expect(receiver.received.filter((r) => r.headers["webhook-id"] === id)).toHaveLength(0);
+    // The worker's lease ends (it died): the manual retry takes the event; its failure leaves the
+    // event pending at its automatic time, unleased.
+    await database.db
+      .updateTable("webhook_due")
+      .set({ locked_until: new Date(Date.now() - 1) })
+      .where("event_id", "=", id)
+      .execute();
+    receiver.set({ kind: "status", status: 503, body: "later" });
+    const failed = await d.retryNow(m.id, "sandbox", id);
+    expect(failed).toMatchObject({ delivery_status: "pending", attempts: 1, auto_attempts: 0 });
+    expect(failed.next_attempt_at).toEqual(due);
+    expect(await queueRow()).toEqual({
+      event_id: id,
+      next_attempt_at: due,
+      locked_by: null,
+      locked_until: null,
+    });
+    // A success ends the pending state: the queue row goes; the event keeps its own lease columns free.
+    receiver.set({ kind: "status", status: 200, body: "ok" });
+    const delivered = await d.retryNow(m.id, "sandbox", id);
+    expect(delivered).toMatchObject({
+      delivery_status: "delivered",
+      attempts: 2,
+      next_attempt_at: null,
+      locked_by: null,
+    });
+    expect(await queueRow()).toBeUndefined();
+    // Delivered: a manual retry leases the event row itself; while that lease holds, another is refused.
+    await database.db
+      .updateTable("webhook_events")
+      .set({ locked_by: "someone:1", locked_until: new Date(Date.now() + 60_000) })
+      .where("id", "=", id)
+      .execute();
+    await expect(d.retryNow(m.id, "sandbox", id)).rejects.toMatchObject({ code: "INVALID_STATE" });
+    await d.close();
   });
 
   it("on stop, events claimed ahead but never attempted are given back at once (due, unleased)", async () => {
@@ -218,8 +285,9 @@ describe("batched claims and group-committed results", () => {
     expect(received).toHaveLength(attempted);
     const rest = await database.db
       .selectFrom("webhook_events")
-      .select(["id", "locked_by", "attempts", "delivery_status"])
-      .select(sql<boolean>`next_attempt_at <= now()`.as("due"))
+      .innerJoin("webhook_due", "webhook_due.event_id", "webhook_events.id")
+      .select(["id", "webhook_due.locked_by", "attempts", "delivery_status"])
+      .select(sql<boolean>`webhook_due.next_attempt_at <= now()`.as("due"))
       .where("id", "in", [...ids])
       .where("attempts", "=", 0)
       .execute();

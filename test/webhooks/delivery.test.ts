@@ -81,6 +81,24 @@ async function event(merchant: CreatedMerchant, id: string) {
   return r.body.data;
 }
 
+/** Puts a delivered event back in the queue (pending) with the given queue row, in one transaction. */
+async function makePending(
+  id: string,
+  due: { locked_by: string; locked_until: Date; next_attempt_at: Date },
+): Promise<void> {
+  await svc.database.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable("webhook_events")
+      .set({ delivery_status: "pending", next_attempt_at: due.next_attempt_at, delivered_at: null })
+      .where("id", "=", id)
+      .execute();
+    await trx
+      .insertInto("webhook_due")
+      .values({ event_id: id, ...due })
+      .execute();
+  });
+}
+
 function forEvent(id: string) {
   return receiver.received.filter((r) => r.headers["webhook-id"] === id);
 }
@@ -279,18 +297,13 @@ describe("webhook delivery against a real local receiver", () => {
   it("reclaims an event whose worker died holding the lease", async () => {
     const { webhookEventId } = await enqueue(m, { status: "pending" });
     await waitFor(async () => (await event(m, webhookEventId)).deliveryStatus === "delivered");
-    // Simulate a worker that claimed the event and died before recording: pending, leased, lease expired.
-    await svc.database.db
-      .updateTable("webhook_events")
-      .set({
-        delivery_status: "pending",
-        locked_by: "dead-worker:1",
-        locked_until: new Date(Date.now() - 1),
-        next_attempt_at: new Date(Date.now() - 1),
-        delivered_at: null,
-      })
-      .where("id", "=", webhookEventId)
-      .execute();
+    // Simulate a worker that claimed the event and died before recording: pending, its queue row
+    // leased, the lease expired.
+    await makePending(webhookEventId, {
+      locked_by: "dead-worker:1",
+      locked_until: new Date(Date.now() - 1),
+      next_attempt_at: new Date(Date.now() - 1),
+    });
     await waitFor(() => forEvent(webhookEventId).length === 2);
     const e = await waitFor(async () => {
       const x = await event(m, webhookEventId);
@@ -304,17 +317,11 @@ describe("webhook delivery against a real local receiver", () => {
     await waitFor(async () => (await event(m, webhookEventId)).deliveryStatus === "delivered");
     const leaseEnds = Date.now() + 1_500;
     // Claimed by another worker a moment ago: due since before, leased for 1.5 s more.
-    await svc.database.db
-      .updateTable("webhook_events")
-      .set({
-        delivery_status: "pending",
-        locked_by: "live-worker:1",
-        locked_until: new Date(leaseEnds),
-        next_attempt_at: new Date(Date.now() - 60_000),
-        delivered_at: null,
-      })
-      .where("id", "=", webhookEventId)
-      .execute();
+    await makePending(webhookEventId, {
+      locked_by: "live-worker:1",
+      locked_until: new Date(leaseEnds),
+      next_attempt_at: new Date(Date.now() - 60_000),
+    });
     await new Promise((r) => setTimeout(r, 700)); // several polls and claims go by
     expect(forEvent(webhookEventId)).toHaveLength(1);
     await waitFor(() => forEvent(webhookEventId).length === 2);

@@ -108,7 +108,7 @@ describe.skipIf(!onPostgres)("kill test: SIGKILL a delivery worker in the middle
     const killedAt = receiver.received.length;
     await new Promise((r) => first.once("exit", r));
     const inFlightAtKill = await db
-      .selectFrom("webhook_events")
+      .selectFrom("webhook_due")
       .select((eb) => eb.fn.countAll<string>().as("n"))
       .where("locked_by", "is not", null)
       .executeTakeFirstOrThrow();

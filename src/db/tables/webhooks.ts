@@ -2,7 +2,7 @@ import type { Generated, Selectable } from "kysely";
 import type { Environment } from "../../domain/environment.js";
 import type { Timestamp } from "./common.js";
 
-/** Tables of migration 0003 (webhooks). */
+/** Tables of migrations 0003 and 0010 (webhooks). */
 
 export type WebhookEventType = "deposit" | "withdrawal" | "payout" | "test";
 export type DeliveryStatus = "pending" | "delivered" | "failed";
@@ -32,7 +32,9 @@ export interface WebhookEventsTable {
   delivery_status: Generated<DeliveryStatus>;
   attempts: Generated<number>;
   auto_attempts: Generated<number>;
+  /** The shown copy of `webhook_due.next_attempt_at` (null unless pending). */
   next_attempt_at: Date | null;
+  /** Lease of a manual retry of a delivered or failed event (a pending event's is in webhook_due). */
   locked_by: string | null;
   locked_until: Date | null;
   last_attempt_at: Date | null;
@@ -41,6 +43,14 @@ export interface WebhookEventsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   delivered_at: Date | null;
+}
+
+/** Migration 0010: one row per pending event — when it is due and who holds it (its lease). */
+export interface WebhookDueTable {
+  event_id: string;
+  next_attempt_at: Date;
+  locked_by: string | null;
+  locked_until: Date | null;
 }
 
 export interface WebhookAttemptsTable {
@@ -60,6 +70,7 @@ export interface WebhookAttemptsTable {
 export interface WebhookTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
+  webhook_due: WebhookDueTable;
   webhook_attempts: WebhookAttemptsTable;
 }
 
