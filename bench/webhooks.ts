@@ -6,9 +6,9 @@
  *  1. the receiver's ceiling: a bare undici POST loop in this process with the same bytes a worker
  *     sends (same body, same headers and header sizes, only no signing work) and the same number
  *     of requests in flight as the workers together (64 each), measured right before the workers
- *     so both see the same machine load, after BENCH_WARMUP requests of warm-up like the workers;
+ *     so both see the same machine load, after a warm-up run of the same size (JIT, connections);
  *  2. throughput: a backlog of N events committed through `enqueueWebhookEvent` (4 streams, 100
- *     per transaction) and held; freshly started workers first deliver BENCH_WARMUP events (JIT
+ *     per transaction) and held; freshly started workers first deliver BENCH_WARMUP events each (JIT
  *     warm-up, not measured), then the backlog is released at once and drained (first → last
  *     receipt). CPU is counted from the release, for the workers, the receiver and every
  *     PostgreSQL backend but the bench's own (its release statement is not delivery work);
@@ -17,12 +17,15 @@
  * Prints deliveries/s, the ratio to the ceiling of the same round, and p50/p99 commit → receipt.
  * Goal on a 2-core machine: ≥ 2,000 deliveries/s and ≥ 50 % of the ceiling.
  *
- * After loading the backlog the bench runs ANALYZE, as autovacuum would on a normal server (the
- * claim's plan needs row estimates; a never-analysed table gets a bitmap scan of every due row).
+ * After loading the backlog the bench runs VACUUM ANALYZE, as autovacuum would on a normal server
+ * (this machine's PostgreSQL has autovacuum off). The claim's plan needs row estimates: a
+ * never-analysed table gets a bitmap scan of every due row. Without the vacuum, each round would
+ * also scan the dead rows of the rounds before it; PostgreSQL's CPU per delivery rose by a third
+ * over three rounds.
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
  * `stablegate_bench_webhooks` database is recreated there), BENCH_EVENTS (10000), BENCH_ROUNDS (1),
- * BENCH_WORKERS (the worker counts to run, default "1,2"), BENCH_WARMUP (2000), BENCH_CPU_PROF (a folder: the workers
+ * BENCH_WORKERS (the worker counts to run, default "1,2"), BENCH_WARMUP (5000 per worker), BENCH_CPU_PROF (a folder: the workers
  * write V8 CPU profiles there), BENCH_NODE_FLAGS (extra node flags for the workers).
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
@@ -55,8 +58,11 @@ const CONCURRENCY = 64; // a worker's attempts in flight (WebhookDelivery defaul
 const KEY = randomBytes(32).toString("hex");
 const DB_NAME = "stablegate_bench_webhooks";
 const BENCH_APP = "stablegate-bench";
-/** Events each fresh set of workers delivers before the measured backlog (JIT warm-up). */
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 2_000);
+/**
+ * Events each fresh worker delivers before the measured backlog (JIT warm-up). With 2,000 for a
+ * pair of workers, each one's CPU per delivery was still ~50 % above its warm figure.
+ */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5_000);
 
 type FromReceiver =
   | { port: number }
@@ -174,8 +180,8 @@ async function main() {
           }
         }),
       );
-    // Warmed up like the workers (JIT, connections open), then measured.
-    await loop(WARMUP);
+    // A whole unmeasured run first (JIT, connections open), then the measured one.
+    await loop(EVENTS);
     await ask(receiver, "reset");
     next = 0;
     const cpu0 = process.cpuUsage();
@@ -275,7 +281,7 @@ async function main() {
       // up, then released at once; first → last receipt. CPU is counted from the release.
       const backlog = await commit(EVENTS, 100, 4);
       await sql`update webhook_due set next_attempt_at = now() + interval '1 hour'`.execute(db);
-      await sql`analyze`.execute(db);
+      await sql`vacuum analyze`.execute(db);
       const children: ChildProcess[] = [];
       for (let w = 0; w < workers; w++) {
         children.push(
@@ -314,9 +320,9 @@ async function main() {
       }
       // Warm-up: fresh processes run their first thousands of attempts in V8's interpreter and
       // baseline tiers; steady-state throughput is what is measured, so they deliver WARMUP events
-      // (due at once) before the backlog is released.
+      // each (due at once) before the backlog is released.
       if (WARMUP > 0) {
-        await receiptsOf(await commit(WARMUP, 100, 2));
+        await receiptsOf(await commit(WARMUP * workers, 100, 2));
         await ask(receiver, "reset");
       }
       // PostgreSQL: every backend of this database but the bench's own (pools open more

@@ -18,7 +18,10 @@ create table webhook_due (
   locked_by        text,
   locked_until     timestamptz
 ) with (fillfactor = 50);
-create index webhook_due_next_idx on webhook_due (next_attempt_at);
+-- Without deduplication: many events share a due time (every event of one transaction has the same
+-- now()), and a deduplicated entry (one key, a list of rows) can only be marked dead once every row
+-- in it is gone, so each claim would visit the finished rows of a batch again until VACUUM.
+create index webhook_due_next_idx on webhook_due (next_attempt_at) with (deduplicate_items = off);
 
 insert into webhook_due (event_id, next_attempt_at, locked_by, locked_until)
 select id, next_attempt_at, locked_by, locked_until
