@@ -273,7 +273,7 @@ describe("sweeping on the simulator", () => {
 
 describe("sweeping on the TRON emulator (TRC20)", () => {
   useOwnDatabase();
-  it("an address holding TRX for the energy is swept at once; one without gets a TRX top-up first", async () => {
+  it("an address holding TRX for the energy is swept at once; one without gets a TRX top-up (a signed TransferContract), then is swept", async () => {
     const network = "USDT-TRC20";
     const emulator = await startTronEmulator(node, token);
     try {
@@ -332,21 +332,49 @@ describe("sweeping on the TRON emulator (TRC20)", () => {
         .executeTakeFirstOrThrow();
       expect(poorSweep.after_intent_id).toBe(topUps[0]!.intent_id);
 
-      // The funded ones are swept; the other waits for its top-up (a TRX TransferContract, which the
-      // emulator cannot execute: that path is not exercised here).
+      // The gas tank pays the top-up in TRX: a TransferContract built by tronweb, signed by the
+      // signer, checked and executed by the emulator. The sweep of that address is signed only once
+      // the top-up is confirmed.
+      const gasTank = wallet.address(network, "sandbox", GAS_TANK_INDEX);
+      await node.testClient.setBalance({ address: tronAddressToEvm(gasTank), value: 10n ** 20n });
+      const tankBefore = await writer.nativeBalance(gasTank);
+      const topUp = BigInt(topUps[0]!.amount);
       const sender = makeSender({ db: database.db, network, writer, outcomes });
-      for (let i = 0; i < 10; i++) await sender.tick();
-      for (const a of funded) expect(await writer.tokenBalance(a)).toBe(0n);
-      expect(await writer.tokenBalance(hot)).toBe(USDT(20) + USDT(21) + USDT(22));
-      const sweeps = await database.db
+      expect(await sender.drain(60_000)).toBe(0);
+      for (const a of [...funded, poor]) expect(await writer.tokenBalance(a)).toBe(0n);
+      expect(await writer.tokenBalance(hot)).toBe(USDT(20) + USDT(21) + USDT(22) + USDT(30));
+      const transfers = await database.db
         .selectFrom("outgoing_transfers")
-        .select(["status", "from_index"])
+        .select(["kind", "status", "from_index", "tx_hash"])
         .where("network", "=", network)
-        .where("kind", "=", "sweep")
+        .orderBy("kind")
         .orderBy("from_index")
         .execute();
-      expect(sweeps.map((r) => r.status)).toEqual(["confirmed", "confirmed", "confirmed", "queued"]);
-      expect(await writer.tokenBalance(poor)).toBe(USDT(30));
+      expect(transfers.map((r) => [r.kind, r.status, r.from_index])).toEqual([
+        ["gas_topup", "confirmed", GAS_TANK_INDEX],
+        ["sweep", "confirmed", 100],
+        ["sweep", "confirmed", 101],
+        ["sweep", "confirmed", 102],
+        ["sweep", "confirmed", 103],
+      ]);
+      // The TRX moved exactly (the emulator burns no fees): from the tank to the poor address.
+      expect(await writer.nativeBalance(poor)).toBe(topUp);
+      expect(await writer.nativeBalance(gasTank)).toBe(tankBefore - topUp);
+      // Its on-chain transaction is the TransferContract the sender checked.
+      const topUpCheck = await writer.check(transfers[0]!.tx_hash as string, {
+        asset: "native",
+        from: gasTank,
+        to: poor,
+        amount: topUp,
+      });
+      expect(topUpCheck.state).toBe("success");
+      const wrong = await writer.check(transfers[0]!.tx_hash as string, {
+        asset: "native",
+        from: gasTank,
+        to: poor,
+        amount: topUp + 1n,
+      });
+      expect(wrong).toMatchObject({ state: "failed", reason: "wrong amount" });
       expect(await ledgerSnapshot(database.db)).toEqual(before);
     } finally {
       await emulator.stop();

@@ -5,7 +5,11 @@
  *
  * Broadcast transactions are checked like a TRON node would (txID = sha256(raw_data), raw_data_hex
  * is the protobuf encoding of raw_data, the signature recovers to the owner) and then executed on
- * anvil as the owner (impersonated). See docs/chains.md for what this proves and what it does not.
+ * anvil: a `TriggerSmartContract` as the owner (impersonated; the anvil gas is lent, so the owner's
+ * TRX balance is what it was), a `TransferContract` (TRX) as a move of the owner's balance, refused
+ * like a node when it is short, with a marker transaction for its block and receipt. The TRX
+ * balance of an account is its anvil balance / 10^12 (1 sun = 10^12 wei). No fees are burnt. See
+ * docs/chains.md for what this proves and what it does not.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -67,6 +71,11 @@ function toEvm(address: unknown): Hex {
 }
 
 const toTronHex = (evm: string) => `41${strip(evm)}`;
+
+/** Wei per sun: an account's TRX balance is its anvil balance / 10^12. */
+const WEI_PER_SUN = 10n ** 12n;
+/** The account that mines a TRX transfer's marker transaction (its block and receipt). */
+const MARKER = getAddress("0x00000000000000000000000000000000000f4e11");
 
 export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex): Promise<TronEmulator> {
   const byTxId = new Map<string, StoredTx>();
@@ -211,8 +220,8 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     if (typeof raw.expiration !== "number" || raw.expiration < Date.now())
       return fail("TRANSACTION_EXPIRATION_ERROR", "expired");
     const contract = (raw.contract as { type: string; parameter: { value: Json } }[] | undefined)?.[0];
-    if (contract?.type !== "TriggerSmartContract")
-      return fail("CONTRACT_VALIDATE_ERROR", "only TriggerSmartContract is emulated");
+    if (contract?.type !== "TriggerSmartContract" && contract?.type !== "TransferContract")
+      return fail("CONTRACT_VALIDATE_ERROR", "only TriggerSmartContract and TransferContract are emulated");
     const owner = toEvm(contract.parameter.value.owner_address);
     const sig = (tx.signature as string[] | undefined)?.[0];
     if (!sig || strip(sig).length !== 130) return fail("SIGERROR", "signature missing");
@@ -230,19 +239,42 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     }
     if (signer !== owner) return fail("SIGERROR", "signature does not match the owner");
 
-    await rpc("anvil_impersonateAccount", [owner]);
-    await rpc("anvil_setBalance", [owner, toHex(10n ** 20n)]);
-    const feeLimit = typeof raw.fee_limit === "number" ? raw.fee_limit : 150_000_000;
-    const ethHash = await rpc<Hex>("eth_sendTransaction", [
-      {
-        from: owner,
+    const balance = async (a: Hex) => BigInt(await rpc<Hex>("eth_getBalance", [a, "latest"]));
+    const setBalance = (a: Hex, wei: bigint) => rpc("anvil_setBalance", [a, toHex(wei)]);
+    /** Sends `tx` from `from` (impersonated), its anvil gas lent: `from` keeps its balance. */
+    const sendAs = async (from: Hex, tx: Json): Promise<Hex> => {
+      const kept = await balance(from);
+      await rpc("anvil_impersonateAccount", [from]);
+      await setBalance(from, 10n ** 20n);
+      try {
+        return await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
+      } finally {
+        await setBalance(from, kept);
+        await rpc("anvil_stopImpersonatingAccount", [from]);
+      }
+    };
+    let ethHash: Hex;
+    if (contract.type === "TransferContract") {
+      const v = contract.parameter.value;
+      const to = toEvm(v.to_address);
+      const amount = BigInt(String(v.amount ?? 0));
+      if (amount <= 0n) return fail("CONTRACT_VALIDATE_ERROR", "Amount must be greater than 0.");
+      if (to === owner) return fail("CONTRACT_VALIDATE_ERROR", "Cannot transfer TRX to yourself.");
+      const from = await balance(owner);
+      if (from < amount * WEI_PER_SUN)
+        return fail("CONTRACT_VALIDATE_ERROR", "Validate TransferContract error, balance is not sufficient.");
+      await setBalance(owner, from - amount * WEI_PER_SUN);
+      await setBalance(to, (await balance(to)) + amount * WEI_PER_SUN);
+      ethHash = await sendAs(MARKER, { to: MARKER, data: `0x${txID}` });
+    } else {
+      const feeLimit = typeof raw.fee_limit === "number" ? raw.fee_limit : 150_000_000;
+      ethHash = await sendAs(owner, {
         to: toEvm(contract.parameter.value.contract_address),
         data: `0x${strip(String(contract.parameter.value.data ?? ""))}`,
         // Explicit gas: a reverting call is still mined (as a failed TRON transaction is).
         gas: toHex(Math.min(1_000_000, Math.max(100_000, Math.floor(feeLimit / 100)))),
-      },
-    ]);
-    await rpc("anvil_stopImpersonatingAccount", [owner]);
+      });
+    }
     byTxId.set(txID, {
       txID,
       raw_data: raw,
@@ -267,6 +299,13 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
 
   const routes: Record<string, (body: Json) => Promise<unknown>> = {
     "/wallet/getnowblock": () => tronBlock("latest"),
+    // tronweb takes the reference block (and the expiration, its time + 60 s) of a transaction it
+    // builds itself (TRX transfers) from here. TRON makes a block every 3 s; anvil only when asked,
+    // so one is made now and the expiration is a minute from now, as on a live node.
+    "/wallet/getblock": async () => {
+      await rpc("evm_mine", []);
+      return tronBlock("latest");
+    },
     "/walletsolidity/getnowblock": () => tronBlock("latest"),
     "/wallet/getblockbynum": (b) => tronBlock(toHex(Number(b.num ?? -1) >= 0 ? Number(b.num) : 2 ** 40)),
     "/wallet/gettransactioninfobyblocknum": async (b) => {
