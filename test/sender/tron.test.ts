@@ -3,7 +3,7 @@ import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
-import { TransferWouldFailError } from "../../src/chains/writer.js";
+import { TransferWouldFailError, withBuffer } from "../../src/chains/writer.js";
 import type { Database } from "../../src/db/database.js";
 import { requestTransfer } from "../../src/sender/intents.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
@@ -35,6 +35,37 @@ afterAll(async () => {
 });
 
 describe("TRON write side on the emulator", () => {
+  it("prices energy and bandwidth at the chain's parameters (getchainparameters), read again after their TTL", async () => {
+    // The emulator's account resources hold no energy and 600 bytes of free bandwidth, and its dry
+    // run reports no energy: a transfer costs the default 65,000 energy at the chain's price, + 10 %.
+    const fresh = new TronChainWriter({
+      apiUrl: emulator.url,
+      tokenAddress: emulator.tokenAddress,
+      chainParametersTtlMs: 0,
+    });
+    const cached = new TronChainWriter({ apiUrl: emulator.url, tokenAddress: emulator.tokenAddress });
+    try {
+      emulator.setChainParameters({ getEnergyFee: 210, getTransactionFee: 1_000 });
+      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      expect(await cached.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      emulator.setChainParameters({ getEnergyFee: 100, getTransactionFee: 1_000 });
+      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 100n, 10));
+      // Within its TTL (10 minutes by default) a writer keeps the prices it read.
+      expect(await cached.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      // A node that does not report the energy price: the configured one.
+      emulator.setChainParameters({ getTransactionFee: 1_000 });
+      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      const configured = new TronChainWriter({
+        apiUrl: emulator.url,
+        tokenAddress: emulator.tokenAddress,
+        energyPriceSun: 420,
+      });
+      expect(await configured.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 420n, 10));
+    } finally {
+      emulator.setChainParameters({ getEnergyFee: 210, getTransactionFee: 1_000 });
+    }
+  });
+
   it("checks energy/bandwidth against the TRX balance before signing: an account without TRX waits (queued)", async () => {
     const { outcomes, calls } = recordingOutcomes();
     const sender = makeSender({ db: database.db, network: "USDT-TRC20", writer, outcomes });

@@ -24,15 +24,28 @@ export interface TronWriterOptions {
   timeoutMs?: number;
   /** `fee_limit` of token transfers, in sun (the most TRX the transfer may burn). Default 100 TRX. */
   feeLimitSun?: number;
-  /** Sun burnt per unit of energy the account does not have (network parameter; default 210). */
+  /**
+   * Sun burnt per unit of energy the account does not have, when the node does not report it
+   * (`getEnergyFee` of `wallet/getchainparameters`, read every `chainParametersTtlMs`). Default 210.
+   */
   energyPriceSun?: number;
+  /** How long the chain's fee parameters are kept before they are read again (default 10 min). */
+  chainParametersTtlMs?: number;
   /** Energy of a USDT transfer when the node cannot estimate it (to a new holder ≈ 65 000). */
   defaultTransferEnergy?: number;
 }
 
-/** Bandwidth of a TRC20 transfer (bytes) and the sun burnt per byte without free bandwidth. */
+/** Bandwidth of a TRC20 transfer (bytes), and of a TRX transfer. */
 const TRANSFER_BYTES = 350;
+const TRX_TRANSFER_BYTES = 300;
+/** Sun burnt per byte without free bandwidth, when the node does not report `getTransactionFee`. */
 const BANDWIDTH_PRICE_SUN = 1_000;
+
+/** The fee parameters of the chain, in sun (network parameters TRON's governance changes by vote). */
+interface FeePrices {
+  energy: bigint;
+  bandwidth: bigint;
+}
 
 interface Built {
   txID: string;
@@ -56,14 +69,20 @@ export class TronChainWriter implements SignedChainWriter {
   private readonly tokenLogAddress: string;
   private readonly reader: TronChainAdapter;
   private readonly feeLimit: number;
-  private readonly energyPrice: bigint;
+  private readonly fallbackPrices: FeePrices;
+  private readonly pricesTtlMs: number;
+  private prices: { value: Promise<FeePrices>; at: number } | undefined;
   private readonly defaultEnergy: bigint;
 
   constructor(options: TronWriterOptions) {
     this.token = normalizeTronAddress(options.tokenAddress);
     this.tokenLogAddress = tronAddressToHex(this.token).slice(2);
     this.feeLimit = options.feeLimitSun ?? 100_000_000;
-    this.energyPrice = BigInt(options.energyPriceSun ?? 210);
+    this.fallbackPrices = {
+      energy: BigInt(options.energyPriceSun ?? 210),
+      bandwidth: BigInt(BANDWIDTH_PRICE_SUN),
+    };
+    this.pricesTtlMs = options.chainParametersTtlMs ?? 10 * 60_000;
     this.defaultEnergy = BigInt(options.defaultTransferEnergy ?? 65_000);
     const headers = options.apiKey ? { "TRON-PRO-API-KEY": options.apiKey } : {};
     const node = () =>
@@ -88,13 +107,14 @@ export class TronChainWriter implements SignedChainWriter {
   }
 
   async tokenTransferCost(from: string, to: string, amount: bigint): Promise<bigint> {
-    const [energy, resources] = await Promise.all([
+    const [energy, resources, prices] = await Promise.all([
       this.estimateEnergy(from, to, amount),
       this.resources(from),
+      this.feePrices(),
     ]);
-    const energyBurn = bigMax(0n, energy - resources.energy) * this.energyPrice;
+    const energyBurn = bigMax(0n, energy - resources.energy) * prices.energy;
     const bandwidthBurn =
-      resources.bandwidth >= TRANSFER_BYTES ? 0n : BigInt(TRANSFER_BYTES * BANDWIDTH_PRICE_SUN);
+      resources.bandwidth >= TRANSFER_BYTES ? 0n : BigInt(TRANSFER_BYTES) * prices.bandwidth;
     return withBuffer(energyBurn + bandwidthBurn, 10);
   }
 
@@ -125,8 +145,10 @@ export class TronChainWriter implements SignedChainWriter {
         throw new ChainUnavailableError(this.network, "triggersmartcontract built no transaction");
       built = res.transaction as unknown as Built;
     } else {
-      const resources = await this.resources(from);
-      maxNativeCost = spec.amount + (resources.bandwidth >= 300 ? 0n : 300n * BigInt(BANDWIDTH_PRICE_SUN));
+      const [resources, prices] = await Promise.all([this.resources(from), this.feePrices()]);
+      maxNativeCost =
+        spec.amount +
+        (resources.bandwidth >= TRX_TRANSFER_BYTES ? 0n : BigInt(TRX_TRANSFER_BYTES) * prices.bandwidth);
       const tx = await this.call("createtransaction", () =>
         this.tronWeb.transactionBuilder.sendTrx(to, Number(spec.amount), from),
       );
@@ -232,6 +254,34 @@ export class TronChainWriter implements SignedChainWriter {
     });
     const used = (res as { energy_used?: number }).energy_used;
     return typeof used === "number" && used > 0 ? BigInt(used) : this.defaultEnergy;
+  }
+
+  /**
+   * The energy and bandwidth prices in sun (`getEnergyFee`, `getTransactionFee` of
+   * `wallet/getchainparameters`), read at most once per `chainParametersTtlMs`. A parameter the
+   * node does not report keeps its configured value; a failed read is not kept, so the next
+   * transfer asks again.
+   */
+  private feePrices(): Promise<FeePrices> {
+    const now = Date.now();
+    if (this.prices && now - this.prices.at < this.pricesTtlMs) return this.prices.value;
+    const value = this.post<{ chainParameter?: { key?: string; value?: number }[] }>(
+      "wallet/getchainparameters",
+      {},
+    ).then((res) => {
+      const param = (key: string) => res.chainParameter?.find((p) => p.key === key)?.value;
+      const positive = (v: number | undefined, fallback: bigint) =>
+        typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? BigInt(v) : fallback;
+      return {
+        energy: positive(param("getEnergyFee"), this.fallbackPrices.energy),
+        bandwidth: positive(param("getTransactionFee"), this.fallbackPrices.bandwidth),
+      };
+    });
+    this.prices = { value, at: now };
+    value.catch(() => {
+      if (this.prices?.value === value) this.prices = undefined;
+    });
+    return value;
   }
 
   private async resources(address: string): Promise<{ energy: bigint; bandwidth: bigint }> {

@@ -28,6 +28,11 @@ export interface TronEmulator {
   tokenAddress: string;
   /** TRON txID of an anvil transaction hash (broadcast ones have their own txID; others reuse the hash). */
   tronTxId(ethHash: Hex): string;
+  /**
+   * The fee parameters `wallet/getchainparameters` reports (default: energy 210 sun, bandwidth
+   * 1,000 sun per byte); a key left out is not reported at all.
+   */
+  setChainParameters(params: Record<string, number>): void;
   stop(): Promise<void>;
 }
 
@@ -79,6 +84,7 @@ const MARKER = getAddress("0x00000000000000000000000000000000000f4e11");
 
 export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex): Promise<TronEmulator> {
   const byTxId = new Map<string, StoredTx>();
+  let chainParameters: Record<string, number> = { getEnergyFee: 210, getTransactionFee: 1_000 };
   const txIdByEth = new Map<string, string>();
   const tronTxId = (ethHash: Hex) => txIdByEth.get(ethHash.toLowerCase()) ?? strip(ethHash);
   const rpc = <T>(method: string, params: unknown[]) =>
@@ -326,6 +332,9 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     "/wallet/triggerconstantcontract": triggerConstantContract,
     "/wallet/broadcasttransaction": broadcast,
     "/wallet/getaccount": account,
+    "/wallet/getchainparameters": async () => ({
+      chainParameter: Object.entries(chainParameters).map(([key, value]) => ({ key, value })),
+    }),
     "/wallet/getaccountresource": async () => ({
       freeNetLimit: 600,
       TotalNetLimit: 43_200_000_000,
@@ -366,6 +375,9 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     url: `http://127.0.0.1:${port}`,
     tokenAddress: tronAddressFromBytes(toBytes(tokenEvmAddress)),
     tronTxId,
+    setChainParameters: (params) => {
+      chainParameters = { ...params };
+    },
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((e) => (e ? reject(e) : resolve()));
