@@ -64,38 +64,73 @@ export class OtpService {
     now: Date,
     db: Db = this.db,
   ): Promise<boolean> {
-    if (!/^\d{6}$/.test(code)) {
-      // Malformed input still costs a try, like any wrong code.
-      await this.#spendTry(db, userId, purpose, now);
-      return false;
-    }
     const run = async (trx: Db): Promise<boolean> => {
-      const row = await trx
-        .selectFrom("dashboard_otps")
-        .select(["id", "code_hash", "attempts", "expires_at"])
-        .where("user_id", "=", userId)
-        .where("purpose", "=", purpose)
-        .where("consumed_at", "is", null)
-        .orderBy("created_at", "desc")
-        .limit(1)
-        .forUpdate()
-        .executeTakeFirst();
-      if (!row) return false;
-      if (new Date(row.expires_at).getTime() <= now.getTime() || row.attempts >= OTP_MAX_ATTEMPTS)
-        return false;
-      const match = timingSafeEqual(Buffer.from(row.code_hash), this.#hash(row.id, code));
-      if (!match) {
-        await trx
-          .updateTable("dashboard_otps")
-          .set({ attempts: row.attempts + 1 })
-          .where("id", "=", row.id)
-          .execute();
-        return false;
-      }
-      await trx.updateTable("dashboard_otps").set({ consumed_at: now }).where("id", "=", row.id).execute();
-      return true;
+      const id = await this.#match(trx, userId, purpose, code, now);
+      return id !== null && (await this.consume(trx, id, now));
     };
     return db.isTransaction ? run(db) : db.transaction().execute(run);
+  }
+
+  /**
+   * Checks a code without consuming it: the code's id when it matches, else null (a wrong code
+   * uses up one of the tries, committed at once). The action it authorises then consumes it with
+   * `consume` in its own transaction, so an action that fails leaves the code usable.
+   */
+  async check(userId: string, purpose: OtpPurpose, code: string, now: Date): Promise<string | null> {
+    return this.db.transaction().execute((trx) => this.#match(trx, userId, purpose, code, now));
+  }
+
+  /**
+   * Consumes a checked code in the caller's transaction. False when it was consumed meanwhile (by
+   * a concurrent action, which then holds its row until it commits or rolls back) or has expired.
+   */
+  async consume(db: Db, id: string, now: Date): Promise<boolean> {
+    const row = await db
+      .updateTable("dashboard_otps")
+      .set({ consumed_at: now })
+      .where("id", "=", id)
+      .where("consumed_at", "is", null)
+      .where("expires_at", ">", now)
+      .returning("id")
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** The open code of the purpose if `code` matches it; a mismatch spends a try. */
+  async #match(
+    trx: Db,
+    userId: string,
+    purpose: OtpPurpose,
+    code: string,
+    now: Date,
+  ): Promise<string | null> {
+    if (!/^\d{6}$/.test(code)) {
+      // Malformed input still costs a try, like any wrong code.
+      await this.#spendTry(trx, userId, purpose, now);
+      return null;
+    }
+    const row = await trx
+      .selectFrom("dashboard_otps")
+      .select(["id", "code_hash", "attempts", "expires_at"])
+      .where("user_id", "=", userId)
+      .where("purpose", "=", purpose)
+      .where("consumed_at", "is", null)
+      .orderBy("created_at", "desc")
+      .limit(1)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row) return null;
+    if (new Date(row.expires_at).getTime() <= now.getTime() || row.attempts >= OTP_MAX_ATTEMPTS) return null;
+    const match = timingSafeEqual(Buffer.from(row.code_hash), this.#hash(row.id, code));
+    if (!match) {
+      await trx
+        .updateTable("dashboard_otps")
+        .set({ attempts: row.attempts + 1 })
+        .where("id", "=", row.id)
+        .execute();
+      return null;
+    }
+    return row.id;
   }
 
   async #spendTry(db: Db, userId: string, purpose: OtpPurpose, now: Date) {

@@ -249,6 +249,39 @@ export async function consumeOtp(
   }
 }
 
+/**
+ * Checks an e-mailed code for an action that runs later in its own transaction (a payout): the
+ * code's id, to be spent there with `spendCheckedOtp`. A wrong code costs a try and is refused
+ * here; a right one stays usable until the action commits.
+ */
+export async function checkOtp(
+  kit: AuthKit,
+  userId: string,
+  purpose: OtpPurpose,
+  code: string,
+  field = "otp",
+): Promise<string> {
+  const id = await kit.otp.check(userId, purpose, code, kit.now());
+  if (id === null) {
+    throw AppError.validation([
+      { field, message: "is invalid, expired or already used; request a new code" },
+    ]);
+  }
+  return id;
+}
+
+/**
+ * Spends a code checked by `checkOtp` in the action's transaction: if the action fails, the
+ * rollback leaves the code usable; of two actions racing with one code, one runs.
+ */
+export async function spendCheckedOtp(kit: AuthKit, trx: Db, id: string, field = "otp"): Promise<void> {
+  if (!(await kit.otp.consume(trx, id, kit.now()))) {
+    throw AppError.validation([
+      { field, message: "is invalid, expired or already used; request a new code" },
+    ]);
+  }
+}
+
 export async function changePassword(
   kit: AuthKit,
   userId: string,

@@ -225,7 +225,7 @@ describe("payouts (dashboard, OTP)", () => {
     await expectLedgerOk(svc);
   });
 
-  it("wrong OTP, bad address, too much: refused, nothing held; an invalid address keeps the OTP usable", async () => {
+  it("wrong OTP, bad address, too much: refused, nothing held; the OTP stays usable until a payout runs", async () => {
     const before = await balance(svc, m.api, TRC);
     const otp = await payoutOtp();
     const bad = await call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {
@@ -252,6 +252,37 @@ describe("payouts (dashboard, OTP)", () => {
     expect(tooMuch.status).toBe(422);
     expect(tooMuch.body.error.code).toBe("INSUFFICIENT_BALANCE");
     expect(await balance(svc, m.api, TRC)).toEqual(before);
+    // The refused payout rolled back with the code's use: the same code pays once, then never again.
+    const paid = await call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {
+      headers: m.bearer,
+      json: { amount: 3, currencyType: TRC, walletAddress: TRON_TO, otp },
+    });
+    expect(paid.status, paid.text).toBe(201);
+    const again = await call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {
+      headers: m.bearer,
+      json: { amount: 3, currencyType: TRC, walletAddress: TRON_TO, otp },
+    });
+    expect(again.status).toBe(400);
+    expect(again.body.error.details.fields[0].field).toBe("otp");
+    await settled(paid.body.data.id, "transactions");
+    expect(await balance(svc, m.api, TRC)).toEqual({ available: before.available - 3, held: before.held });
+  });
+
+  it("two payouts racing with one code: exactly one runs", async () => {
+    const before = await balance(svc, m.api, TRC);
+    const otp = await payoutOtp();
+    const results = await Promise.all(
+      [1, 2].map(() =>
+        call(svc.urls.sandbox, "/api/v1/dashboard/payouts", {
+          headers: m.bearer,
+          json: { amount: 2, currencyType: TRC, walletAddress: TRON_TO, otp },
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([201, 400]);
+    const paid = results.find((r) => r.status === 201)!;
+    await settled(paid.body.data.id, "transactions");
+    expect(await balance(svc, m.api, TRC)).toEqual({ available: before.available - 2, held: before.held });
   });
 
   it("POST /api/v1/public/payout/create stays 404", async () => {

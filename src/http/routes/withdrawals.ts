@@ -5,7 +5,7 @@ import { amountField } from "../../domain/money.js";
 import type { TransactionRecord } from "../../domain/transaction.js";
 import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
 import { findTransaction, listTransactions } from "../../repositories/transactions.js";
-import { consumeOtp } from "../../services/accounts.js";
+import { checkOtp, spendCheckedOtp } from "../../services/accounts.js";
 import {
   approveWithdrawal,
   createPayout,
@@ -253,12 +253,13 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       if (amount.units === undefined) throw AppError.validation(amount.errors);
       const units = amount.units;
       deps.chains.get(body.currencyType, who.environment);
-      // Everything that can be refused is checked before the single-use OTP is spent.
+      // Everything that can be refused is checked before the single-use OTP is tried.
       validateWithdrawal(deps.config.fees, "payout", {
         amount: units,
         currencyType: body.currencyType,
         walletAddress: body.walletAddress,
       });
+      let otpId = "";
       return idempotentCreate(
         { db, clock: deps.clock },
         request,
@@ -266,6 +267,9 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         who,
         201,
         async (trx) => {
+          // Spent in the payout's transaction: a payout refused here (the balance, a chain error)
+          // rolls back and leaves the code usable.
+          await spendCheckedOtp(kit, trx, otpId);
           const t = await createPayout(trx, service, who, {
             amount: units,
             currencyType: body.currencyType,
@@ -273,8 +277,12 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           });
           return { success: true as const, data: presentPayout(t) };
         },
-        // The OTP is spent only by a request that runs: a retry with the same Idempotency-Key replays.
-        { beforeRun: () => consumeOtp(kit, who.userId, "payout", body.otp) },
+        // The OTP is checked only by a request that runs: a retry with the same Idempotency-Key replays.
+        {
+          beforeRun: async () => {
+            otpId = await checkOtp(kit, who.userId, "payout", body.otp);
+          },
+        },
       );
     },
   );
