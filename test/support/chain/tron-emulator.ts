@@ -247,13 +247,22 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
 
     const balance = async (a: Hex) => BigInt(await rpc<Hex>("eth_getBalance", [a, "latest"]));
     const setBalance = (a: Hex, wei: bigint) => rpc("anvil_setBalance", [a, toHex(wei)]);
-    /** Sends `tx` from `from` (impersonated), its anvil gas lent: `from` keeps its balance. */
+    /**
+     * Sends `tx` from `from` (impersonated), its anvil gas lent: `from` keeps its balance. The
+     * balance is put back only once the transaction is mined (anvil may answer the send first, and
+     * a sender without the gas would drop it).
+     */
     const sendAs = async (from: Hex, tx: Json): Promise<Hex> => {
       const kept = await balance(from);
       await rpc("anvil_impersonateAccount", [from]);
       await setBalance(from, 10n ** 20n);
       try {
-        return await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
+        const hash = await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
+        for (let i = 0; !(await rpc<EthReceipt | null>("eth_getTransactionReceipt", [hash])); i++) {
+          if (i >= 500) throw new Error(`anvil did not mine ${hash}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        return hash;
       } finally {
         await setBalance(from, kept);
         await rpc("anvil_stopImpersonatingAccount", [from]);
