@@ -763,7 +763,7 @@ export class WebhookDelivery {
         delete from webhook_due d
         using input i
         where d.event_id = i.id and d.locked_by = i.token and i.status <> 'pending'
-        returning d.event_id, i.token
+        returning i.*, null::timestamptz as next_at, true as queued
       ), again as (
         update webhook_due d
         set next_attempt_at = case
@@ -773,29 +773,34 @@ export class WebhookDelivery {
             locked_until = null
         from input i
         where d.event_id = i.id and d.locked_by = i.token and i.status = 'pending'
-        returning d.event_id, i.token, d.next_attempt_at
+        returning i.*, d.next_attempt_at as next_at, true as queued
       ), held as (
-        -- Attempts whose claim still held the event's queue row.
-        select event_id, token, null::timestamptz as next_attempt_at from done
+        -- The results whose claim still holds its event: by the queue row (a pending event), or by
+        -- the event row (a manual retry of a delivered or failed one; re-checked by the update).
+        -- Each row carries its input, so the update below needs no second join with the input.
+        select * from done
         union all
-        select event_id, token, next_attempt_at from again
+        select * from again
+        union all
+        select i.*, null::timestamptz, false
+        from input i join webhook_events e on e.id = i.id
+        where i.manual and e.locked_by = i.token
       ), upd as (
         update webhook_events e
-        set delivery_status = i.status,
+        set delivery_status = h.status,
             attempts = e.attempts + 1,
-            auto_attempts = i.auto_attempts,
-            next_attempt_at = h.next_attempt_at,
+            auto_attempts = h.auto_attempts,
+            next_attempt_at = h.next_at,
             locked_by = null,
             locked_until = null,
-            last_attempt_at = i.started_at,
-            last_response_status = i.response_status,
-            last_error = i.error,
-            url = coalesce(i.url, e.url),
-            delivered_at = case when i.ok then now() else e.delivered_at end,
+            last_attempt_at = h.started_at,
+            last_response_status = h.response_status,
+            last_error = h.error,
+            url = coalesce(h.url, e.url),
+            delivered_at = case when h.ok then now() else e.delivered_at end,
             updated_at = now()
-        from input i
-        left join held h on h.event_id = i.id and h.token = i.token
-        where e.id = i.id and (h.event_id is not null or e.locked_by = i.token)
+        from held h
+        where e.id = h.id and (h.queued or e.locked_by = h.token)
         returning e.id
       ), ins as (
         insert into webhook_attempts
