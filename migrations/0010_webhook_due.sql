@@ -23,6 +23,22 @@ create table webhook_due (
 -- in it is gone, so each claim would visit the finished rows of a batch again until VACUUM.
 create index webhook_due_next_idx on webhook_due (next_attempt_at) with (deduplicate_items = off);
 
+-- Every pending event written gets its queue row from the database itself, whichever code writes
+-- it: during a rolling upgrade, API processes of the previous version still insert events without
+-- one, and those events must not wait forever. The event's lease columns, when set at insert (a
+-- test delivery leases its own event), become the queue row's lease. Created before the copy below:
+-- creating the trigger waits for transactions writing events and holds new ones until this
+-- migration commits, so no event falls between the copy and the trigger.
+create function webhook_due_enqueue() returns trigger language plpgsql as $$
+begin
+  insert into webhook_due (event_id, next_attempt_at, locked_by, locked_until)
+  values (new.id, new.next_attempt_at, new.locked_by, new.locked_until);
+  return null;
+end
+$$;
+create trigger webhook_events_enqueue after insert on webhook_events
+  for each row when (new.delivery_status = 'pending') execute function webhook_due_enqueue();
+
 insert into webhook_due (event_id, next_attempt_at, locked_by, locked_until)
 select id, next_attempt_at, locked_by, locked_until
 from webhook_events

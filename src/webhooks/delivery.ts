@@ -411,49 +411,30 @@ export class WebhookDelivery {
     const token = `${this.#workerId}:test:${randomBytes(6).toString("hex")}`;
     const { transactionId, body } = testWebhookBody(merchantId, environment, new Date());
     const lease = sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`;
-    // The event and its queue row, leased by this call (a crash leaves it to a worker at lease end).
+    // Leased by this call at insert: the table's trigger gives its queue row this lease (a crash
+    // leaves the event to a worker at lease end).
     const event = await this.#db
-      .with("e", (db) =>
-        db
-          .insertInto("webhook_events")
-          .values({
-            id: newId("whe"),
-            merchant_id: merchantId,
-            environment,
-            transaction_id: transactionId,
-            type: "test",
-            transaction_status: "test",
-            is_test: true,
-            url_override: null,
-            url,
-            body,
-            next_attempt_at: lease,
-            locked_by: null,
-            locked_until: null,
-            last_attempt_at: null,
-            last_response_status: null,
-            last_error: null,
-            delivered_at: null,
-          })
-          .returningAll(),
-      )
-      .with("d", (db) =>
-        db
-          .insertInto("webhook_due")
-          .columns(["event_id", "next_attempt_at", "locked_by", "locked_until"])
-          .expression((eb) =>
-            eb
-              .selectFrom("e")
-              .select([
-                "e.id",
-                "e.next_attempt_at",
-                sql<string>`${token}::text`.as("locked_by"),
-                sql<Date>`e.next_attempt_at`.as("locked_until"),
-              ]),
-          ),
-      )
-      .selectFrom("e")
-      .selectAll()
+      .insertInto("webhook_events")
+      .values({
+        id: newId("whe"),
+        merchant_id: merchantId,
+        environment,
+        transaction_id: transactionId,
+        type: "test",
+        transaction_status: "test",
+        is_test: true,
+        url_override: null,
+        url,
+        body,
+        next_attempt_at: lease,
+        locked_by: token,
+        locked_until: lease,
+        last_attempt_at: null,
+        last_response_status: null,
+        last_error: null,
+        delivered_at: null,
+      })
+      .returningAll()
       .executeTakeFirstOrThrow();
     await this.#attempt({ event, token }, { manual: false });
     return this.#db

@@ -29,8 +29,9 @@ export const WEBHOOK_CHANNEL = "stablegate_webhook_events";
  * Without a destination URL the event is recorded as `failed` so that a manual retry can deliver
  * it once a URL is set.
  *
- * One statement: the destination lookup, the insert (with the event's row in the delivery queue
- * `webhook_due` when it is pending) and a `pg_notify` on WEBHOOK_CHANNEL, which
+ * One statement: the destination lookup, the insert (a pending event's row in the delivery queue
+ * `webhook_due` is written by the table's trigger, migration 0010) and a `pg_notify` on
+ * WEBHOOK_CHANNEL, which
  * PostgreSQL sends when the caller's transaction commits (never for a rolled-back one), so idle
  * workers start the delivery at once instead of at their next poll. Notifications of one
  * transaction collapse into one.
@@ -61,12 +62,8 @@ export async function enqueueWebhookEvent(
              case when d.url is null then null else now() end,
              case when d.url is null then ${NO_URL_ERROR}::text end
       from destination d
-      returning id, delivery_status, next_attempt_at
-    ), due as (
-      insert into webhook_due (event_id, next_attempt_at)
-      select id, next_attempt_at from inserted where delivery_status = 'pending'
-      returning 1
+      returning delivery_status
     )
-    select pg_notify(${WEBHOOK_CHANNEL}, '') from due`.execute(trx);
+    select pg_notify(${WEBHOOK_CHANNEL}, '') from inserted where delivery_status = 'pending'`.execute(trx);
   return { webhookEventId: id };
 }

@@ -262,6 +262,45 @@ describe("batched claims and group-committed results", () => {
     await d.close();
   });
 
+  it("an event written without the queue in mind (as the previous version's processes write it) is queued and delivered", async () => {
+    const id = `whe_plain_${Date.now()}`;
+    // The outbox of the version before migration 0010: the event row alone.
+    await database.db
+      .insertInto("webhook_events")
+      .values({
+        id,
+        merchant_id: m.id,
+        environment: "sandbox",
+        transaction_id: "tx_plain",
+        type: "deposit",
+        transaction_status: "confirmed",
+        url_override: null,
+        url: receiver.url("/batch"),
+        body: JSON.stringify({ success: true, message: "plain", data: { id: "tx_plain" } }),
+        next_attempt_at: sql<Date>`now()`,
+        locked_by: null,
+        locked_until: null,
+        last_attempt_at: null,
+        last_response_status: null,
+        last_error: null,
+        delivered_at: null,
+      })
+      .execute();
+    const d = delivery({ concurrency: 4, claimBatch: 4, workerId: "batch-plain" });
+    expect(await d.drain()).toBeGreaterThanOrEqual(1);
+    await d.close();
+    expect(receiver.received.filter((r) => r.headers["webhook-id"] === id)).toHaveLength(1);
+    const e = await database.db
+      .selectFrom("webhook_events")
+      .select(["delivery_status", "attempts"])
+      .where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    expect(e).toEqual({ delivery_status: "delivered", attempts: 1 });
+    expect(
+      await database.db.selectFrom("webhook_due").select("event_id").where("event_id", "=", id).execute(),
+    ).toEqual([]);
+  });
+
   it("on stop, events claimed ahead but never attempted are given back at once (due, unleased)", async () => {
     const events = await commit("tx_stop", 60);
     receiver.set({ kind: "status", status: 200, body: "ok", delayMs: 30 });
