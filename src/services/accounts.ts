@@ -243,10 +243,12 @@ export async function consumeOtp(
   field = "otp",
 ): Promise<void> {
   if (!(await kit.otp.verify(userId, purpose, code, kit.now()))) {
-    throw AppError.validation([
-      { field, message: "is invalid, expired or already used; request a new code" },
-    ]);
+    throw invalidOtp(field);
   }
+}
+
+function invalidOtp(field: string): AppError {
+  return AppError.validation([{ field, message: "is invalid, expired or already used; request a new code" }]);
 }
 
 /**
@@ -263,9 +265,7 @@ export async function checkOtp(
 ): Promise<string> {
   const id = await kit.otp.check(userId, purpose, code, kit.now());
   if (id === null) {
-    throw AppError.validation([
-      { field, message: "is invalid, expired or already used; request a new code" },
-    ]);
+    throw invalidOtp(field);
   }
   return id;
 }
@@ -276,9 +276,7 @@ export async function checkOtp(
  */
 export async function spendCheckedOtp(kit: AuthKit, trx: Db, id: string, field = "otp"): Promise<void> {
   if (!(await kit.otp.consume(trx, id, kit.now()))) {
-    throw AppError.validation([
-      { field, message: "is invalid, expired or already used; request a new code" },
-    ]);
+    throw invalidOtp(field);
   }
 }
 

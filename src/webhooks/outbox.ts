@@ -31,10 +31,9 @@ export const WEBHOOK_CHANNEL = "stablegate_webhook_events";
  *
  * One statement: the destination lookup, the insert (a pending event's row in the delivery queue
  * `webhook_due` is written by the table's trigger, migration 0010) and a `pg_notify` on
- * WEBHOOK_CHANNEL, which
- * PostgreSQL sends when the caller's transaction commits (never for a rolled-back one), so idle
- * workers start the delivery at once instead of at their next poll. Notifications of one
- * transaction collapse into one.
+ * WEBHOOK_CHANNEL, which PostgreSQL sends when the caller's transaction commits (never for a
+ * rolled-back one), so idle workers start the delivery at once instead of at their next poll.
+ * Notifications of one transaction collapse into one.
  */
 export async function enqueueWebhookEvent(
   trx: Db,
