@@ -357,6 +357,21 @@ describe("sweeping on the TRON emulator (TRC20)", () => {
         ["sweep", "confirmed", 102],
         ["sweep", "confirmed", 103],
       ]);
+      // The sweep of the poor address was signed only after its top-up was confirmed.
+      const topUpDone = await database.db
+        .selectFrom("outgoing_transfers")
+        .select("finished_at")
+        .where("intent_id", "=", topUps[0]!.intent_id)
+        .executeTakeFirstOrThrow();
+      const poorSigned = await database.db
+        .selectFrom("outgoing_transfer_attempts")
+        .select((eb) => eb.fn.min("created_at").as("first"))
+        .where("intent_id", "=", poorSweep.intent_id)
+        .executeTakeFirstOrThrow();
+      expect(topUpDone.finished_at).not.toBeNull();
+      expect(new Date(poorSigned.first as Date).getTime()).toBeGreaterThanOrEqual(
+        (topUpDone.finished_at as Date).getTime(),
+      );
       // The TRX moved exactly (the emulator burns no fees): from the tank to the poor address.
       expect(await writer.nativeBalance(poor)).toBe(topUp);
       expect(await writer.nativeBalance(gasTank)).toBe(tankBefore - topUp);
