@@ -429,6 +429,30 @@ async function main() {
       `${String(r.round).padEnd(5)} | ${String(r.workers).padEnd(7)} | ${`${r.bareCpu.client.toFixed(0)} + ${r.bareCpu.receiver.toFixed(0)} = ${bareTotal.toFixed(0)}`.padStart(26)} | ${`${r.cpu.workers.toFixed(0)} + ${r.cpu.postgres.toFixed(0)} + ${r.cpu.receiver.toFixed(0)} = ${total.toFixed(0)}`.padStart(41)} | ${`${capBare.toFixed(0)} / ${cap.toFixed(0)}`.padStart(34)} | ${((100 * cap) / capBare).toFixed(0)}%`,
     );
   }
+  // Single rounds swing with the host (the ceiling alone moved by half within an hour here): with
+  // several rounds, the medians per worker count are the figures to compare.
+  if (ROUNDS > 1) {
+    const median = (xs: number[]) =>
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        50,
+      );
+    console.log(`
+medians over ${ROUNDS} rounds`);
+    console.log("workers | ceiling req/s | deliveries/s | % of ceiling | CPU µs per delivery (all)");
+    for (const workers of WORKER_COUNTS) {
+      const rs = results.filter((r) => r.workers === workers);
+      const ratio = median(rs.map((r) => r.rate / r.bare));
+      const cpu = median(rs.map((r) => r.cpu.workers + r.cpu.postgres + r.cpu.receiver));
+      console.log(
+        `${String(workers).padEnd(7)} | ${median(rs.map((r) => r.bare))
+          .toFixed(0)
+          .padStart(13)} | ${median(rs.map((r) => r.rate))
+          .toFixed(0)
+          .padStart(12)} | ${(100 * ratio).toFixed(0).padStart(11)}% | ${cpu.toFixed(0)}`,
+      );
+    }
+  }
 }
 
 if (process.argv[2] === "receiver") runReceiver();
