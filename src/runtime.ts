@@ -24,6 +24,7 @@ import { registerSweepOutcomes } from "./sweep/sweeper.js";
 import { AddressDeriver } from "./wallet/address-deriver.js";
 import { DepositHandoff } from "./watcher/handoff.js";
 import { chainReadinessChecks } from "./watcher/status.js";
+import { registerWebhookMetrics } from "./webhooks/status.js";
 import { registerWithdrawalOutcomes } from "./withdrawals/outcomes.js";
 import { liveWorkers } from "./worker/heartbeat.js";
 
@@ -182,6 +183,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   readiness.push(...sendingReadinessChecks(chains, db.db, clock));
   const metrics = options.metrics ?? createMetrics();
   registerSendingMetrics(metrics, chains, db.db);
+  registerWebhookMetrics(metrics, db.db);
   const signer =
     options.signer !== undefined ? options.signer : await createRoleSigner(config, options.role, secrets);
 

@@ -72,6 +72,9 @@ describe("health, readiness, metrics", () => {
     expect(r.text).toMatch(
       /stablegate_http_request_duration_seconds_bucket\{.*route="\/api\/v1\/public\/account"/,
     );
+    // The webhook queue, read from the database at scrape time (test/webhooks/status.test.ts).
+    expect(r.text).toMatch(/^stablegate_webhook_events_pending \d+$/m);
+    expect(r.text).toMatch(/^stablegate_webhook_oldest_due_seconds [\d.e+-]+$/m);
   });
 });
 
