@@ -24,7 +24,7 @@ import { registerSweepOutcomes } from "./sweep/sweeper.js";
 import { AddressDeriver } from "./wallet/address-deriver.js";
 import { DepositHandoff } from "./watcher/handoff.js";
 import { chainReadinessChecks } from "./watcher/status.js";
-import { registerWebhookMetrics } from "./webhooks/status.js";
+import { registerWebhookMetrics, webhookReadinessCheck } from "./webhooks/status.js";
 import { registerWithdrawalOutcomes } from "./withdrawals/outcomes.js";
 import { liveWorkers } from "./worker/heartbeat.js";
 
@@ -184,6 +184,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   const metrics = options.metrics ?? createMetrics();
   registerSendingMetrics(metrics, chains, db.db);
   registerWebhookMetrics(metrics, db.db);
+  readiness.push(webhookReadinessCheck(db.db));
   const signer =
     options.signer !== undefined ? options.signer : await createRoleSigner(config, options.role, secrets);
 

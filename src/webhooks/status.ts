@@ -1,7 +1,11 @@
 import { sql } from "kysely";
 import { Gauge } from "prom-client";
 import type { Db } from "../db/database.js";
+import type { ReadinessCheck } from "../http/app-types.js";
 import type { Metrics } from "../observability/metrics.js";
+
+/** How long a due event may wait for a worker before `/readyz` reports webhooks `degraded`. */
+export const WEBHOOK_STALL_SECONDS = 300;
 
 export interface WebhookQueueSummary {
   /** Pending events (rows of the delivery queue). */
@@ -59,4 +63,26 @@ export function registerWebhookMetrics(metrics: Metrics, db: Db): void {
     due.set(s.due);
     oldest.set(s.oldestDueSeconds);
   }
+}
+
+/**
+ * The `/readyz` line `webhooks` (not critical): the queue's counts; `degraded` once a due event
+ * has waited more than WEBHOOK_STALL_SECONDS for a worker (delivery normally starts within
+ * milliseconds of the commit).
+ */
+export function webhookReadinessCheck(db: Db): ReadinessCheck {
+  return {
+    name: "webhooks",
+    critical: false,
+    async check() {
+      const s = await webhookQueueSummary(db);
+      const detail = `${s.pending} pending, ${s.due} due, oldest due ${Math.round(s.oldestDueSeconds)} s`;
+      return s.oldestDueSeconds > WEBHOOK_STALL_SECONDS
+        ? {
+            status: "degraded" as const,
+            detail: `${detail}: delivery has stalled (are the workers running?)`,
+          }
+        : { status: "ok" as const, detail };
+    },
+  };
 }

@@ -56,6 +56,7 @@ describe("health, readiness, metrics", () => {
         database: { status: "ok", detail: expect.stringMatching(/^(pglite|postgres)$/) },
         rateLimitStore: { status: "ok", detail: "memory (single instance)" },
         workers: { status: "ok", detail: "1 live" },
+        webhooks: { status: "ok", detail: expect.stringMatching(/^\d+ pending, \d+ due, oldest due \d+ s$/) },
       },
     });
     expect(ready.headers.get("ratelimit-limit")).toBeNull(); // probes are never rate limited

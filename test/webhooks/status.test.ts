@@ -6,7 +6,12 @@ import { createMetrics } from "../../src/observability/metrics.js";
 import { createMerchantWithKeys } from "../../src/services/merchants.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { setWebhookUrl } from "../../src/webhooks/secrets.js";
-import { registerWebhookMetrics, webhookQueueSummary } from "../../src/webhooks/status.js";
+import {
+  registerWebhookMetrics,
+  WEBHOOK_STALL_SECONDS,
+  webhookQueueSummary,
+  webhookReadinessCheck,
+} from "../../src/webhooks/status.js";
 import { openTestDatabase } from "../support/db.js";
 import { sampleTransaction } from "./support.js";
 
@@ -75,5 +80,19 @@ describe("webhook queue metrics", () => {
     expect(text).toMatch(/^stablegate_webhook_events_due 2$/m);
     const oldest = Number(/^stablegate_webhook_oldest_due_seconds (\S+)$/m.exec(text)?.[1]);
     expect(oldest).toBeGreaterThanOrEqual(119);
+
+    // /readyz: fine while the oldest waits less than the stall limit, degraded beyond it.
+    const ready = webhookReadinessCheck(db);
+    expect(await ready.check()).toEqual({
+      status: "ok",
+      detail: expect.stringMatching(/^4 pending, 2 due, oldest due 1[2-7]\d s$/),
+    });
+    await setDue(waitingLong, {
+      next_attempt_at: new Date(Date.now() - (WEBHOOK_STALL_SECONDS + 60) * 1000),
+    });
+    expect(await ready.check()).toEqual({
+      status: "degraded",
+      detail: expect.stringMatching(/^4 pending, 2 due, oldest due 3\d\d s: delivery has stalled/),
+    });
   });
 });
