@@ -25,3 +25,17 @@ export function createMetrics(withDefaults = true): Metrics {
   });
   return { registry, httpRequests, httpDuration };
 }
+
+/**
+ * A gauge `collect` for several gauges filled by one `refresh` (database reads at scrape time):
+ * prom-client calls each gauge's collect, and the calls of one scrape share a single refresh.
+ */
+export function sharedCollect(refresh: () => Promise<void>): () => Promise<void> {
+  let refreshing: Promise<void> | null = null;
+  return async () => {
+    refreshing ??= refresh().finally(() => {
+      refreshing = null;
+    });
+    await refreshing;
+  };
+}

@@ -6,7 +6,7 @@ import type { Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
 import type { ReadinessCheck } from "../http/app-types.js";
 import type { Clock } from "../lib/clock.js";
-import type { Metrics } from "../observability/metrics.js";
+import { type Metrics, sharedCollect } from "../observability/metrics.js";
 
 const OPEN = ["queued", "signed", "broadcast"] as const;
 
@@ -126,13 +126,7 @@ export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Cl
 export function registerSendingMetrics(metrics: Metrics, chains: ChainRegistry, db: Db): void {
   const labelNames = ["network", "environment"] as const;
   // One collect refreshes all five (prom-client awaits it before serialising).
-  let refreshing: Promise<void> | null = null;
-  const collect = async () => {
-    refreshing ??= refresh().finally(() => {
-      refreshing = null;
-    });
-    await refreshing;
-  };
+  const collect = sharedCollect(refresh);
   const gauges = {
     hot: new Gauge({
       name: "stablegate_hot_wallet_balance",

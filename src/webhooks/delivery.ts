@@ -176,6 +176,11 @@ export class WebhookDelivery {
     return this.#leaseMs;
   }
 
+  /** The end of a lease taken now (database clock). */
+  #leaseEnd() {
+    return sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`;
+  }
+
   async close(): Promise<void> {
     await this.#agent.close();
   }
@@ -361,7 +366,7 @@ export class WebhookDelivery {
    */
   async retryNow(merchantId: string, environment: Environment, eventId: string): Promise<WebhookEventRow> {
     const token = `${this.#workerId}:manual:${randomBytes(6).toString("hex")}`;
-    const leaseEnd = sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`;
+    const leaseEnd = this.#leaseEnd();
     const free = sql<boolean>`(locked_until is null or locked_until < now())`;
     const ours = this.#db
       .selectFrom("webhook_events")
@@ -410,7 +415,7 @@ export class WebhookDelivery {
   async sendTest(merchantId: string, environment: Environment, url: string): Promise<WebhookEventRow> {
     const token = `${this.#workerId}:test:${randomBytes(6).toString("hex")}`;
     const { transactionId, body } = testWebhookBody(merchantId, environment, new Date());
-    const lease = sql<Date>`now() + ${this.#leaseMs}::double precision * interval '1 millisecond'`;
+    const lease = this.#leaseEnd();
     // Leased by this call at insert: the table's trigger gives its queue row this lease (a crash
     // leaves the event to a worker at lease end).
     const event = await this.#db

@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { Gauge } from "prom-client";
 import type { Db } from "../db/database.js";
 import type { ReadinessCheck } from "../http/app-types.js";
-import type { Metrics } from "../observability/metrics.js";
+import { type Metrics, sharedCollect } from "../observability/metrics.js";
 
 /** How long a due event may wait for a worker before `/readyz` reports webhooks `degraded`. */
 export const WEBHOOK_STALL_SECONDS = 300;
@@ -34,18 +34,12 @@ export async function webhookQueueSummary(db: Db): Promise<WebhookQueueSummary> 
 /**
  * Prometheus gauges of webhook delivery, read from the database at scrape time (any instance
  * reports the same): `stablegate_webhook_events_pending`, `stablegate_webhook_events_due` and
- * `stablegate_webhook_oldest_due_seconds`. Alert on the last: when it grows, events are due and no
- * worker is taking them (no worker running, or all of them stuck).
+ * `stablegate_webhook_oldest_due_seconds`. Alert on the last: it grows while due events wait for
+ * a worker (none running, all stuck, or a backlog larger than they drain).
  */
 export function registerWebhookMetrics(metrics: Metrics, db: Db): void {
   // One collect refreshes all three (prom-client awaits it before serialising).
-  let refreshing: Promise<void> | null = null;
-  const collect = async () => {
-    refreshing ??= refresh().finally(() => {
-      refreshing = null;
-    });
-    await refreshing;
-  };
+  const collect = sharedCollect(refresh);
   const gauge = (name: string, help: string) =>
     new Gauge({ name, help, registers: [metrics.registry], collect });
   const pending = gauge("stablegate_webhook_events_pending", "Webhook events not yet delivered or failed");

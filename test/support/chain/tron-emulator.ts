@@ -258,10 +258,7 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
       await setBalance(from, 10n ** 20n);
       try {
         const hash = await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
-        for (let i = 0; !(await rpc<EthReceipt | null>("eth_getTransactionReceipt", [hash])); i++) {
-          if (i >= 500) throw new Error(`anvil did not mine ${hash}`);
-          await new Promise((r) => setTimeout(r, 10));
-        }
+        await anvil.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 10 });
         return hash;
       } finally {
         await setBalance(from, kept);
