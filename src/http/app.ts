@@ -6,7 +6,7 @@ import { newId } from "../domain/ids.js";
 import type { App, RouteDeps } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
-import { makeErrorHandler, notFoundHandler } from "./errors.js";
+import { frameworkErrorHandler, makeErrorHandler, notFoundHandler } from "./errors.js";
 import { registerLosslessJson } from "./json-body.js";
 import { registerAuth } from "./plugins/auth.js";
 import { registerCors } from "./plugins/cors.js";
@@ -22,6 +22,7 @@ export interface BuildAppOptions {
   extraRoutes?: (app: App, deps: RouteDeps) => void;
 }
 
+const MAX_PARAM_LENGTH = 200;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the HTTP application (not listening): hooks, error handling, every route. */
@@ -38,7 +39,10 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : newId("req");
     },
     return503OnClosing: true,
-    routerOptions: { maxParamLength: 200 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // The router's own refusals (a path that is not valid percent-encoding, a path parameter
+    // over the limit) answer in the contract's envelope like every other bad input.
+    frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   registerLosslessJson(app);

@@ -124,3 +124,26 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
     .code(404)
     .send(errorBody(AppError.notFound(`No route ${request.method} ${request.url.split("?")[0]}.`)));
 }
+
+/**
+ * Errors the router raises before any route or hook runs (Fastify's `frameworkErrors`): a path
+ * that is not valid percent-encoding, a path parameter longer than the router's limit.
+ */
+export function frameworkErrorHandler(maxParamLength: number) {
+  return function onFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    const appErr =
+      err.code === "FST_ERR_BAD_URL"
+        ? AppError.validation([{ field: "path", message: "is not valid percent-encoding" }], "Malformed URL.")
+        : err.code === "FST_ERR_MAX_PARAM_LENGTH"
+          ? AppError.validation(
+              [{ field: "path", message: `has a segment longer than ${maxParamLength} characters` }],
+              "Malformed URL.",
+            )
+          : new AppError("INTERNAL_ERROR", "Internal server error.");
+    const status = codeToStatus(appErr.code);
+    if (status >= 500) request.log.error({ err }, "request failed in the router");
+    reply.header("X-Request-Id", request.id);
+    reply.header("X-Content-Type-Options", "nosniff");
+    return reply.code(status).send(errorBody(appErr));
+  };
+}

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { App } from "../../src/http/app-types.js";
 import { commonErrors, ok } from "../../src/http/schemas/common.js";
-import { call, startTestService, type TestService } from "../support/harness.js";
+import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 // Probe routes exercising the shared error machinery (a body schema, an unexpected failure).
 function probes(app: App) {
@@ -113,6 +113,45 @@ describe("bad input gets 400 VALIDATION_ERROR with details.fields", () => {
   it("a JSON array or scalar where an object is expected", async () => {
     expectValidation(await call(svc.urls.sandbox, ECHO, { json: [1, 2] }));
     expectValidation(await call(svc.urls.sandbox, ECHO, { json: 42 }));
+  });
+});
+
+describe("text PostgreSQL cannot store, and URLs the router refuses", () => {
+  it("a NUL character or an unpaired surrogate in a body field is a 400 on that field", async () => {
+    for (const name of ["a\u0000b", "\ud800", "x\udc00"]) {
+      const fields = expectValidation(await call(svc.urls.sandbox, ECHO, { json: { name, count: 1 } }));
+      expect(fields).toEqual([
+        { field: "name", message: "must not contain NUL characters or unpaired surrogates" },
+      ]);
+    }
+    // A well-formed pair (an emoji) is ordinary text.
+    expect((await call(svc.urls.sandbox, ECHO, { json: { name: "💥", count: 1 } })).status).toBe(200);
+  });
+
+  it("a NUL in a query value or a path parameter is a 400 too", async () => {
+    const key = keysOf(await svc.createMerchant(), "sandbox");
+    const q = await call(svc.urls.sandbox, "/api/v1/public/transactions?search=a%00", {
+      headers: { apikey: key.apiKey, "x-api-secret": key.apiSecret },
+    });
+    expect(q.status, q.text).toBe(400);
+    expect(q.body.error.details.fields).toEqual([
+      { field: "search", message: "must not contain NUL characters or unpaired surrogates" },
+    ]);
+    const p = await call(svc.urls.sandbox, "/pay/a%00b");
+    expect(p.status).toBe(400);
+    expect(p.body.error.details.fields).toEqual([
+      { field: "id", message: "must not contain NUL characters or unpaired surrogates" },
+    ]);
+  });
+
+  it("a path that is not valid percent-encoding, or a parameter over 200 characters, is a 400 envelope", async () => {
+    for (const path of ["/pay/%ZZ", "/pay/%C0%AF", `/pay/${"x".repeat(201)}`]) {
+      const r = await call(svc.urls.sandbox, path);
+      expect(r.status, path).toBe(400);
+      expect(r.body.error.code).toBe("VALIDATION_ERROR");
+      expect(r.body.error.details.fields[0].field).toBe("path");
+      expect(r.headers.get("x-request-id")).toMatch(/^req_/);
+    }
   });
 });
 

@@ -1,0 +1,445 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAdmin } from "../../src/services/accounts.js";
+import { Browser } from "../dashboard/support.js";
+import { type Call, call, startTestService, type TestService } from "../support/harness.js";
+
+// "Bad input gets a clear 4xx error in the contract's envelope, never a 500, a hang or lost data."
+// This sweep takes every operation of the OpenAPI document (so a new route is covered the day it
+// is added) and sends it hostile path parameters, query values, raw bodies, content types, header
+// values, and — starting from a body that is valid for the route — every body field replaced by
+// each hostile value in turn. Every answer must come (the test's timeout is the hang check), be
+// below 500, and a 4xx must be the contract's error envelope.
+
+const PASSWORD = "correct horse battery";
+const TRC = "USDT-TRC20";
+const TRON_TO = "TJCnKsPa7y5okkXvQAidZBzqx3QyQ6sxMW";
+
+/** Strings that have broken parsers, coercions and SQL elsewhere (path and query values). */
+const HOSTILE_TEXT = [
+  "",
+  " ",
+  "0",
+  "-1",
+  "1e309",
+  "NaN",
+  "Infinity",
+  "null",
+  "undefined",
+  "true",
+  "[object Object]",
+  "9".repeat(400),
+  "x".repeat(5000),
+  "\u0000",
+  "../../etc/passwd",
+  "' or 1=1 --",
+  '"; drop table merchants; --',
+  "%",
+  "💥",
+  "\u202e",
+  "2026-13-45T99:99:99Z",
+  "-0",
+  "0x10",
+  "1.0000001",
+  "__proto__",
+  "constructor",
+];
+
+/** JSON values of every type and edge (body fields). */
+const HOSTILE_VALUES: unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  -0,
+  0.1,
+  1.5,
+  1e-30,
+  1e21,
+  Number.MAX_SAFE_INTEGER + 2,
+  1e308,
+  -1e308,
+  [],
+  [1, 2],
+  {},
+  { $gt: "" },
+  { "a\u0000b": 1 },
+  { a: "\u0000" },
+  { a: "\ud800" },
+  ["\udfff"],
+  "\ud800",
+  "a\udc00b",
+  ...HOSTILE_TEXT,
+  "x".repeat(20_000),
+];
+
+/** Raw bodies a JSON route must refuse cleanly (or accept, when the route takes no body). */
+const RAW_BODIES = [
+  "",
+  "null",
+  "[]",
+  "1",
+  '"s"',
+  "{",
+  '{"a":1,}',
+  "{'a':1}",
+  '{"amount":1e400}',
+  '{"amount":123456789012345678901234567890.123456789}',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"polluted":true}}}',
+  `${"[".repeat(20_000)}${"]".repeat(20_000)}`,
+  `{"a":${'{"a":'.repeat(5000)}1${"}".repeat(5000)}}`,
+  "\u0000",
+  "\ufeff{}",
+  `{"x":"${"\\ud800"}"}`,
+];
+
+type Channel = "apiKey" | "merchant" | "admin" | "none";
+
+interface Op {
+  method: string;
+  path: string;
+  params: { in: string; name: string }[];
+  bodyFields: string[] | undefined;
+}
+
+let svc: TestService;
+let merchant: Browser;
+let admin: Browser;
+let api: Record<string, string>;
+/** Real values for path parameters, so hostile bodies reach the handlers behind the lookups. */
+const real: Record<string, string> = {};
+
+function channelOf(path: string): Channel {
+  if (path.startsWith("/api/v1/admin/")) return "admin";
+  if (path.startsWith("/api/v1/auth/") || path.startsWith("/api/v1/dashboard/")) return "merchant";
+  if (path === "/healthz" || path === "/readyz" || path.startsWith("/pay/")) return "none";
+  return "apiKey";
+}
+
+/** A body the route accepts (or refuses for a business reason), the base for one-field changes. */
+function validBody(method: string, path: string): Record<string, unknown> | undefined {
+  const bodies: Record<string, Record<string, unknown>> = {
+    "POST /api/v1/auth/register": {
+      email: "hostile-new@example.com",
+      password: PASSWORD,
+      companyName: "H Co",
+    },
+    "POST /api/v1/auth/login": { email: "hostile@example.com", password: PASSWORD },
+    "POST /api/v1/auth/password/forgot": { email: "hostile@example.com" },
+    "POST /api/v1/auth/password/reset": { token: "a".repeat(43), newPassword: PASSWORD },
+    "POST /api/v1/auth/otp": { purpose: "payout" },
+    "POST /api/v1/auth/password/change": {
+      currentPassword: "wrong password!",
+      newPassword: PASSWORD,
+      otp: "123456",
+    },
+    "POST /api/v1/auth/2fa/enable": { code: "123456" },
+    "POST /api/v1/auth/2fa/disable": { code: "123456" },
+    "POST /api/v1/dashboard/api-keys": { environment: "sandbox" },
+    "PATCH /api/v1/dashboard/settings": { autoWithdraw: false, autoApproveThreshold: 10, ipAllowlist: [] },
+    "POST /api/v1/webhook/url": { webhookUrl: "https://example.com/hooks" },
+    "POST /checkout/session": { amount: 5, currencyType: TRC, orderId: "o-1", expiresInMinutes: 30 },
+    "POST /wallet/generate": { currencyType: TRC, label: "l", externalUserId: "u-1" },
+    "POST /api/v1/sandbox/checkout/{id}/pay": { amount: 1 },
+    "POST /api/v1/sandbox/wallet/{address}/pay": { amount: 1, currencyType: TRC },
+    "POST /api/v1/public/withdrawal-requests": { amount: 1, currencyType: TRC, walletAddress: TRON_TO },
+    "POST /api/v1/public/withdrawal-requests/{id}/reject": { reason: "no" },
+    "POST /api/v1/dashboard/withdrawal-requests/{id}/reject": { reason: "no" },
+    "POST /api/v1/dashboard/payouts": { amount: 1, currencyType: TRC, walletAddress: TRON_TO, otp: "123456" },
+  };
+  return bodies[`${method.toUpperCase()} ${path}`];
+}
+
+async function send(
+  channel: Channel,
+  method: string,
+  path: string,
+  init: { json?: unknown; body?: string; headers?: Record<string, string> } = {},
+): Promise<Call> {
+  const base =
+    path.startsWith("/api/v1/sandbox/") || channel === "apiKey" ? svc.urls.sandbox : svc.urls.production;
+  const withBody = init.json !== undefined || init.body !== undefined;
+  const headers = {
+    ...(withBody && init.body !== undefined ? { "content-type": "application/json" } : {}),
+    ...init.headers,
+  };
+  if (channel === "merchant" || channel === "admin") {
+    const b = channel === "merchant" ? merchant : admin;
+    // The dashboard's payouts run in sandbox (production has no chain configured here).
+    if (channel === "merchant") Object.assign(headers, { "x-environment": "sandbox", ...init.headers });
+    return b.req(path, {
+      method,
+      headers,
+      ...(init.json !== undefined ? { json: init.json } : {}),
+      ...bodyOf(init),
+    });
+  }
+  return call(base, path, {
+    method,
+    headers: { ...(channel === "apiKey" ? api : {}), ...headers },
+    ...(init.json !== undefined ? { json: init.json } : {}),
+    ...bodyOf(init),
+  });
+}
+
+function bodyOf(init: { body?: string }) {
+  return init.body !== undefined ? { body: init.body } : {};
+}
+
+/** Fills `{name}` path parameters. */
+function fill(path: string, values: Record<string, string>): string {
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? "x");
+}
+
+function problem(r: Call, what: string): string | undefined {
+  if (r.status >= 500) return `${what} → ${r.status} ${r.text.slice(0, 200)}`;
+  if (r.status >= 400 && r.status !== 404 && r.status !== 405) {
+    const e = r.body?.error;
+    if (r.body?.success !== false || typeof e?.code !== "string" || typeof e?.message !== "string")
+      return `${what} → ${r.status} outside the error envelope: ${r.text.slice(0, 200)}`;
+  }
+  if (
+    r.status === 404 &&
+    r.text &&
+    r.body?.success !== false &&
+    !r.headers.get("content-type")?.includes("html")
+  )
+    return `${what} → 404 outside the error envelope: ${r.text.slice(0, 200)}`;
+  return undefined;
+}
+
+let ops: Op[] = [];
+
+beforeAll(async () => {
+  svc = await startTestService({
+    env: {
+      DOCS_USER: "docs",
+      DOCS_PASSWORD: "s3cret-docs",
+      RATE_LIMIT_ENABLED: "false",
+      BODY_LIMIT_BYTES: "65536",
+    },
+  });
+  const doc = await call(svc.urls.production, "/docs/openapi.json", {
+    headers: { authorization: `Basic ${Buffer.from("docs:s3cret-docs").toString("base64")}` },
+  });
+  expect(doc.status).toBe(200);
+  for (const [path, byMethod] of Object.entries(doc.body.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(byMethod)) {
+      const schema = op.requestBody?.content?.["application/json"]?.schema;
+      ops.push({
+        method: method.toUpperCase(),
+        path,
+        params: (op.parameters ?? []).map((p: { in: string; name: string }) => ({ in: p.in, name: p.name })),
+        bodyFields: schema ? Object.keys(schema.properties ?? {}) : undefined,
+      });
+    }
+  }
+  // Logging out or changing the session's credentials last keeps the session for the rest.
+  const last = (o: Op) => (o.path === "/api/v1/auth/logout" ? 1 : 0);
+  ops = ops.sort((a, b) => last(a) - last(b));
+
+  merchant = new Browser(svc.urls.production);
+  const reg = await merchant.req("/api/v1/auth/register", {
+    json: { email: "hostile@example.com", password: PASSWORD, companyName: "Hostile Co" },
+  });
+  expect(reg.status, reg.text).toBe(201);
+  const key = (reg.body.data.apiKeys as { environment: string; apiKey: string; apiSecret: string }[]).find(
+    (k) => k.environment === "sandbox",
+  );
+  api = { apikey: key?.apiKey ?? "", "x-api-secret": key?.apiSecret ?? "" };
+  await createAdmin(svc.database.db, { email: "hostile-admin@example.com", password: PASSWORD });
+  admin = new Browser(svc.urls.production);
+  expect(
+    (
+      await admin.req("/api/v1/auth/login", {
+        json: { email: "hostile-admin@example.com", password: PASSWORD },
+      })
+    ).status,
+  ).toBe(200);
+
+  // Real ids: a paid checkout session (its transaction, a webhook event) and a withdrawal request.
+  const session = await call(svc.urls.sandbox, "/checkout/session", {
+    headers: api,
+    json: { amount: 50, currencyType: TRC },
+  });
+  expect(session.status, session.text).toBe(201);
+  real.id = session.body.data.id;
+  const paid = await call(svc.urls.sandbox, `/api/v1/sandbox/checkout/${real.id}/pay`, {
+    headers: api,
+    json: {},
+  });
+  expect(paid.status, paid.text).toBeLessThan(300);
+  const wallet = await call(svc.urls.sandbox, "/wallet/generate", {
+    headers: api,
+    json: { currencyType: TRC },
+  });
+  expect(wallet.status, wallet.text).toBeLessThan(300);
+  real.address = wallet.body.data.address ?? wallet.body.data.walletAddress;
+  const events = await call(svc.urls.sandbox, "/api/v1/webhook/events", { headers: api });
+  expect(events.status, events.text).toBe(200);
+  real.webhookEventId = events.body.data[0]?.id ?? "x";
+}, 60_000);
+
+afterAll(() => svc?.close());
+
+describe("every operation of the OpenAPI document refuses hostile input cleanly", () => {
+  it("the document lists the operations the sweep expects (the sweep is not empty)", () => {
+    expect(ops.length).toBeGreaterThan(50);
+    expect(ops.filter((o) => o.bodyFields).length).toBeGreaterThan(15);
+    // Every body-taking route has a valid base body here, so one-field changes reach its handler.
+    const missing = ops.filter(
+      (o) => o.bodyFields && o.bodyFields.length > 0 && !validBody(o.method, o.path),
+    );
+    expect(missing.map((o) => `${o.method} ${o.path}`)).toEqual([]);
+  });
+
+  it("path parameters, query values, raw bodies, content types and headers", async () => {
+    const problems: string[] = [];
+    let authenticated = 0;
+    for (const op of ops) {
+      const channel = channelOf(op.path);
+      const pathParams = op.params.filter((p) => p.in === "path").map((p) => p.name);
+      const queryParams = op.params.filter((p) => p.in === "query").map((p) => p.name);
+      const headerParams = op.params.filter((p) => p.in === "header").map((p) => p.name);
+      const realPath = fill(op.path, real);
+      const base = validBody(op.method, op.path);
+      const json = base ?? (op.method === "GET" || op.method === "DELETE" ? undefined : {});
+      const check = async (what: string, init: Parameters<typeof send>[3], path = realPath) => {
+        const r = await send(channel, op.method, path, init);
+        if (r.status !== 401 && r.status !== 403) authenticated++;
+        const p = problem(r, `${op.method} ${path.slice(0, 80)} ${what}`);
+        if (p) problems.push(p);
+      };
+      // The SSE stream of a real session would stay open: only hostile ids there.
+      if (!op.path.endsWith("/events") || !op.path.startsWith("/pay/")) await check("as is", { json });
+      for (const name of pathParams) {
+        for (const v of HOSTILE_TEXT) {
+          if (v === "") continue; // an empty segment is another route
+          await check(
+            `path ${name}=${JSON.stringify(v).slice(0, 20)}`,
+            { json },
+            fill(op.path, { ...real, [name]: encodeURIComponent(v) }),
+          );
+        }
+        for (const raw of ["%ZZ", "%00", "%2e%2e", "a%2Fb", "%C0%AF"]) {
+          await check(`path ${name}=${raw}`, { json }, fill(op.path, { ...real, [name]: raw }));
+        }
+      }
+      if (op.path.startsWith("/pay/") && op.path.endsWith("/events")) continue;
+      for (const name of queryParams) {
+        for (const v of HOSTILE_TEXT) {
+          await check(
+            `query ${name}=${JSON.stringify(v).slice(0, 20)}`,
+            { json },
+            `${realPath}?${name}=${encodeURIComponent(v)}`,
+          );
+        }
+        for (const raw of [`${name}=1&${name}=2`, `${name}[a]=1`, `${name}=%ZZ`, `${name}`, `${name}=%00`]) {
+          await check(`query ${raw}`, { json }, `${realPath}?${raw}`);
+        }
+      }
+      for (const name of headerParams) {
+        for (const v of ["", "x".repeat(300), "💥", " a ", "\t"]) {
+          await check(`header ${name}=${JSON.stringify(v).slice(0, 20)}`, {
+            json,
+            headers: { [name]: encodeURI(v) === v ? v : encodeURIComponent(v) },
+          });
+        }
+      }
+      if (op.method === "GET" || op.method === "DELETE") continue;
+      for (const raw of RAW_BODIES) await check(`body ${JSON.stringify(raw.slice(0, 30))}`, { body: raw });
+      for (const type of [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/json; charset=latin1",
+        "application/xml",
+      ]) {
+        await check(`content-type ${type}`, {
+          body: JSON.stringify(json ?? {}),
+          headers: { "content-type": type },
+        });
+      }
+      await check("body over the limit", { body: JSON.stringify({ ...json, pad: "x".repeat(70_000) }) });
+    }
+    expect(problems).toEqual([]);
+    // The sweep reached past authentication (a broken session would make every answer a 401).
+    expect(authenticated).toBeGreaterThan(1000);
+  }, 600_000);
+
+  it("hostile credentials and request headers on each channel", async () => {
+    const problems: string[] = [];
+    const values = [
+      "",
+      " ",
+      "x".repeat(4000),
+      "💥",
+      "\u00ff\u00fe",
+      "Bearer",
+      "Bearer ",
+      "Basic Og==",
+      "a=b; c",
+      "null",
+    ];
+    const targets: [string, string][] = [
+      [svc.urls.sandbox, "/api/v1/public/account"],
+      [svc.urls.sandbox, "/checkout/session/x"],
+      [svc.urls.production, "/api/v1/dashboard/balance"],
+      [svc.urls.production, "/api/v1/admin/merchants"],
+      [svc.urls.production, "/pay/x"],
+    ];
+    const headerNames = [
+      "apikey",
+      "x-api-secret",
+      "authorization",
+      "cookie",
+      "x-environment",
+      "origin",
+      "x-request-id",
+      "x-forwarded-for",
+      "accept",
+      "accept-language",
+    ];
+    for (const [base, path] of targets) {
+      for (const name of headerNames) {
+        for (const v of values) {
+          // Header values are bytes: anything beyond Latin-1 goes as its UTF-8 bytes read as Latin-1.
+          const raw = Buffer.from(v, "utf8").toString("latin1");
+          const headers = { ...(name === "apikey" || name === "x-api-secret" ? {} : api), [name]: raw };
+          const r = await call(base, path, { headers });
+          const p = problem(r, `GET ${path} ${name}=${JSON.stringify(v).slice(0, 20)}`);
+          if (p) problems.push(p);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("every body field, replaced by each hostile value in turn (the rest of the body valid)", async () => {
+    const problems: string[] = [];
+    let reached = 0;
+    for (const op of ops) {
+      const base = validBody(op.method, op.path);
+      if (!op.bodyFields || !base || op.path === "/api/v1/auth/logout") continue;
+      const channel = channelOf(op.path);
+      const path = fill(op.path, real);
+      for (const field of [...op.bodyFields, "unknownField"]) {
+        for (const v of HOSTILE_VALUES) {
+          const r = await send(channel, op.method, path, {
+            json: { ...base, [field]: v },
+            ...(op.params.some((p) => p.name === "idempotency-key")
+              ? { headers: { "idempotency-key": `k-${Math.random()}` } }
+              : {}),
+          });
+          if (r.status !== 400) reached++;
+          const p = problem(r, `${op.method} ${path} ${field}=${JSON.stringify(v)?.slice(0, 30)}`);
+          if (p) problems.push(p);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    // Some hostile values are valid for some fields, and those reach the handlers.
+    expect(reached).toBeGreaterThan(50);
+  }, 600_000);
+});
