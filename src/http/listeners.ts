@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import type { Environment } from "../domain/environment.js";
 import type { App } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
@@ -25,6 +26,7 @@ export async function listen(app: App, host: string, ports: Record<Environment, 
     server.keepAliveTimeout = 72_000; // longer than common load balancers' idle timeout
     server.headersTimeout = 75_000;
     server.requestTimeout = 30_000;
+    server.on("clientError", answerClientError);
     return server;
   };
   const production = make("production");
@@ -72,4 +74,51 @@ export async function listen(app: App, host: string, ports: Record<Environment, 
       clearTimeout(force);
     },
   };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (malformed request line or
+ * headers, headers over Node's 16 KiB limit): answered in the contract's envelope as a 400
+ * `VALIDATION_ERROR`, as the app answers other unreadable requests (decision 9). A timed-out
+ * request keeps Node's plain 408. Nothing is written once a response on the connection has begun.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  // A pipelined request's answer may still be on its way: the error follows it, never cuts in.
+  const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (inFlight?.headersSent && !inFlight.writableFinished) {
+    socket.destroy();
+    return;
+  }
+  if (inFlight && !inFlight.writableFinished) {
+    inFlight.once("finish", () => answerClientError(err, socket));
+    inFlight.once("close", () => socket.destroy());
+    return;
+  }
+  if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    socket.end("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    return;
+  }
+  const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
+  const body = JSON.stringify({
+    success: false,
+    error: {
+      code: "VALIDATION_ERROR",
+      message: tooLarge ? "Request headers too large." : "Malformed HTTP request.",
+      details: {
+        fields: [
+          tooLarge
+            ? { field: "headers", message: "are too large" }
+            : { field: "request", message: "is malformed" },
+        ],
+      },
+    },
+  });
+  socket.end(
+    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n" +
+      `X-Content-Type-Options: nosniff\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }

@@ -1,3 +1,4 @@
+import net from "node:net";
 import { Type } from "@sinclair/typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { App } from "../../src/http/app-types.js";
@@ -152,6 +153,57 @@ describe("text PostgreSQL cannot store, and URLs the router refuses", () => {
       expect(r.body.error.details.fields[0].field).toBe("path");
       expect(r.headers.get("x-request-id")).toMatch(/^req_/);
     }
+  });
+});
+
+describe("requests Node's HTTP parser refuses", () => {
+  /** Sends raw bytes on a fresh connection and returns everything the server wrote before closing. */
+  function raw(base: string, bytes: string): Promise<string> {
+    const { hostname, port } = new URL(base);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), hostname, () => socket.write(bytes));
+      let out = "";
+      socket.on("data", (d) => {
+        out += d.toString("utf8");
+      });
+      socket.on("close", () => resolve(out));
+      socket.on("error", reject);
+    });
+  }
+
+  function envelopeOf(answer: string) {
+    const [head = "", body = ""] = answer.split("\r\n\r\n");
+    expect(head.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+    expect(head).toMatch(/content-type: application\/json/i);
+    return JSON.parse(body);
+  }
+
+  it("a malformed request line or header is a 400 envelope, and the connection closes", async () => {
+    for (const bytes of ["NOT HTTP AT ALL\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"]) {
+      const body = envelopeOf(await raw(svc.urls.production, bytes));
+      expect(body).toEqual({
+        success: false,
+        error: {
+          code: "VALIDATION_ERROR",
+          message: "Malformed HTTP request.",
+          details: { fields: [{ field: "request", message: "is malformed" }] },
+        },
+      });
+    }
+  });
+
+  it("headers over Node's limit are a 400 envelope naming the headers", async () => {
+    const body = envelopeOf(
+      await raw(svc.urls.sandbox, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`),
+    );
+    expect(body.error.details.fields).toEqual([{ field: "headers", message: "are too large" }]);
+  });
+
+  it("after a good request on a keep-alive connection, a bad one still gets its envelope", async () => {
+    const answer = await raw(svc.urls.production, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nBROKEN\r\n\r\n");
+    expect(answer.startsWith("HTTP/1.1 200 OK")).toBe(true);
+    expect(answer).toContain("HTTP/1.1 400 Bad Request");
+    expect(answer).toContain('"code":"VALIDATION_ERROR"');
   });
 });
 
