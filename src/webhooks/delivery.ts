@@ -235,6 +235,19 @@ export class WebhookDelivery {
   }
 
   /**
+   * Milliseconds until the earliest unleased queued event is due (0 if one already is; Infinity
+   * if none is queued): an idle worker sleeps that long instead of polling on a short interval.
+   */
+  async msUntilNextDue(): Promise<number> {
+    const { rows } = await sql<{ ms: number | null }>`
+      select (extract(epoch from (min(next_attempt_at) - now())) * 1000)::float8 as ms
+      from webhook_due where locked_until is null ${PREPARED}`.execute(this.#db);
+    const ms = rows[0]?.ms;
+    // No row: min() is null (nothing queued, sleep the whole poll).
+    return ms === null || ms === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Math.ceil(Number(ms)));
+  }
+
+  /**
    * Wakes the worker: a running drain claims again even if it had run out of due events; an idle
    * `run` loop starts a drain at once. Called on each NOTIFY from the outbox.
    */
@@ -244,13 +257,16 @@ export class WebhookDelivery {
   }
 
   /**
-   * Delivers until `signal` aborts: drains, then waits for `notify()` or `pollMs`, whichever
-   * comes first (polling finds retries that came due and covers lost notifications).
+   * Delivers until `signal` aborts: drains, then sleeps until the next retry comes due, `notify()`
+   * or `pollMs`, whichever comes first. New events wake it through `notify()`; the poll covers
+   * lost notifications and leases of dead workers running out.
    */
   async run(signal: AbortSignal, pollMs: number): Promise<void> {
     while (!signal.aborted) {
+      let sleepMs = pollMs;
       try {
         await this.drain(signal);
+        if (!signal.aborted && !this.#woken) sleepMs = Math.min(pollMs, await this.msUntilNextDue());
       } catch (err) {
         this.#log.error({ err }, "webhook delivery failed; retrying at the next poll");
       }
@@ -262,7 +278,7 @@ export class WebhookDelivery {
           this.#onWake = undefined;
           resolve();
         };
-        const timer = setTimeout(done, pollMs);
+        const timer = setTimeout(done, sleepMs);
         signal.addEventListener("abort", done);
         this.#onWake = done;
       });

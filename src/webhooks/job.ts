@@ -8,7 +8,7 @@ import { WEBHOOK_CHANNEL } from "./outbox.js";
  * How often an idle worker looks for due webhook events anyway: retries that came due, and new
  * events when no notification arrives (LISTEN unavailable, connection being re-opened).
  */
-export const WEBHOOK_POLL_MS = 100;
+export const WEBHOOK_POLL_MS = 1_000;
 
 export function createDelivery(runtime: Runtime, workerId: string): WebhookDelivery {
   const { config } = runtime;

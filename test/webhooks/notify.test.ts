@@ -141,6 +141,31 @@ describe("wake-up on commit (LISTEN/NOTIFY)", () => {
     }
   });
 
+  it("an idle worker polling once a minute makes a retry when it comes due, not at the next poll", async () => {
+    const stop = startJob(database, SLOW_POLL_MS, "notify-retry");
+    try {
+      await latencies(1);
+      // First attempt of the next event fails; its retry is due 0.2 s later (the schedule here).
+      const failing = `tx_notify_${seq + 1}`;
+      receiver.set((r) =>
+        r.headers["x-transaction-id"] === failing &&
+        receiver.received.filter((x) => x.headers["x-transaction-id"] === failing).length <= 1
+          ? { kind: "status", status: 500 }
+          : { kind: "status", status: 200, body: "ok" },
+      );
+      const { id } = await commitEvent();
+      const attempts = () => receiver.received.filter((r) => r.headers["webhook-id"] === id);
+      await waitFor(() => (attempts().length >= 2 ? true : undefined), 10_000, 5);
+      const [first, second] = attempts();
+      // Sleeping until the retry's due time: ~0.2 s after the first attempt (a minute without it).
+      expect(second!.at - first!.at).toBeGreaterThanOrEqual(190);
+      expect(second!.at - first!.at).toBeLessThan(5_000);
+    } finally {
+      receiver.set({ kind: "status", status: 200, body: "ok" });
+      await stop();
+    }
+  });
+
   it("without LISTEN (a driver that cannot) polling still delivers", async () => {
     const { listen: _unused, ...withoutListen } = database;
     const stop = startJob(withoutListen, 50, "notify-c");
