@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { normalizeAddress } from "../chains/address.js";
 import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
@@ -22,10 +23,13 @@ export interface TransferIntent {
   afterIntentId?: string;
 }
 
+/** NOTIFY channel of new transfer requests: wakes the idle sender jobs when the request commits. */
+export const TRANSFER_CHANNEL = "stablegate_transfers";
+
 /**
  * Queues an outgoing transfer inside the caller's transaction `trx`: nothing is signed or sent
- * before that transaction commits; then the sender job picks it up
- * (`senderJobs`, which polls the queue every 100 ms on the simulator and every second on real chains). Idempotent on
+ * before that transaction commits; then the sender job picks it up (`senderJobs`: woken by a
+ * NOTIFY on TRANSFER_CHANNEL, which PostgreSQL sends at the commit; polling covers a lost one). Idempotent on
  * `intentId` (a second call with the same id changes nothing). The final state arrives once
  * through `TransferOutcomes`.
  */
@@ -49,4 +53,5 @@ export async function requestTransfer(trx: Db, intent: TransferIntent): Promise<
     })
     .onConflict((oc) => oc.column("intent_id").doNothing())
     .execute();
+  await sql`select pg_notify(${TRANSFER_CHANNEL}, '')`.execute(trx);
 }

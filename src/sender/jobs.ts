@@ -1,14 +1,24 @@
+import { Wakeup } from "../lib/wakeup.js";
 import type { Runtime } from "../runtime.js";
 import { Sweeper } from "../sweep/sweeper.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
 import type { Job } from "../worker/runner.js";
+import { TRANSFER_CHANNEL } from "./intents.js";
 import { type FaultPoint, Sender } from "./sender.js";
 import { recordSendingWallets } from "./status.js";
 import { createChainWriter } from "./writers.js";
 
 export interface SenderJobOptions {
-  /** Queue poll interval; default 100 ms on the simulator (a sandbox withdrawal completes in well under 1 s), 1 s elsewhere. */
-  pollMs?: number;
+  /**
+   * How soon the sender comes back while transfers are due: default 100 ms on the simulator (a
+   * sandbox withdrawal completes in well under 1 s), 1 s elsewhere.
+   */
+  activeMs?: number;
+  /**
+   * How long it sleeps with nothing due (default 1 s): a transfer request wakes it at once (NOTIFY
+   * at commit); the poll finds retries that came due and covers a lost notification.
+   */
+  idleMs?: number;
   /** Tests: crash injection. */
   fault?: (point: FaultPoint, intentIds: string[]) => void | Promise<void>;
 }
@@ -63,10 +73,36 @@ export function senderJobs(runtime: Runtime, _instanceId: string, options: Sende
       logger: runtime.logger,
       clock: runtime.clock,
     });
+    const activeMs = options.activeMs ?? (simulator ? 100 : 1_000);
+    const idleMs = options.idleMs ?? 1_000;
     jobs.push({
       name: `sender:${network}:${environment}`,
-      everyMs: options.pollMs ?? (simulator ? 100 : 1_000),
-      run: (signal) => sender.tick(signal),
+      everyMs: activeMs,
+      async run(signal) {
+        const wake = new Wakeup();
+        let unlisten: (() => Promise<void>) | undefined;
+        try {
+          unlisten = await runtime.database.listen?.(TRANSFER_CHANNEL, () => wake.notify());
+        } catch (err) {
+          runtime.logger.warn(
+            { err, network, environment },
+            "transfer LISTEN unavailable; requests are found by polling",
+          );
+        }
+        try {
+          while (!signal.aborted) {
+            let busy = true;
+            try {
+              busy = await sender.tick(signal);
+            } catch (err) {
+              runtime.logger.error({ err, network, environment }, "sender round failed");
+            }
+            await wake.wait(busy || !unlisten ? activeMs : idleMs, signal);
+          }
+        } finally {
+          await unlisten?.().catch(() => {});
+        }
+      },
     });
     // The simulator has no gas and its deposit addresses cost nothing to keep: no sweeping there
     // (sandbox payments stay where the customer sent them, which is what sandbox users inspect).

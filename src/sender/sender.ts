@@ -107,10 +107,14 @@ export class Sender {
     this.recheckMs = o.recheckMs ?? 1_000;
   }
 
-  /** One round: sign what is queued, then broadcast / check / recover what is open. */
-  async tick(signal?: AbortSignal): Promise<void> {
-    await this.signQueued(signal);
-    await this.progressOpen(signal);
+  /**
+   * One round: sign what is queued, then broadcast / check / recover what is open. Returns whether
+   * anything was due (the job then comes back soon; with nothing due it sleeps until a request).
+   */
+  async tick(signal?: AbortSignal): Promise<boolean> {
+    const queued = await this.signQueued(signal);
+    const open = await this.progressOpen(signal);
+    return queued + open > 0;
   }
 
   /** Runs rounds until nothing is open or `timeoutMs` passes (tests, benchmarks). */
@@ -137,7 +141,8 @@ export class Sender {
 
   // ---------------------------------------------------------------- sign
 
-  private async signQueued(signal?: AbortSignal): Promise<void> {
+  /** Returns how many due queued transfers it saw (waiting ones included). */
+  private async signQueued(signal?: AbortSignal): Promise<number> {
     const now = new Date(this.o.clock.now());
     const queued = await this.db
       .selectFrom("outgoing_transfers as o")
@@ -181,7 +186,7 @@ export class Sender {
       byIndex.set(r.from_index, list);
     }
     for (const [index, rows] of byIndex) {
-      if (signal?.aborted) return;
+      if (signal?.aborted) return queued.length;
       // One batch per sending address and round: checking and recovery keep pace with signing.
       const batch = rows.slice(0, this.batchSize);
       try {
@@ -194,6 +199,7 @@ export class Sender {
         );
       }
     }
+    return queued.length;
   }
 
   /** Simulator: mine each transfer inside the transaction that records it. */
@@ -412,7 +418,8 @@ export class Sender {
 
   // ------------------------------------------------------------ progress
 
-  private async progressOpen(signal?: AbortSignal): Promise<void> {
+  /** Returns how many due open transfers it saw. */
+  private async progressOpen(signal?: AbortSignal): Promise<number> {
     const now = new Date(this.o.clock.now());
     const open = await this.db
       .selectFrom("outgoing_transfers")
@@ -445,14 +452,15 @@ export class Sender {
     // Signed but not broadcast: one by one in nonce order (a node never sees a gap). Broadcast
     // ones are only checked: several at a time.
     for (const r of open.filter((o) => o.status === "signed")) {
-      if (signal?.aborted) return;
+      if (signal?.aborted) return open.length;
       await step(r);
     }
     const broadcast = open.filter((o) => o.status === "broadcast");
     for (let i = 0; i < broadcast.length; i += CHECK_CONCURRENCY) {
-      if (signal?.aborted) return;
+      if (signal?.aborted) return open.length;
       await Promise.all(broadcast.slice(i, i + CHECK_CONCURRENCY).map(step));
     }
+    return open.length;
   }
 
   private async progress(r: Row): Promise<void> {

@@ -2,6 +2,7 @@ import type { ChainRegistry } from "../chains/registry.js";
 import { SIM_BLOCK_CHANNEL } from "../chains/simulator/simulated-chain.js";
 import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
+import { Wakeup } from "../lib/wakeup.js";
 import type { Logger } from "../observability/logger.js";
 import type { Job } from "../worker/runner.js";
 import type { DepositHandoff } from "./handoff.js";
@@ -71,33 +72,4 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
       stop: () => watcher.releaseLease(),
     };
   });
-}
-
-/** A sleep that a notification (or an abort) ends early; a notification while awake is kept for the next wait. */
-class Wakeup {
-  #pending = false;
-  #resolve: (() => void) | null = null;
-
-  notify(): void {
-    if (this.#resolve) this.#resolve();
-    else this.#pending = true;
-  }
-
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.#pending || signal.aborted) {
-      this.#pending = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        this.#resolve = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-      this.#resolve = done;
-    });
-  }
 }

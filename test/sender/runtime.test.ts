@@ -3,11 +3,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { requestTransfer } from "../../src/sender/intents.js";
+import { senderJobs } from "../../src/sender/jobs.js";
 import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
 import { startSignerRole } from "../../src/signer/role.js";
 import { createRoleSigner } from "../../src/signer/role-signer.js";
+import { JobRunner } from "../../src/worker/runner.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { MNEMONIC, wallet } from "./support.js";
 
@@ -63,6 +66,54 @@ describe("sending inside serve (in-process signer, worker jobs)", () => {
     expect(metrics).toMatch(/stablegate_outgoing_waiting_funds\{/);
     expect(metrics).toMatch(/stablegate_sweeps_pending\{/);
   });
+});
+
+describe("an idle sender job", () => {
+  it("sleeping a minute when idle, it sends a request at once: the request's commit wakes it", async () => {
+    // `api` runs no jobs of its own: the only sender is the one started here.
+    const svc = await startTestService({ role: "api", env: { MASTER_MNEMONIC: MNEMONIC } });
+    const jobs = senderJobs(svc.proc.runtime, "wake-test", { idleMs: 60_000 }).filter(
+      (j) => j.name === "sender:USDT-TRC20:sandbox",
+    );
+    expect(jobs).toHaveLength(1);
+    const runner = new JobRunner(jobs, createLogger("silent"));
+    runner.start();
+    try {
+      const db = svc.database.db;
+      const status = async (id: string) =>
+        (
+          await db
+            .selectFrom("outgoing_transfers")
+            .select("status")
+            .where("intent_id", "=", id)
+            .executeTakeFirst()
+        )?.status;
+      // Two requests, the second after the job went back to its idle sleep: both leave at once.
+      for (const id of ["swp_wake_1", "swp_wake_2"]) {
+        await new Promise((r) => setTimeout(r, 300));
+        await db.transaction().execute((trx) =>
+          requestTransfer(trx, {
+            intentId: id,
+            kind: "sweep",
+            network: "USDT-TRC20",
+            environment: "sandbox",
+            to: wallet.address("USDT-TRC20", "sandbox", 778),
+            amount: 1_000n,
+          }),
+        );
+        const t0 = Date.now();
+        while (Date.now() - t0 < 20_000 && (await status(id)) !== "confirmed") {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(await status(id)).toBe("confirmed");
+        // Without the wake-up the job would have slept until its minute was up.
+        expect(Date.now() - t0).toBeLessThan(20_000);
+      }
+    } finally {
+      await runner.stop();
+      await svc.close();
+    }
+  }, 60_000);
 });
 
 describe("the signer role", () => {
