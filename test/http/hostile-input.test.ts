@@ -109,6 +109,8 @@ let admin: Browser;
 let api: Record<string, string>;
 /** Real values for path parameters, so hostile bodies reach the handlers behind the lookups. */
 const real: Record<string, string> = {};
+/** Every id the first merchant owns (for the cross-merchant sweep). */
+const owned: string[] = [];
 
 function channelOf(path: string): Channel {
   if (path.startsWith("/api/v1/admin/")) return "admin";
@@ -278,7 +280,23 @@ beforeAll(async () => {
   real.address = wallet.body.data.address ?? wallet.body.data.walletAddress;
   const events = await call(svc.urls.sandbox, "/api/v1/webhook/events", { headers: api });
   expect(events.status, events.text).toBe(200);
-  real.webhookEventId = events.body.data[0]?.id ?? "x";
+  expect(events.body.data.length).toBeGreaterThan(0);
+  real.webhookEventId = events.body.data[0].webhookEventId;
+  const withdrawal = await call(svc.urls.sandbox, "/api/v1/public/withdrawal-requests", {
+    headers: api,
+    json: { amount: 5, currencyType: TRC, walletAddress: TRON_TO },
+  });
+  expect(withdrawal.status, withdrawal.text).toBe(201);
+  owned.push(
+    session.body.data.id,
+    events.body.data[0].transactionId,
+    events.body.data[0].webhookEventId,
+    withdrawal.body.data.id,
+    real.address ?? "",
+  );
+  const keys = await merchant.req("/api/v1/dashboard/api-keys", { headers: { "x-environment": "sandbox" } });
+  expect(keys.status, keys.text).toBe(200);
+  owned.push(...keys.body.data.map((k: { id: string }) => k.id));
 }, 60_000);
 
 afterAll(() => svc?.close());
@@ -367,6 +385,48 @@ describe("every operation of the OpenAPI document refuses hostile input cleanly"
     // The sweep reached past authentication (a broken session would make every answer a 401).
     expect(authenticated).toBeGreaterThan(1000);
   }, 600_000);
+
+  it("another merchant's ids are not found through any route, on either channel", async () => {
+    const other = new Browser(svc.urls.production);
+    const reg = await other.req("/api/v1/auth/register", {
+      json: { email: "hostile-other@example.com", password: PASSWORD, companyName: "Other Co" },
+    });
+    expect(reg.status, reg.text).toBe(201);
+    const key = (reg.body.data.apiKeys as { environment: string; apiKey: string; apiSecret: string }[]).find(
+      (k) => k.environment === "sandbox",
+    );
+    const otherApi = { apikey: key?.apiKey ?? "", "x-api-secret": key?.apiSecret ?? "" };
+    expect(owned.length).toBeGreaterThanOrEqual(6);
+    expect(owned.every((id) => typeof id === "string" && id.length > 5)).toBe(true);
+    const leaks: string[] = [];
+    let tried = 0;
+    for (const op of ops) {
+      const names = op.params.filter((p) => p.in === "path").map((p) => p.name);
+      // Admin routes are cross-merchant by design, the payment page is public, and a sandbox
+      // payment to an address is what any customer can make.
+      if (names.length === 0 || op.path.startsWith("/api/v1/admin/") || op.path.startsWith("/pay/")) continue;
+      if (op.path.startsWith("/api/v1/sandbox/wallet/")) continue;
+      const channel = channelOf(op.path);
+      const body = validBody(op.method, op.path);
+      for (const id of owned) {
+        const path = op.path.replace(/\{\w+\}/g, encodeURIComponent(id));
+        const init = {
+          method: op.method,
+          headers: { "x-environment": "sandbox" },
+          ...(body ? { json: body } : op.method === "POST" ? { json: {} } : {}),
+        };
+        const r =
+          channel === "merchant"
+            ? await other.req(path, init)
+            : await call(svc.urls.sandbox, path, { ...init, headers: { ...init.headers, ...otherApi } });
+        tried++;
+        if (r.status !== 404 && r.status !== 400)
+          leaks.push(`${op.method} ${path} → ${r.status} ${r.text.slice(0, 120)}`);
+      }
+    }
+    expect(leaks).toEqual([]);
+    expect(tried).toBeGreaterThan(60);
+  });
 
   it("hostile credentials and request headers on each channel", async () => {
     const problems: string[] = [];
