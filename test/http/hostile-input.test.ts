@@ -42,6 +42,20 @@ const HOSTILE_TEXT = [
   "1.0000001",
   "__proto__",
   "constructor",
+  // URL-shaped (webhook and callback URLs).
+  `https://example.com/${"a".repeat(3000)}`,
+  "https://ex ample.com/",
+  "https://xn--80ak6aa92e.com/",
+  "https://пример.рф/hook",
+  "https://user:pass@example.com/",
+  "https://[::1]/",
+  "https://[fe80::1%25eth0]/",
+  "https://example.com:99999/",
+  "https://0x7f.1/",
+  "javascript:alert(1)",
+  "file:///etc/passwd",
+  "https://example.com/%00",
+  "//example.com",
 ];
 
 /** JSON values of every type and edge (body fields). */
