@@ -8,6 +8,12 @@ import type { Job } from "../worker/runner.js";
 import type { DepositHandoff } from "./handoff.js";
 import { ChainWatcher } from "./watcher.js";
 
+/**
+ * A simulator watcher that LISTENs is woken by every mined block; its poll only renews its lease
+ * (20 s) and takes over a dead worker's. Without LISTEN it polls at the chain's interval (1 s).
+ */
+const SIM_NOTIFIED_POLL_MS = 5_000;
+
 export interface WatcherJobDeps {
   db: Db;
   chains: ChainRegistry;
@@ -63,7 +69,7 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
         try {
           while (!signal.aborted) {
             await watcher.tick(signal);
-            await wake.wait(chain.scan.pollIntervalMs, signal);
+            await wake.wait(SIM_NOTIFIED_POLL_MS, signal);
           }
         } finally {
           await unlisten?.().catch(() => {});
