@@ -10,6 +10,7 @@ import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import type { SecretBox } from "../lib/secret-box.js";
+import { Wakeup } from "../lib/wakeup.js";
 import { AttemptSigner } from "./attempt-signer.js";
 import { NO_URL_ERROR } from "./outbox.js";
 import { testWebhookBody } from "./payload.js";
@@ -150,8 +151,10 @@ export class WebhookDelivery {
   readonly #targets = new Map<string, { origin: string; path: string }>();
   /** Set by `notify()`; a drain that ran out of due events claims again when it is set. */
   #woken = false;
-  /** The running drain's hook for `notify()`, or the idle `run` loop's waiter. */
+  /** The running drain's hook for `notify()`. */
   #onWake: (() => void) | undefined;
+  /** The idle `run` loop's sleep, which `notify()` ends outside a drain. */
+  readonly #idle = new Wakeup();
 
   constructor(options: DeliveryOptions) {
     this.#db = options.db;
@@ -253,7 +256,8 @@ export class WebhookDelivery {
    */
   notify(): void {
     this.#woken = true;
-    this.#onWake?.();
+    if (this.#onWake) this.#onWake();
+    else this.#idle.notify();
   }
 
   /**
@@ -271,17 +275,7 @@ export class WebhookDelivery {
         this.#log.error({ err }, "webhook delivery failed; retrying at the next poll");
       }
       if (signal.aborted || this.#woken) continue;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", done);
-          this.#onWake = undefined;
-          resolve();
-        };
-        const timer = setTimeout(done, sleepMs);
-        signal.addEventListener("abort", done);
-        this.#onWake = done;
-      });
+      await this.#idle.wait(sleepMs, signal);
     }
   }
 
