@@ -5,8 +5,9 @@ import { WebhookDelivery } from "./delivery.js";
 import { WEBHOOK_CHANNEL } from "./outbox.js";
 
 /**
- * How often an idle worker looks for due webhook events anyway: retries that came due, and new
- * events when no notification arrives (LISTEN unavailable, connection being re-opened).
+ * The longest an idle worker sleeps: it wakes earlier for the next queued retry and at once for a
+ * new event's notification. The poll covers a lost notification (LISTEN unavailable, connection
+ * being re-opened) and leases of dead workers running out.
  */
 export const WEBHOOK_POLL_MS = 1_000;
 
@@ -26,7 +27,7 @@ export function createDelivery(runtime: Runtime, workerId: string): WebhookDeliv
 /**
  * The delivery job of every worker process (and of `serve`): one long run that drains due events
  * with bounded concurrency and, when idle, sleeps until the outbox's NOTIFY (sent when the
- * enqueuing transaction commits) or `pollMs`, whichever comes first. Safe with any number of
+ * enqueuing transaction commits), the next retry's due time or `pollMs`, whichever comes first. Safe with any number of
  * workers: every notified worker tries to claim; SKIP LOCKED gives each event to one.
  */
 export function webhookDeliveryJob(
