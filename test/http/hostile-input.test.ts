@@ -125,6 +125,8 @@ let api: Record<string, string>;
 const real: Record<string, string> = {};
 /** Every id the first merchant owns (for the cross-merchant sweep). */
 const owned: string[] = [];
+/** A payout OTP sent to the merchant (read from the development outbox). */
+let payoutOtp = "000000";
 
 function channelOf(path: string): Channel {
   if (path.startsWith("/api/v1/admin/")) return "admin";
@@ -167,7 +169,14 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
     "POST /api/v1/public/withdrawal-requests": { amount: 5, currencyType: TRC, walletAddress: TRON_TO },
     "POST /api/v1/public/withdrawal-requests/{id}/reject": { reason: "no" },
     "POST /api/v1/dashboard/withdrawal-requests/{id}/reject": { reason: "no" },
-    "POST /api/v1/dashboard/payouts": { amount: 5, currencyType: TRC, walletAddress: TRON_TO, otp: "123456" },
+    // More than the balance with a real code: refused (422) after the OTP check, which keeps the
+    // code, so every one-field change reaches the payout's own checks.
+    "POST /api/v1/dashboard/payouts": {
+      amount: 1_000_000,
+      currencyType: TRC,
+      walletAddress: TRON_TO,
+      otp: payoutOtp,
+    },
   };
   return bodies[`${method.toUpperCase()} ${path}`];
 }
@@ -189,12 +198,15 @@ async function send(
     const b = channel === "merchant" ? merchant : admin;
     // The dashboard's payouts run in sandbox (production has no chain configured here).
     if (channel === "merchant") Object.assign(headers, { "x-environment": "sandbox", ...init.headers });
-    return b.req(path, {
+    const r = await b.req(path, {
       method,
       headers,
       ...(init.json !== undefined ? { json: init.json } : {}),
       ...bodyOf(init),
     });
+    // A new code replaces the one before: keep the payout base body's code current.
+    if (channel === "merchant" && path === "/api/v1/auth/otp" && r.status === 200) await readPayoutOtp();
+    return r;
   }
   return call(base, path, {
     method,
@@ -202,6 +214,12 @@ async function send(
     ...(init.json !== undefined ? { json: init.json } : {}),
     ...bodyOf(init),
   });
+}
+
+/** The newest code in the development outbox. */
+async function readPayoutOtp(): Promise<void> {
+  const mail = await merchant.req("/api/v1/dashboard/dev/mail?limit=1");
+  payoutOtp = /code: (\d{6})/.exec(mail.body?.data?.[0]?.subject ?? "")?.[1] ?? "no code";
 }
 
 function bodyOf(init: { body?: string }) {
@@ -329,6 +347,10 @@ beforeAll(async () => {
     withdrawal.body.data.id,
     real.address ?? "",
   );
+  const otp = await merchant.req("/api/v1/auth/otp", { json: { purpose: "payout" } });
+  expect(otp.status, otp.text).toBe(200);
+  await readPayoutOtp();
+  expect(payoutOtp).toMatch(/^\d{6}$/);
   const keys = await merchant.req("/api/v1/dashboard/api-keys", { headers: { "x-environment": "sandbox" } });
   expect(keys.status, keys.text).toBe(200);
   owned.push(...keys.body.data.map((k: { id: string }) => k.id));
@@ -348,11 +370,10 @@ describe("every operation of the OpenAPI document refuses hostile input cleanly"
   });
 
   it("each base body passes validation (a refusal, if any, is the business rule of a named field)", async () => {
-    // Refused on purpose: a made-up reset token, a wrong current password, an OTP never sent.
+    // Refused on purpose: a made-up reset token, a wrong current password.
     const businessRefusals: Record<string, string> = {
       "POST /api/v1/auth/password/reset": "token",
       "POST /api/v1/auth/password/change": "currentPassword",
-      "POST /api/v1/dashboard/payouts": "otp",
     };
     const wrong: string[] = [];
     for (const op of ops) {
