@@ -14,6 +14,7 @@ import {
   startAnvil,
   transferTestUsdt,
 } from "../support/chain/anvil.js";
+import { startRpcProxy } from "../support/chain/rpc-proxy.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
@@ -108,6 +109,41 @@ describe("EvmChainAdapter against anvil", () => {
     expect(await adapter.tokenBalance(a)).toBe(USDT(25) - 2_500_000n);
     expect(await adapter.tokenBalance(b)).toBe(2_500_001n);
     expect(await adapter.tokenBalance(deposit(3))).toBe(0n);
+  });
+
+  it("ignores Transfer logs of another contract even when the provider returns them", async () => {
+    // A provider that drops the address filter of eth_getLogs returns every contract's Transfer
+    // events; a look-alike token's transfer to a deposit address must not become a deposit.
+    const proxy = await startRpcProxy(node.rpcUrl);
+    try {
+      const fake = await deployTestUsdt(node);
+      const start = (await adapter.headBlock()) + 1;
+      const real = await mintTestUsdt(node, token, deposit(5), USDT(3));
+      await mintTestUsdt(node, fake, deposit(5), USDT(1_000));
+      const end = await adapter.headBlock();
+      const dropAddress = (req: unknown): unknown => {
+        if (Array.isArray(req)) return req.map(dropAddress);
+        const r = req as { method?: string; params?: Record<string, unknown>[] };
+        if (r.method !== "eth_getLogs" || !r.params?.[0]) return req;
+        const { address: _dropped, ...filter } = r.params[0];
+        return { ...r, params: [filter, ...r.params.slice(1)] };
+      };
+      proxy.rewrite = dropAddress;
+      const viaProxy = new EvmChainAdapter({ rpcUrl: proxy.url, tokenAddress: token });
+      // Control: the provider really returns the look-alike's log.
+      const raw = await node.publicClient.getLogs({ fromBlock: BigInt(start), toBlock: BigInt(end) });
+      expect(raw.some((l) => l.address.toLowerCase() === fake.toLowerCase())).toBe(true);
+      const found = await viaProxy.tokenTransfers({
+        fromBlock: start,
+        toBlock: end,
+        addresses: [deposit(5)],
+      });
+      expect(found.map((t) => [t.txHash, t.amount])).toEqual([[real.transactionHash, USDT(3)]]);
+      const all = await viaProxy.tokenTransfers({ fromBlock: start, toBlock: end });
+      expect(all.map((t) => t.amount)).toEqual([USDT(3)]);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it("rejects invalid addresses and reports an unreachable endpoint as retryable", async () => {

@@ -117,6 +117,24 @@ describe("TronChainAdapter against the TRON emulator (anvil)", () => {
     expect(await adapter.tokenBalance(deposit(5))).toBe(0n);
   });
 
+  it("ignores the Transfer logs of a look-alike contract in the same blocks", async () => {
+    const fake = await deployTestUsdt(node);
+    const start = (await adapter.headBlock()) + 1;
+    const real = await mintTestUsdt(node, tokenEvm, tronAddressToEvm(deposit(6)), USDT(2));
+    const lookAlike = await mintTestUsdt(node, fake, tronAddressToEvm(deposit(6)), USDT(500));
+    const end = await adapter.headBlock();
+    // Control: the node reports the look-alike's log in its block's receipts.
+    const infos = (await tronWeb.fullNode.request(
+      "wallet/gettransactioninfobyblocknum",
+      { num: Number(lookAlike.blockNumber) },
+      "post",
+    )) as { log?: { address: string }[] }[];
+    const logAddresses = infos.flatMap((i) => (i.log ?? []).map((l) => l.address.toLowerCase().slice(-40)));
+    expect(logAddresses).toContain(fake.toLowerCase().slice(2));
+    const found = await adapter.tokenTransfers({ fromBlock: start, toBlock: end, addresses: [deposit(6)] });
+    expect(found.map((t) => [t.txHash, t.amount])).toEqual([[real.transactionHash.slice(2), USDT(2)]]);
+  });
+
   it("the emulator rejects a transaction signed by someone else and reports failed transfers", async () => {
     const otherKey = Buffer.from(keys.privateKey("USDT-TRC20", "sandbox", 7)).toString("hex");
     // multisig = true skips tronweb's own owner check, so the emulator's check is what rejects it.

@@ -104,6 +104,9 @@ export class EvmChainAdapter implements ChainAdapter {
       );
       for (const log of logs) {
         if (log.removed || log.blockNumber === null || log.blockHash === null) continue;
+        // The filter asked for the token's logs only; a provider that ignores it (misconfigured,
+        // buggy or hostile) must not turn a look-alike contract's Transfer into a deposit.
+        if (normalizeEvmAddress(log.address) !== this.token) continue;
         const transfer: TokenTransfer = {
           txHash: log.transactionHash,
           logIndex: log.logIndex,

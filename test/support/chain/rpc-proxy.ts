@@ -2,6 +2,7 @@
  * A switchable HTTP proxy in front of a chain endpoint (anvil or the TRON emulator): `pass`
  * forwards, `hang` accepts the request and never answers, `error` answers 503. Counts the requests
  * it forwards (the benchmark's RPC-call figures; JSON-RPC batches count as their length).
+ * `rewrite` changes each forwarded JSON request first (a misbehaving provider).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,12 +15,18 @@ export interface RpcProxy {
   /** Requests forwarded since the last `resetCount` (a JSON-RPC batch counts each call). */
   count: number;
   resetCount(): void;
+  /** Applied to each parsed JSON request before it is forwarded. */
+  rewrite: ((request: unknown) => unknown) | undefined;
   stop(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string): Promise<RpcProxy> {
   const hanging = new Set<http.ServerResponse>();
-  const state = { mode: "pass" as ProxyMode, count: 0 };
+  const state = {
+    mode: "pass" as ProxyMode,
+    count: 0,
+    rewrite: undefined as ((request: unknown) => unknown) | undefined,
+  };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -33,10 +40,11 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
         res.writeHead(503, { "content-type": "text/plain" }).end("unavailable");
         return;
       }
-      const body = Buffer.concat(chunks);
+      let body = Buffer.concat(chunks);
       try {
         const parsed = body.length > 0 ? (JSON.parse(body.toString()) as unknown) : null;
         state.count += Array.isArray(parsed) ? parsed.length : 1;
+        if (state.rewrite && parsed !== null) body = Buffer.from(JSON.stringify(state.rewrite(parsed)));
       } catch {
         state.count += 1;
       }
@@ -71,6 +79,12 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     },
     resetCount() {
       state.count = 0;
+    },
+    get rewrite() {
+      return state.rewrite;
+    },
+    set rewrite(f: ((request: unknown) => unknown) | undefined) {
+      state.rewrite = f;
     },
     async stop() {
       for (const res of hanging) res.destroy();
