@@ -5,10 +5,15 @@ import { type Call, call, startTestService, type TestService } from "../support/
 
 // "Bad input gets a clear 4xx error in the contract's envelope, never a 500, a hang or lost data."
 // This sweep takes every operation of the OpenAPI document (so a new route is covered the day it
-// is added) and sends it hostile path parameters, query values, raw bodies, content types, header
-// values, and — starting from a body that is valid for the route — every body field replaced by
-// each hostile value in turn. Every answer must come (the test's timeout is the hang check), be
-// below 500, and a 4xx must be the contract's error envelope.
+// is added) and sends it:
+//  - hostile path parameters, query values, header values, raw bodies and content types;
+//  - starting from a body valid for the route (checked first, so changes reach the handler),
+//    every body field replaced by each hostile value in turn;
+//  - hostile credentials and request headers on each channel;
+//  - the same writing request eight times at once (real concurrency on PostgreSQL);
+//  - another merchant's ids through every route with a path parameter (must be 404).
+// Every answer must come (the test's timeout is the hang check), be below 500, and a 4xx must be
+// the contract's error envelope.
 
 const PASSWORD = "correct horse battery";
 const TRC = "USDT-TRC20";
