@@ -2,8 +2,10 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
 import type { App } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
+import { codeToStatus, errorBody } from "./errors.js";
 
 export interface Listeners {
   production: http.Server;
@@ -102,23 +104,14 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     socket.end("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     return;
   }
-  const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
-  const body = JSON.stringify({
-    success: false,
-    error: {
-      code: "VALIDATION_ERROR",
-      message: tooLarge ? "Request headers too large." : "Malformed HTTP request.",
-      details: {
-        fields: [
-          tooLarge
-            ? { field: "headers", message: "are too large" }
-            : { field: "request", message: "is malformed" },
-        ],
-      },
-    },
-  });
+  const refused =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? AppError.validation([{ field: "headers", message: "are too large" }], "Request headers too large.")
+      : AppError.validation([{ field: "request", message: "is malformed" }], "Malformed HTTP request.");
+  const body = JSON.stringify(errorBody(refused));
   socket.end(
-    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n" +
-      `X-Content-Type-Options: nosniff\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${codeToStatus(refused.code)} Bad Request\r\nConnection: close\r\n` +
+      "Content-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

@@ -52,7 +52,7 @@ function withStorableText(validate: ValidateFunction): Validate {
  * The JSON pointer of the first string (value or key) PostgreSQL cannot store, if any. Iterative:
  * a body nested thousands deep must not overflow the stack here.
  */
-export function unstorableText(value: unknown, path = ""): string | undefined {
+function unstorableText(value: unknown, path = ""): string | undefined {
   const stack: [unknown, string][] = [[value, path]];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const [v, at] = item;
