@@ -3,7 +3,14 @@ import type { Environment } from "../domain/environment.js";
 
 /** Who is calling, established by one of the two merchant channels (SPEC §5). */
 export type Principal =
-  | { channel: "apiKey"; merchantId: string; environment: Environment; apiKeyId: string }
+  | {
+      channel: "apiKey";
+      merchantId: string;
+      environment: Environment;
+      apiKeyId: string;
+      /** A correct `x-api-secret` came with the key (a wrong one never gets this far). */
+      secretVerified: boolean;
+    }
   | {
       channel: "dashboard";
       merchantId: string;

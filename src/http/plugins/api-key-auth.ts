@@ -63,5 +63,17 @@ export async function authenticateApiKey(
     merchantId: found.merchantId,
     environment: found.environment,
     apiKeyId: found.id,
+    secretVerified: secret !== undefined,
   };
+}
+
+/**
+ * For a request whose content makes the secret necessary although the route does not always need
+ * it (CONTRACT §4: a checkout session that sets `callbackUrl` aims a signed delivery): 401 on the
+ * API-key channel unless a correct `x-api-secret` came with the key. The dashboard channel passes.
+ */
+export function requireVerifiedSecret(who: Principal, what: string): void {
+  if (who.channel === "apiKey" && !who.secretVerified) {
+    throw AppError.invalidAuth(`${what} requires the x-api-secret header.`);
+  }
 }

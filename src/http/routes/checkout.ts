@@ -18,6 +18,7 @@ import { DepositIndexReserve } from "../../wallet/index-reserve.js";
 import { validateWebhookUrl } from "../../webhooks/ssrf.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { idempotentCreate } from "../idempotency.js";
+import { requireVerifiedSecret } from "../plugins/api-key-auth.js";
 import { principal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
 import {
@@ -71,6 +72,8 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
     async (request, reply) => {
       const who = principal(request);
       const body = request.body;
+      // Before anything else (validation resolves the URL; an Idempotency-Key replay must not skip it).
+      if (body.callbackUrl !== undefined) requireVerifiedSecret(who, "Setting callbackUrl");
       const amount = amountField("amount", body.amount);
       const lifetime = sessionLifetimeMs(body.expiresInMinutes, config.checkout.minExpirySeconds);
       const errors: FieldError[] = [...amount.errors, ...lifetime.errors, ...metadataErrors(body.metadata)];
