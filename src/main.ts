@@ -5,7 +5,7 @@ import { loadConfig } from "./config/load.js";
 import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
 import { RemoteCommandError } from "./operator/control-client.js";
-import { ROLES, type Role, startRole } from "./roles/processes.js";
+import { ROLES, type Role, type RunningProcess, startRole } from "./roles/processes.js";
 import { StartupError } from "./roles/startup-error.js";
 import { startSignerRole } from "./signer/role.js";
 
@@ -31,7 +31,17 @@ operator commands
 
 Configuration comes from environment variables (see README.md).`;
 
+/**
+ * Everything a stablegate process creates is private to its user (CONTRACT §9: DATA_DIR 0700,
+ * files 0600), whatever umask the shell or service manager gave it. Set before anything is
+ * written, for every role and operator command. (`process.umask` exists on the main thread only;
+ * stablegate starts no worker threads. PGlite's unpacked data folder ignores it and is made
+ * private after opening: `db/database.ts`.)
+ */
+const PRIVATE_UMASK = 0o077;
+
 async function main(argv: string[]): Promise<number> {
+  process.umask(PRIVATE_UMASK);
   const [first = "serve"] = argv;
   if (first === "help" || first === "--help" || first === "-h") {
     process.stdout.write(`${USAGE}\n`);
@@ -61,31 +71,43 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown role or command: ${first}\n\n${USAGE}\n`);
     return 2;
   }
-  const proc = await startRole(first as Role, config);
+  // Signals are handled from before the start: one that arrives while the role is starting stops
+  // it gracefully as soon as it has started (it used to kill the half-started process).
+  let signals = 0;
+  let proc: RunningProcess | undefined;
+  let exit: (code: number) => void = () => {};
+  const exited = new Promise<number>((resolve) => {
+    exit = resolve;
+  });
+  const stop = (p: RunningProcess) =>
+    p.stop().then(
+      () => exit(0),
+      (err: unknown) => {
+        p.runtime.logger.error({ err }, "error during shutdown");
+        exit(1);
+      },
+    );
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      if (!proc) process.exit(1);
+      proc.runtime.logger.warn({ signal }, "second signal: exiting now");
+      exit(1);
+      return;
+    }
+    if (proc) void stop(proc);
+  };
+  if (first !== "migrate") {
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  }
+  proc = await startRole(first as Role, config);
   if (first === "migrate") {
     await proc.stop();
     return 0;
   }
-  return new Promise<number>((resolve) => {
-    let signals = 0;
-    const onSignal = (signal: NodeJS.Signals) => {
-      signals++;
-      if (signals > 1) {
-        proc.runtime.logger.warn({ signal }, "second signal: exiting now");
-        resolve(1);
-        return;
-      }
-      proc.stop().then(
-        () => resolve(0),
-        (err: unknown) => {
-          proc.runtime.logger.error({ err }, "error during shutdown");
-          resolve(1);
-        },
-      );
-    };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
-  });
+  if (signals > 0) void stop(proc);
+  return exited;
 }
 
 main(process.argv.slice(2)).then(

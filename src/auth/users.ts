@@ -45,6 +45,25 @@ export async function insertUser(
     .execute();
 }
 
+/**
+ * The one writer of a password (change and reset alike): the new hash, and every outstanding
+ * reset token of the account burnt — a link mailed before the password changed must not undo the
+ * change. Run it in the transaction that also ends the sessions.
+ */
+export async function setPassword(db: Db, userId: string, passwordHash: string, now: Date): Promise<void> {
+  await db
+    .updateTable("dashboard_users")
+    .set({ password_hash: passwordHash, password_changed_at: now, updated_at: now })
+    .where("id", "=", userId)
+    .execute();
+  await db
+    .updateTable("dashboard_password_resets")
+    .set({ used_at: now })
+    .where("user_id", "=", userId)
+    .where("used_at", "is", null)
+    .execute();
+}
+
 /** Counts a failed sign-in atomically and locks the account progressively. */
 export async function recordLoginFailure(db: Db, userId: string, now: Date): Promise<void> {
   const row = await db

@@ -1,7 +1,8 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as bip39 from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
+import { ensurePrivateDir } from "../lib/private-files.js";
 import { type Config, ConfigError } from "./config.js";
 
 /** Where a development mnemonic is generated when none is configured (outside production). */
@@ -50,7 +51,7 @@ export async function resolveMnemonic(config: Config): Promise<ResolvedMnemonic>
     ]);
   }
   const file = generatedMnemonicPath(config.dataDir);
-  await mkdir(config.dataDir, { recursive: true });
+  await ensurePrivateDir(config.dataDir);
   try {
     // `wx`: exactly one of several processes starting at once creates it; the others read it.
     await writeFile(file, `${bip39.generateMnemonic(wordlist, 256)}\n`, { mode: 0o600, flag: "wx" });

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { ensurePrivateDir } from "../lib/private-files.js";
 import { type Config, GENERATED_SECRET_NAMES, type GeneratedSecretName } from "./config.js";
 
 export type ResolvedSecrets = Record<GeneratedSecretName, string>;
@@ -30,7 +31,7 @@ export async function resolveSecrets(config: Config): Promise<ResolvedSecrets> {
     }
   }
   if (changed) {
-    await mkdir(config.dataDir, { recursive: true });
+    await ensurePrivateDir(config.dataDir);
     await writeFile(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
   }
   const out = { ...stored } as ResolvedSecrets;

@@ -2,6 +2,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
+import { makePrivate } from "../lib/private-files.js";
 import { PGlitePool } from "./pglite-pool.js";
 import { PreparingClient } from "./prepared.js";
 import type { DB } from "./schema.js";
@@ -61,8 +62,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ...(options.snapshot ? { loadDataDir: options.snapshot } : {}),
   });
   const pglitePool = new PGlitePool(pglite);
+  const wrapped = wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: pglitePool }) }), "pglite");
+  const dataDir = options.dataDir;
+  // PGlite's file system layer (Emscripten's NODEFS) unpacks a new data folder with explicit
+  // 0666/0755 modes, whatever the umask: make it private (CONTRACT §9) once open, and again once
+  // closed. What PostgreSQL creates while running is 0600/0700 already (and under umask 0o077).
+  if (dataDir) await makePrivate(dataDir);
   return {
-    ...wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: pglitePool }) }), "pglite"),
+    ...wrapped,
+    async close() {
+      await wrapped.close();
+      if (dataDir) await makePrivate(dataDir);
+    },
     // LISTEN/UNLISTEN take the single connection, so they never land inside someone's transaction.
     async listen(channel, onNotify) {
       const held = await pglitePool.connect();

@@ -1,5 +1,6 @@
-import { mkdir, open, readFile, rm } from "node:fs/promises";
+import { open, readFile, rm } from "node:fs/promises";
 import path from "node:path";
+import { ensurePrivateDir } from "../lib/private-files.js";
 
 /**
  * PGlite is one process's database: two processes opening the same data folder would corrupt it.
@@ -49,7 +50,7 @@ export async function acquireEmbeddedLock(
   dataDir: string,
   info: Omit<EmbeddedLockInfo, "pid" | "startedAt">,
 ): Promise<{ release(): Promise<void> }> {
-  await mkdir(dataDir, { recursive: true });
+  await ensurePrivateDir(dataDir);
   const file = lockPath(dataDir);
   const content = JSON.stringify({ ...info, pid: process.pid, startedAt: new Date().toISOString() });
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -2,7 +2,8 @@ import pino, { type DestinationStream, type Logger } from "pino";
 
 /**
  * JSON logs. Credentials never reach the log: request headers are not logged at all by the
- * request serializer, and these paths are redacted wherever they appear as defence in depth.
+ * request serializer, query strings are cut from every logged request URL (a link may carry a
+ * token there: `?token=…`), and these paths are redacted wherever they appear as defence in depth.
  */
 export const REDACT_PATHS = [
   "req.headers.apikey",
@@ -26,12 +27,51 @@ export const REDACT_PATHS = [
   "*.refreshToken",
 ];
 
+/** Marks where a query string was cut from a logged URL. */
+export const QUERY_REDACTED = "?[redacted]";
+
+/**
+ * A request URL as it may be logged: the path, and `?[redacted]` instead of any query. The whole
+ * query goes (names as well as values: a client may put a secret in either), so no route can leak
+ * one by taking a token in its query.
+ */
+export function loggableUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  const q = url.indexOf("?");
+  return q === -1 ? url : url.slice(0, q) + QUERY_REDACTED;
+}
+
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  headers?: Record<string, string | string[] | undefined>;
+  socket?: { remoteAddress?: string; remotePort?: number } | null;
+}
+
+/**
+ * The `req` serializer of every request log line (Fastify's "incoming request" and anything that
+ * logs `{ req }`): Fastify's own fields, with the URL's query cut. It replaces Fastify's default
+ * serializer (Fastify merges a logger instance's serializers over its own).
+ */
+function serializeRequest(req: LoggedRequest) {
+  return {
+    method: req.method,
+    url: loggableUrl(req.url),
+    host: req.host ?? (typeof req.headers?.host === "string" ? req.headers.host : undefined),
+    remoteAddress: req.ip ?? req.socket?.remoteAddress,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       level,
       base: { service: "stablegate" },
       redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+      serializers: { req: serializeRequest },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     destination,

@@ -3,8 +3,10 @@ import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
 import { type Listeners, listen } from "../http/listeners.js";
+import { createLogger } from "../observability/logger.js";
 import { startControlServer } from "../operator/control-server.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { tightenDataDir } from "./data-dir.js";
 import { StartupError } from "./startup-error.js";
 import { startWorker } from "./worker.js";
 
@@ -40,7 +42,10 @@ export async function startRole(
         "run `serve` on embedded defaults or point every process at one PostgreSQL",
     );
   }
-  const runtime = await createRuntime(config, { ...options, role });
+  const logger = options.logger ?? createLogger(config.logLevel);
+  // Before anything is written there (generated secrets, the embedded database, the lock).
+  await tightenDataDir(config.dataDir, logger);
+  const runtime = await createRuntime(config, { ...options, logger, role });
   const log = runtime.logger;
   try {
     const db = runtime.database.db;

@@ -9,6 +9,7 @@ import {
   insertUser,
   recordLoginFailure,
   resetLoginFailures,
+  setPassword,
 } from "../auth/users.js";
 import type { Db } from "../db/database.js";
 import type { DashboardUser, OtpPurpose } from "../db/tables/dashboard.js";
@@ -190,23 +191,13 @@ export async function resetPassword(kit: AuthKit, token: string, newPassword: st
       .returning("user_id")
       .executeTakeFirst();
     if (!row) throw invalid();
-    await trx
-      .updateTable("dashboard_password_resets")
-      .set({ used_at: now })
-      .where("user_id", "=", row.user_id)
-      .where("used_at", "is", null)
-      .execute();
+    await setPassword(trx, row.user_id, passwordHash, now);
     await trx
       .updateTable("dashboard_users")
-      .set({
-        password_hash: passwordHash,
-        password_changed_at: now,
-        failed_logins: 0,
-        locked_until: null,
-        updated_at: now,
-      })
+      .set({ failed_logins: 0, locked_until: null })
       .where("id", "=", row.user_id)
       .execute();
+    // Whoever knew the old password is out: every session ends.
     await revokeUserSessions(trx, row.user_id, "password_reset", now);
   });
 }
@@ -298,12 +289,9 @@ export async function changePassword(
   await consumeOtp(kit, user.id, "password_change", input.otp);
   const passwordHash = await hashPassword(input.newPassword);
   await kit.db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable("dashboard_users")
-      .set({ password_hash: passwordHash, password_changed_at: now, updated_at: now })
-      .where("id", "=", user.id)
-      .execute();
-    // Every other sign-in ends; the one that changed the password stays.
+    await setPassword(trx, user.id, passwordHash, now);
+    // Every other sign-in ends; the one that changed the password (it proved the current
+    // password and an e-mailed code) stays.
     await revokeUserSessions(trx, user.id, "password_change", now, currentSessionId);
   });
 }

@@ -241,10 +241,12 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const app0 = config.corsOrigins[0] ?? config.http.productionBaseUrl;
+      // The token rides in the fragment: browsers never send it to a server (no access log, no
+      // Referer); the page reads it and posts it in the body.
       await forgotPassword(
         kit,
         request.body.email,
-        (t) => `${app0}/reset-password?token=${encodeURIComponent(t)}`,
+        (t) => `${app0}/reset-password#token=${encodeURIComponent(t)}`,
       );
       return {
         success: true as const,
@@ -258,7 +260,8 @@ export function authRoutes(app: App, deps: RouteDeps) {
     {
       config: { tier: "auth" },
       schema: {
-        summary: "Set a new password with an e-mailed reset token (ends every session)",
+        summary:
+          "Set a new password with an e-mailed reset token (ends every session and every other reset token)",
         tags: ["Dashboard auth"],
         body: Type.Object(
           { token: Type.String({ minLength: 1, maxLength: 200 }), newPassword: Password },
@@ -309,7 +312,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       config: { auth: "dashboard", tier: "auth" },
       schema: {
         summary: "Change the password: current password + an OTP of purpose password_change",
-        description: "Every other session of the user ends.",
+        description: "Every other session of the user ends, and every outstanding password-reset token.",
         tags: ["Dashboard auth"],
         body: Type.Object(
           {

@@ -1,12 +1,21 @@
 import { useMutation } from "@tanstack/react-query";
-import { useState } from "react";
-import { Link, useSearchParams } from "react-router-dom";
+import { useEffect, useState } from "react";
+import { Link, useLocation, useNavigate } from "react-router-dom";
 import { post } from "../api/client";
 import { ErrorNotice, Field, Notice, PageHeader } from "../components/ui";
 
+/**
+ * The e-mailed link is `/reset-password#token=…`: the fragment never leaves the browser (no server
+ * log, no Referer). The token is read once, then dropped from the address bar and the history
+ * entry, and travels only in the POST body.
+ */
 export default function ResetPassword() {
-  const [params] = useSearchParams();
-  const token = params.get("token") ?? "";
+  const location = useLocation();
+  const navigate = useNavigate();
+  const [token] = useState(() => new URLSearchParams(location.hash.slice(1)).get("token") ?? "");
+  useEffect(() => {
+    if (location.hash) navigate({ pathname: location.pathname, search: location.search }, { replace: true });
+  }, [location.hash, location.pathname, location.search, navigate]);
   const [password, setPassword] = useState("");
   const reset = useMutation({
     mutationFn: () => post("/api/v1/auth/password/reset", { token, newPassword: password }),
