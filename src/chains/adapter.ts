@@ -1,3 +1,4 @@
+import { ChainTimeError } from "./errors.js";
 import type { Network } from "./network.js";
 
 /**
@@ -14,6 +15,17 @@ export interface TokenTransfer {
   from: string;
   to: string;
   amount: bigint;
+}
+
+/** A block as the watcher needs it: its hash (reorg detection) and its timestamp (on-time decisions). */
+export interface BlockHeader {
+  number: number;
+  hash: string;
+  /**
+   * The block's own timestamp in milliseconds since the epoch, as the chain records it (never the
+   * reader's clock). Non-decreasing along a chain, so no later block can carry an earlier time.
+   */
+  timestamp: number;
 }
 
 export interface TokenTransferQuery {
@@ -62,9 +74,34 @@ export interface ChainAdapter {
   /** Hash of block `n`, or null when the chain has no such block (yet). */
   blockHash(n: number): Promise<string | null>;
 
+  /**
+   * Hash and timestamp of block `n`, or null when the chain has no such block (yet). A block whose
+   * timestamp is missing or not a positive whole number of seconds/milliseconds throws
+   * `ChainTimeError`: chain time is never guessed.
+   */
+  blockHeader(n: number): Promise<BlockHeader | null>;
+
   validateAddress(s: string): boolean;
   /** Canonical spelling; throws `InvalidAddressError`. */
   normalizeAddress(s: string): string;
+}
+
+/**
+ * Checks a block timestamp read from a chain (milliseconds since the epoch) and returns it; throws
+ * `ChainTimeError` when it is not usable (missing, not a whole number, zero or negative — zero is
+ * allowed for a genesis block, as TRON's and the simulator's carry — or beyond year 9999): a chain
+ * whose blocks carry no usable time cannot decide whether a payment was on time.
+ */
+export function usableBlockTime(network: Network, n: number, timestampMs: unknown): number {
+  if (
+    typeof timestampMs !== "number" ||
+    !Number.isSafeInteger(timestampMs) ||
+    timestampMs < (n === 0 ? 0 : 1) ||
+    timestampMs > 253_402_300_799_000
+  ) {
+    throw new ChainTimeError(network, `block ${n} carries no usable timestamp (${String(timestampMs)})`);
+  }
+  return timestampMs;
 }
 
 /** `head - confirmations + 1`, shared by the implementations. */

@@ -28,3 +28,16 @@ export class ChainUnavailableError extends Error {
     this.name = "ChainUnavailableError";
   }
 }
+
+/**
+ * A block without a usable timestamp. Whether a payment was on time is decided by block time
+ * (CONTRACT §4.1), so such a chain cannot be watched: the watcher refuses to start on it
+ * (`ChainWatcher` checks the head block first) rather than fall back on its own clock. Met later on
+ * a single block, it is retried like any unusable answer.
+ */
+export class ChainTimeError extends ChainUnavailableError {
+  constructor(network: Network, message: string) {
+    super(network, message);
+    this.name = "ChainTimeError";
+  }
+}

@@ -97,6 +97,15 @@ export class ChainRegistry {
     return chain.simulator;
   }
 
+  /**
+   * Confirmations a transfer needs on this chain (the configured number; the network's default when
+   * the chain is not available).
+   */
+  requiredConfirmations(network: Network, environment: Environment): number {
+    const e = this.entry(network, environment);
+    return e.status === "available" ? e.confirmations : DEFAULT_CONFIRMATIONS[network];
+  }
+
   available(): AvailableChain[] {
     return [...this.entries.values()].filter((e): e is AvailableChain => e.status === "available");
   }

@@ -1,7 +1,11 @@
 import type { Db } from "../db/database.js";
-import { sessionTransferOutcome } from "../domain/checkout.js";
+import { sessionOutcomeAtDeadline, sessionTransferOutcome } from "../domain/checkout.js";
 import type { Clock } from "../lib/clock.js";
-import { lockCheckoutSession } from "../repositories/checkout-sessions.js";
+import {
+  hasConfirmingTransferInTime,
+  lockCheckoutSession,
+  underpaymentToleranceBp,
+} from "../repositories/checkout-sessions.js";
 import { updateTransaction } from "../repositories/transactions.js";
 import type { ConfirmedTransfer, DepositHandler } from "../watcher/handoff.js";
 import { closeSession, recordSingleTransferDeposit, type SettleDeps } from "./settle.js";
@@ -13,7 +17,8 @@ export interface DepositHandlerDeps extends SettleDeps {
 /**
  * The deposit logic's entry point for the chain watcher (`DepositHandoff`): called once per
  * confirmed transfer to a watched address, inside the transaction that marks the transfer handed
- * off. Whatever the transfer meets — an open session, a closed one, a permanent wallet — it ends in
+ * off. Whether a transfer was in time for its session is decided by its block's timestamp, not by
+ * when its confirmations completed. Whatever the transfer meets — an open session, a closed one, a permanent wallet — it ends in
  * the database: nothing received is ever lost (CONTRACT §4.1).
  */
 export function createDepositHandler(deps: DepositHandlerDeps): DepositHandler {
@@ -40,10 +45,11 @@ async function onSessionTransfer(
     throw new Error(`checkout session ${sessionId} of watched address ${transfer.address} is missing`);
   const t = session.transaction;
   const now = new Date(deps.clock.now());
+  const toleranceBp = t.status === "pending" ? await underpaymentToleranceBp(trx, session) : 0;
+  const received = t.actualBalance ?? 0n;
   const outcome = sessionTransferOutcome(
-    { status: t.status, amount: t.amount, received: t.actualBalance ?? 0n, expiresAt: session.expiresAt },
-    transfer.amount,
-    now,
+    { status: t.status, amount: t.amount, received, expiresAt: session.expiresAt, toleranceBp },
+    transfer,
   );
   switch (outcome.kind) {
     case "accumulate":
@@ -63,9 +69,16 @@ async function onSessionTransfer(
       });
       return;
     case "expire_then_late":
+      // Mined after the deadline. A transfer in time that is still waiting for its hand-off (its
+      // handler failed and backs off) decides first: this one is offered again later.
+      if (await hasConfirmingTransferInTime(trx, session)) {
+        throw new Error(
+          `checkout session ${t.id} has a transfer in time still to hand off; ${transfer.txHash} waits`,
+        );
+      }
       await closeSession(trx, deps, session, {
-        status: "failed",
-        received: t.actualBalance ?? 0n,
+        status: sessionOutcomeAtDeadline({ amount: t.amount, received, toleranceBp }),
+        received,
         txHash: null,
         now,
       });

@@ -28,8 +28,8 @@ export function depositFee(fees: FeeSchedule, currencyType: CurrencyType, receiv
 }
 
 /**
- * Closes an open session as `confirmed` (its total reached `amount`) or `failed` (expired): the
- * whole `received` is credited (overpayment included; a partial payment of an expired session
+ * Closes an open session as `confirmed` (its total in time reached `amount × (1 − tolerance)`) or
+ * `failed` (its deadline passed first): the whole `received` is credited (overpayment included; a partial payment of an expired session
  * too), the session stops being open, and the `deposit` webhook goes to its `callbackUrl` or the
  * environment's `webhookUrl`.
  */
@@ -45,7 +45,8 @@ export async function closeSession(
     status: outcome.status,
     actualBalance: outcome.received,
     fee,
-    netAmount: t.amount - fee,
+    // What was credited: the merchant can book netAmount as is (CONTRACT §4.1).
+    netAmount: outcome.received - fee,
     blockchainTxHash: outcome.txHash ?? t.blockchainTxHash,
     confirmedAt: outcome.status === "confirmed" ? outcome.now : null,
     updatedAt: outcome.now,

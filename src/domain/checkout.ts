@@ -53,15 +53,30 @@ export interface CheckoutSessionRecord {
   closedAt: Date | null;
 }
 
+/** Largest underpayment tolerance a merchant may set: 10 % (1000 basis points). */
+export const MAX_UNDERPAYMENT_TOLERANCE_BP = 1000;
+
+/**
+ * The smallest received total that confirms a session: `amount × (1 − tolerance)` with the
+ * tolerance in basis points (100 = 1 %), rounded up to a whole base unit (never below what the
+ * merchant allowed).
+ */
+export function confirmationThreshold(amount: bigint, toleranceBp: number): bigint {
+  const keep = BigInt(10_000 - toleranceBp);
+  return (amount * keep + 9_999n) / 10_000n;
+}
+
 /**
  * What happens to a confirmed transfer that reaches a session's address, decided under the session's
- * lock (so a payment and the expiry job agree on one outcome):
- * - `accumulate`: the session is open and still short: the received total grows, nothing is credited yet;
- * - `confirm`: the session is open and the total reaches `amount`: confirmed, the whole total credited;
- * - `expire_then_late`: the deadline has passed but the expiry job has not closed it yet: close it as
- *   `failed` first (crediting what came before), then treat this transfer as a late payment;
+ * lock (so a payment and the expiry job agree on one outcome). On time is decided by the chain: the
+ * transfer's block timestamp against `expiresAt`, however late its confirmations complete.
+ * - `accumulate`: the session is open, the transfer was mined before the deadline, and the total is
+ *   still short: the received total grows, nothing is credited yet;
+ * - `confirm`: the same, and the total reaches `amount × (1 − tolerance)`: confirmed, the whole total
+ *   credited;
+ * - `expire_then_late`: the transfer was mined at or after the deadline and the session is still open:
+ *   close it first (with what came in time), then treat this transfer as a late payment;
  * - `late`: the session is closed: the transfer becomes its own confirmed deposit linked to the session.
- * The deadline decides: a payment confirmed after `expiresAt` is late, whatever ran first.
  */
 export type SessionTransferOutcome =
   | { kind: "accumulate"; received: bigint }
@@ -70,18 +85,55 @@ export type SessionTransferOutcome =
   | { kind: "late" };
 
 export function sessionTransferOutcome(
-  session: { status: string; amount: bigint; received: bigint; expiresAt: Date },
-  transferAmount: bigint,
-  now: Date,
+  session: { status: string; amount: bigint; received: bigint; expiresAt: Date; toleranceBp: number },
+  transfer: { amount: bigint; blockTime: Date },
 ): SessionTransferOutcome {
   if (session.status !== "pending") return { kind: "late" };
-  if (now.getTime() >= session.expiresAt.getTime()) return { kind: "expire_then_late" };
-  const received = session.received + transferAmount;
-  return received >= session.amount ? { kind: "confirm", received } : { kind: "accumulate", received };
+  if (transfer.blockTime.getTime() >= session.expiresAt.getTime()) return { kind: "expire_then_late" };
+  const received = session.received + transfer.amount;
+  return received >= confirmationThreshold(session.amount, session.toleranceBp)
+    ? { kind: "confirm", received }
+    : { kind: "accumulate", received };
+}
+
+/**
+ * How an open session ends once its deadline has passed on the chain with nothing in time still
+ * confirming: `confirmed` when what arrived in time reaches `amount × (1 − tolerance)` (the tolerance
+ * may have been raised after the payment), else `failed` (what arrived is credited either way).
+ */
+export function sessionOutcomeAtDeadline(session: {
+  amount: bigint;
+  received: bigint;
+  toleranceBp: number;
+}): "confirmed" | "failed" {
+  return session.received > 0n &&
+    session.received >= confirmationThreshold(session.amount, session.toleranceBp)
+    ? "confirmed"
+    : "failed";
+}
+
+/**
+ * What the chain shows of a session's payment before it is settled (CONTRACT §4.1): the block time of
+ * the first transfer in time to its address, the sum of the transfers in time (confirmed or not), and
+ * the confirmations of the least-confirmed of them.
+ */
+export interface SessionDetection {
+  detectedAt: Date | null;
+  detectedAmount: bigint;
+  confirmations: { current: number; required: number };
+}
+
+/** Nothing seen yet (a new session). */
+export function noDetection(required: number): SessionDetection {
+  return { detectedAt: null, detectedAmount: 0n, confirmations: { current: 0, required } };
 }
 
 /** The session object of CONTRACT §4.1 (amounts in USDT; `id` = `transactionId`). */
-export function presentCheckoutSession(s: CheckoutSessionRecord, checkoutUrl: string) {
+export function presentCheckoutSession(
+  s: CheckoutSessionRecord,
+  checkoutUrl: string,
+  detection: SessionDetection,
+) {
   const t = s.transaction;
   return {
     id: t.id,
@@ -100,6 +152,9 @@ export function presentCheckoutSession(s: CheckoutSessionRecord, checkoutUrl: st
     blockchainTxHash: t.blockchainTxHash,
     createdAt: t.createdAt.toISOString(),
     confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
+    detectedAt: detection.detectedAt ? detection.detectedAt.toISOString() : null,
+    detectedAmount: formatAmount(detection.detectedAmount),
+    confirmations: { ...detection.confirmations },
   };
 }
 

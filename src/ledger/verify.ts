@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 
 export interface LedgerProblem {
-  kind: "unbalanced_posting" | "balance_mismatch" | "negative_balance";
+  kind: "unbalanced_posting" | "balance_mismatch" | "negative_balance" | "deposit_mismatch";
   detail: string;
 }
 
@@ -16,7 +16,9 @@ export interface LedgerReport {
 
 /**
  * `stablegate ledger verify`: recomputes every merchant balance from the journal, checks that every
- * posting balances (and has at least two entries) and that no merchant balance is negative.
+ * posting balances (and has at least two entries) and that no merchant balance is negative, and that
+ * every closed deposit's `netAmount` and `fee` are what its posting credited (the books a merchant
+ * keeps from the webhooks match the balance).
  */
 export async function verifyLedger(db: Db): Promise<LedgerReport> {
   const problems: LedgerProblem[] = [];
@@ -58,6 +60,25 @@ export async function verifyLedger(db: Db): Promise<LedgerReport> {
   for (const r of negative.rows)
     problems.push({ kind: "negative_balance", detail: `account ${r.id}: ${r.balance}` });
 
+  const deposits = await sql<{ id: string; net_amount: string; fee: string; credited: string; fees: string }>`
+    select t.id, t.net_amount::text, t.fee::text, d.credited::text, d.fees::text
+    from transactions t
+    cross join lateral (
+      select coalesce(sum(e.amount) filter (where a.kind = 'available'), 0) as credited,
+             coalesce(sum(e.amount) filter (where a.kind = 'fees'), 0) as fees
+      from ledger_postings p
+      join ledger_entries e on e.posting_id = p.id
+      join ledger_accounts a on a.id = e.account_id
+      where p.business_key = 'deposit:' || t.id
+    ) d
+    where t.type = 'deposit' and t.status <> 'pending'
+      and (t.net_amount <> d.credited or t.fee <> d.fees)`.execute(db);
+  for (const r of deposits.rows) {
+    problems.push({
+      kind: "deposit_mismatch",
+      detail: `deposit ${r.id}: netAmount ${r.net_amount} and fee ${r.fee}, posting credited ${r.credited} and fee ${r.fees}`,
+    });
+  }
   const counts = await sql<{ postings: string; entries: string; accounts: string }>`
     select (select count(*) from ledger_postings)::text as postings,
            (select count(*) from ledger_entries)::text as entries,
@@ -74,7 +95,8 @@ export async function verifyLedger(db: Db): Promise<LedgerReport> {
 
 export function formatLedgerReport(r: LedgerReport): string {
   const head = `ledger: ${r.postings} postings, ${r.entries} entries, ${r.accounts} accounts`;
-  if (r.ok) return `${head}\nOK: every posting balances and every balance matches its journal.`;
+  if (r.ok)
+    return `${head}\nOK: every posting balances, every balance matches its journal, every deposit's netAmount its credit.`;
   return [
     `${head}`,
     `MISMATCH: ${r.problems.length} problem(s)`,

@@ -16,6 +16,8 @@ export interface ConfirmedTransfer {
   logIndex: number;
   blockNumber: number;
   blockHash: string;
+  /** The block's timestamp, from the chain: whether the transfer was on time for a session. */
+  blockTime: Date;
   /** Base units. */
   amount: bigint;
   /** From the watched address (`allocateDepositAddress`). */

@@ -1,6 +1,11 @@
 import { sql } from "kysely";
-import { type ChainAdapter, safeBlockFromHead, type TokenTransfer } from "../chains/adapter.js";
-import { ChainUnavailableError } from "../chains/errors.js";
+import {
+  type BlockHeader,
+  type ChainAdapter,
+  safeBlockFromHead,
+  type TokenTransfer,
+} from "../chains/adapter.js";
+import { ChainTimeError, ChainUnavailableError } from "../chains/errors.js";
 import type { Network } from "../chains/network.js";
 import type { ScanSettings } from "../chains/registry.js";
 import type { Db } from "../db/database.js";
@@ -46,10 +51,12 @@ export interface ChainWatcherOptions {
 
 export interface ScanResult {
   head: number;
+  /** Newest block with the required confirmations: observations up to it are handed off. */
   safe: number;
   /** Cursor after the scan. */
   cursor: number;
   scannedBlocks: number;
+  /** Transfers stored by this scan (confirmed or not yet). */
   observed: number;
   /** Block the cursor was rolled back to, when a reorg was detected. */
   reorgTo: number | null;
@@ -64,18 +71,26 @@ export type TickOutcome =
 const HANDOFF_BATCH = 200;
 
 /**
- * The deposit watcher of one (network, environment): scans from the cursor to the safe block
- * (`head - confirmations + 1`) in adaptive block ranges with the adapter's log queries, matches
- * recipients against `watched_addresses` with ONE indexed query per range (`address = any($1)`
- * on the primary key: the cost per block does not depend on how many addresses are watched, and
- * nothing is loaded into memory), stores each match once (unique on network, tx hash, log index),
- * then hands confirmed transfers to the deposit logic, one database transaction each.
+ * The deposit watcher of one (network, environment): scans from the cursor to the head block in
+ * adaptive block ranges with the adapter's log queries, matches recipients against
+ * `watched_addresses` with ONE indexed query per range (`address = any($1)` on the primary key: the
+ * cost per block does not depend on how many addresses are watched, and nothing is loaded into
+ * memory), stores each match once (unique on network, tx hash, log index) as soon as it is in a
+ * block, with that block's timestamp, then hands the transfers that have reached the required
+ * confirmations (block <= `head - confirmations + 1`) to the deposit logic, one database
+ * transaction each. `chain_observations` is the one record of what has arrived at an address: a
+ * stored transfer's confirmations are `head - block + 1` (`chain_cursors.head_block`), so following
+ * unconfirmed transfers costs nothing per block.
+ *
+ * Chain time: every committed range records its last block's timestamp as `chain_cursors.chain_time`
+ * (block timestamps never go back, so any transfer not stored yet is at or after it). A chain whose
+ * head block carries no usable timestamp is refused at the first tick, never guessed.
  *
  * Reorgs: the hash of the last block of every scanned range (and of every block with an
  * observation) is kept; before scanning on, the cursor block's hash is compared with the chain.
  * On a mismatch the cursor rolls back to the newest kept block that still matches, and
- * observations above it that were not handed off are deleted. Before a hand-off, the block of each
- * observation is checked again.
+ * observations above it that were not handed off are deleted (an unconfirmed transfer that vanished
+ * leaves no trace). Before a hand-off, the block of each observation is checked again.
  *
  * Several workers may run this for the same chain: a lease row (`chain_cursors.lease_owner`)
  * lets one scan at a time, every cursor move is conditional on holding the lease and on the cursor
@@ -99,6 +114,10 @@ export class ChainWatcher {
   private range: number;
   private failures = 0;
   private backoffUntil = 0;
+  /** Whether the head block's timestamp was found usable (checked once, before the first scan). */
+  private timeChecked = false;
+  /** Set when the chain carries no usable block time: the watcher never scans it. */
+  private refused: string | null = null;
 
   constructor(readonly options: ChainWatcherOptions) {
     this.network = options.network;
@@ -123,32 +142,61 @@ export class ChainWatcher {
   /** One poll: lease, scan to the safe block (or `maxTickMs`), hand off. Never throws. */
   async tick(signal?: AbortSignal): Promise<TickOutcome> {
     const now = this.clock.now();
+    if (this.refused !== null) return { kind: "failed", error: this.refused };
     if (now < this.backoffUntil) return { kind: "backoff", untilMs: this.backoffUntil };
     try {
       if (!(await this.acquireLease())) return { kind: "standby" };
+      if (!this.timeChecked) await this.checkChainTime();
       const scan = await this.scan(signal);
-      const handedOff = await this.handOff();
+      const handedOff = await this.handOff(scan.safe);
       this.failures = 0;
       return { kind: "scanned", scan, handedOff };
     } catch (err) {
       this.failures += 1;
       const delay = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** (this.failures - 1));
       this.backoffUntil = this.clock.now() + delay;
-      const message = describe(err);
+      const message = this.refused ?? describe(err);
+      if (this.refused !== null) return { kind: "failed", error: message };
       if (err instanceof ChainUnavailableError) {
         this.log.warn({ err: message, retryInMs: delay }, "chain endpoint failed; backing off");
       } else {
         this.log.error({ err, retryInMs: delay }, "watcher tick failed; backing off");
       }
-      await this.db
-        .updateTable("chain_cursors")
-        .set({ last_error: message.slice(0, 500), last_error_at: new Date(this.clock.now()) })
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .execute()
-        .catch(() => {});
+      await this.leaveError(message);
       return { kind: "failed", error: message };
     }
+  }
+
+  /**
+   * Start-up check: the head block must carry a usable timestamp (on time is decided by block time,
+   * CONTRACT §4.1). A chain without one is refused for good — logged, shown in `/readyz`, never
+   * scanned — instead of falling back on this worker's clock. An unreachable endpoint is retried.
+   */
+  private async checkChainTime(): Promise<void> {
+    const head = await this.adapter.headBlock();
+    try {
+      const header = await this.adapter.blockHeader(head);
+      if (header === null)
+        throw new ChainUnavailableError(this.network, `head block ${head} is not available`);
+    } catch (err) {
+      if (!(err instanceof ChainTimeError)) throw err;
+      this.refused = `${err.message}: the chain's blocks carry no usable time, so this chain is not watched`;
+      this.log.error({ err: err.message }, "chain refused at start-up: no usable block timestamps");
+      await this.leaveError(this.refused);
+      await this.releaseLease().catch(() => {});
+      throw err;
+    }
+    this.timeChecked = true;
+  }
+
+  private async leaveError(message: string): Promise<void> {
+    await this.db
+      .updateTable("chain_cursors")
+      .set({ last_error: message.slice(0, 500), last_error_at: new Date(this.clock.now()) })
+      .where("network", "=", this.network)
+      .where("environment", "=", this.environment)
+      .execute()
+      .catch(() => {});
   }
 
   /** Takes or renews the scanning lease. Creates the cursor row the first time. */
@@ -207,7 +255,7 @@ export class ChainWatcher {
       .execute();
   }
 
-  /** Scans from the cursor toward the safe block. The caller holds the lease. */
+  /** Scans from the cursor to the head block. The caller holds the lease. */
   async scan(signal?: AbortSignal): Promise<ScanResult> {
     const started = Date.now();
     const head = await this.adapter.headBlock();
@@ -217,36 +265,36 @@ export class ChainWatcher {
     let scannedBlocks = 0;
     let observed = 0;
 
-    if (cursor < safe) {
-      const rolledBack = await this.checkCursorBlock(cursor);
-      if (rolledBack !== null) {
-        reorgTo = rolledBack;
-        cursor = rolledBack;
-      }
+    // The tip moves: the cursor block is compared with the chain at every tick (also when nothing
+    // new was mined: a block of the same height may have replaced it).
+    const rolledBack = await this.checkCursorBlock(cursor);
+    if (rolledBack !== null) {
+      reorgTo = rolledBack;
+      cursor = rolledBack;
     }
     const maxRanges = this.options.maxRangesPerTick ?? Number.POSITIVE_INFINITY;
     for (
       let ranges = 0;
-      cursor < safe && ranges < maxRanges && !signal?.aborted && Date.now() - started < this.maxTickMs;
+      cursor < head && ranges < maxRanges && !signal?.aborted && Date.now() - started < this.maxTickMs;
       ranges++
     ) {
       const from = cursor + 1;
-      const to = Math.min(safe, cursor + this.range);
+      const to = Math.min(head, cursor + this.range);
       let transfers: TokenTransfer[];
-      let endHash: string | null;
+      let end: BlockHeader | null;
+      let matched: TimedTransfer[];
       try {
         transfers = await this.adapter.tokenTransfers({ fromBlock: from, toBlock: to });
-        endHash = await this.adapter.blockHash(to);
-        if (endHash === null)
-          throw new ChainUnavailableError(this.network, `block ${to} is not available yet`);
+        end = await this.adapter.blockHeader(to);
+        if (end === null) throw new ChainUnavailableError(this.network, `block ${to} is not available yet`);
+        matched = await this.withBlockTimes(await this.match(transfers), end);
       } catch (err) {
         // Adaptive ranges: a failing range (too many logs, a provider's range cap, a timeout)
         // is halved for the next attempt; successes grow it back.
         this.range = Math.max(1, Math.floor(this.range / 2));
         throw err;
       }
-      const matched = await this.match(transfers);
-      if (!(await this.commit(from, to, endHash, matched))) break;
+      if (!(await this.commit(from, to, end, matched))) break;
       observed += matched.length;
       scannedBlocks += to - from + 1;
       cursor = to;
@@ -287,21 +335,45 @@ export class ChainWatcher {
   }
 
   /**
-   * Stores one scanned range atomically: observations (idempotent), block hashes, the new cursor.
+   * The matched transfers with their blocks' timestamps: one header read per block with a matched
+   * transfer (the range's last block is already read), each checked against the transfer's block
+   * hash (a block replaced while the range was read fails the range, which is then read again).
+   */
+  private async withBlockTimes(matched: TokenTransfer[], end: BlockHeader): Promise<TimedTransfer[]> {
+    const times = new Map<number, BlockHeader>([[end.number, end]]);
+    for (const n of new Set(matched.map((t) => t.blockNumber))) {
+      if (times.has(n)) continue;
+      const header = await this.adapter.blockHeader(n);
+      if (header === null) throw new ChainUnavailableError(this.network, `block ${n} is not available`);
+      times.set(n, header);
+    }
+    return matched.map((t) => {
+      const header = times.get(t.blockNumber)!;
+      if (header.hash !== t.blockHash) {
+        throw new ChainUnavailableError(this.network, `block ${t.blockNumber} changed while it was read`);
+      }
+      return { ...t, blockTime: header.timestamp };
+    });
+  }
+
+  /**
+   * Stores one scanned range atomically: observations (idempotent), block hashes, the new cursor
+   * and the chain time (the timestamp of the range's last block).
    * Returns false (and writes nothing) when this worker no longer holds the lease or the cursor
    * moved under it.
    */
   private async commit(
     from: number,
     to: number,
-    endHash: string,
-    matched: TokenTransfer[],
+    end: BlockHeader,
+    matched: TimedTransfer[],
   ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const moved = await trx
         .updateTable("chain_cursors")
         .set({
           cursor_block: to,
+          chain_time: new Date(end.timestamp),
           lease_until: sql`now() + ${`${this.leaseMs} milliseconds`}::interval`,
           updated_at: sql`now()`,
         })
@@ -312,7 +384,7 @@ export class ChainWatcher {
         .returning("cursor_block")
         .executeTakeFirst();
       if (!moved) return false;
-      const blocks = new Map<number, string>([[to, endHash]]);
+      const blocks = new Map<number, string>([[to, end.hash]]);
       if (matched.length > 0) {
         await trx
           .insertInto("chain_observations")
@@ -327,6 +399,7 @@ export class ChainWatcher {
               log_index: t.logIndex,
               block_number: t.blockNumber,
               block_hash: t.blockHash,
+              block_time: new Date(t.blockTime),
               amount: t.amount,
             })),
           )
@@ -338,7 +411,12 @@ export class ChainWatcher {
           // its deposit stands; record where it lives now.
           await trx
             .updateTable("chain_observations")
-            .set({ status: "handed_off", block_number: t.blockNumber, block_hash: t.blockHash })
+            .set({
+              status: "handed_off",
+              block_number: t.blockNumber,
+              block_hash: t.blockHash,
+              block_time: new Date(t.blockTime),
+            })
             .where("network", "=", this.network)
             .where("tx_hash", "=", t.txHash)
             .where("log_index", "=", t.logIndex)
@@ -377,6 +455,7 @@ export class ChainWatcher {
   private async checkCursorBlock(cursor: number): Promise<number | null> {
     if (cursor < 0) return null;
     const kept = await this.keptHash(cursor);
+    // Nothing kept for the cursor block (a chain's first scan starts below its kept hashes).
     if (kept === null) return null;
     const current = await this.adapter.blockHash(cursor);
     if (current === kept) return null;
@@ -414,7 +493,8 @@ export class ChainWatcher {
     const lost = await this.db.transaction().execute(async (trx) => {
       const moved = await trx
         .updateTable("chain_cursors")
-        .set({ cursor_block: target, updated_at: sql`now()` })
+        // Chain time is unknown until the new fork is scanned again: nothing expires meanwhile.
+        .set({ cursor_block: target, chain_time: null, updated_at: sql`now()` })
         .where("network", "=", this.network)
         .where("environment", "=", this.environment)
         .where("lease_owner", "=", this.options.owner)
@@ -454,12 +534,13 @@ export class ChainWatcher {
   }
 
   /**
-   * Hands confirmed observations to the registered deposit handler, oldest first, one database
-   * transaction each (handler + status change). Returns how many were handed off.
+   * Hands observations with the required confirmations (block <= `safe`) to the registered deposit
+   * handler, oldest first, one database transaction each (handler + status change). Returns how
+   * many were handed off.
    */
-  async handOff(): Promise<number> {
+  async handOff(safe: number): Promise<number> {
     const handler = this.options.handoff.handler;
-    if (!handler) return 0;
+    if (!handler || safe < 0) return 0;
     const now = new Date(this.clock.now());
     const rows = await this.db
       .selectFrom("chain_observations as o")
@@ -478,6 +559,8 @@ export class ChainWatcher {
         "o.block_number",
         "o.block_hash",
         "o.amount",
+        "o.block_time",
+        "o.observed_at",
         "o.attempts",
         "w.merchant_id",
         "w.purpose",
@@ -486,6 +569,7 @@ export class ChainWatcher {
       .where("o.network", "=", this.network)
       .where("o.environment", "=", this.environment)
       .where("o.status", "=", "observed")
+      .where("o.block_number", "<=", safe)
       .where((eb) => eb.or([eb("o.next_attempt_at", "is", null), eb("o.next_attempt_at", "<=", now)]))
       .orderBy("o.block_number")
       .orderBy("o.log_index")
@@ -515,6 +599,7 @@ export class ChainWatcher {
         logIndex: r.log_index,
         blockNumber: Number(r.block_number),
         blockHash: r.block_hash,
+        blockTime: r.block_time ?? r.observed_at,
         amount: BigInt(r.amount),
         merchantId: r.merchant_id,
         purpose: r.purpose,
@@ -575,6 +660,9 @@ export class ChainWatcher {
     return row?.hash ?? null;
   }
 }
+
+/** A matched transfer with its block's timestamp (ms). */
+type TimedTransfer = TokenTransfer & { blockTime: number };
 
 function describe(err: unknown): string {
   if (err instanceof Error) {

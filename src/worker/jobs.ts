@@ -32,6 +32,11 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
       logger: runtime.logger,
       fees: runtime.config.fees,
       everyMs: CHECKOUT_EXPIRY_POLL_MS,
+      // The simulator mines on demand with the clock's time: its chain time is the clock.
+      clockTimedChains: runtime.chains
+        .available()
+        .filter((c) => c.kind === "simulator")
+        .map((c) => ({ network: c.network, environment: c.environment })),
     }),
   ];
 }

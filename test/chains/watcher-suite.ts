@@ -56,6 +56,7 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
     });
     beforeEach(async () => {
       proxy.mode = "pass";
+      proxy.rewriteResponse = undefined;
       // Cases share the chain and derive the same addresses: bury the previous case's transfers
       // below the safe block where a new watcher starts.
       await mineBlocks(chain.anvil, 10);
@@ -123,7 +124,7 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
         .orderBy("log_index")
         .execute();
 
-    it("observes a transfer to a watched address once, after N confirmations and not before", async () => {
+    it("records a transfer as soon as it is in a block and hands it off once, after N confirmations and not before", async () => {
       const { handoff, seen } = recorder();
       const w = watcher(handoff);
       const { address } = await allocate();
@@ -131,11 +132,16 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
 
       const txHash = await chain.pay(address, USDT(12));
       const block = Number(await chain.anvil.publicClient.getBlockNumber());
-      await w.tick(); // 1 confirmation
+      const mined = await chain.anvil.publicClient.getBlock({ blockNumber: BigInt(block) });
+      await w.tick(); // 1 confirmation: recorded (with its block's own time), not handed off
+      const first = await observations();
+      expect(first).toHaveLength(1);
+      expect(first[0]).toMatchObject({ status: "observed", tx_hash: txHash, block_number: BigInt(block) });
+      expect(first[0]?.block_time?.getTime()).toBe(Number(mined.timestamp) * 1000);
       await mineBlocks(chain.anvil, 1);
       await w.tick(); // 2 confirmations
       expect(seen).toHaveLength(0);
-      expect(await observations()).toHaveLength(0);
+      expect((await observations()).map((o) => o.status)).toEqual(["observed"]);
 
       await mineBlocks(chain.anvil, 1);
       const out = await w.tick(); // 3 confirmations: the block is safe
@@ -160,6 +166,38 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
       const rows = await observations();
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ status: "handed_off", tx_hash: txHash, amount: "12000000" });
+    });
+
+    it("refuses at start-up a chain whose blocks carry no usable timestamp (never the worker's clock)", async () => {
+      const { handoff, seen } = recorder();
+      // A provider whose block answers lose their timestamp (EVM `timestamp`, TRON `raw_data.timestamp`).
+      const strip = (v: unknown): unknown => {
+        if (Array.isArray(v)) return v.map(strip);
+        if (v === null || typeof v !== "object") return v;
+        return Object.fromEntries(
+          Object.entries(v)
+            .filter(([k]) => k !== "timestamp")
+            .map(([k, x]) => [k, strip(x)]),
+        );
+      };
+      proxy.rewriteResponse = strip;
+      const w = watcher(handoff);
+      const { address } = await allocate();
+      const first = await w.tick();
+      expect(first).toMatchObject({ kind: "failed", error: expect.stringMatching(/no usable timestamp/) });
+      // Refused for good: later ticks do not scan, even once the endpoint answers well again.
+      proxy.rewriteResponse = undefined;
+      await chain.pay(address, USDT(1));
+      await mineBlocks(chain.anvil, 4);
+      clock.advance(120_000);
+      expect((await w.tick()).kind).toBe("failed");
+      expect(seen).toHaveLength(0);
+      expect(await observations()).toHaveLength(0);
+      const cursor = await database.db
+        .selectFrom("chain_cursors")
+        .select("last_error")
+        .executeTakeFirstOrThrow();
+      expect(cursor.last_error).toMatch(/no usable timestamp/);
     });
 
     it("ignores transfers to addresses it does not watch", async () => {

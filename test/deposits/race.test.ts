@@ -13,8 +13,8 @@ import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
 import { openTestDatabase } from "../support/db.js";
 
 // A payment and the expiry job racing for the same session resolve to exactly one outcome
-// (CONTRACT §4.1). The payment is confirmed 1 ms before the deadline, the expiry runs at the
-// deadline; whichever takes the session lock first decides, and the other adapts:
+// (CONTRACT §4.1). The payment is mined 1 ms before the deadline (and no observation row tells the
+// expiry job it is confirming), the expiry runs at the deadline; whichever takes the session lock first decides, and the other adapts:
 // confirmed (no late deposit) or failed (nothing was there) + the payment as a late deposit.
 const deriver = AddressDeriver.fromMnemonic("test test test test test test test test test test test junk");
 const SESSIONS = 30;
@@ -62,6 +62,11 @@ it(`${SESSIONS} payment/expiry races: each session ends once, every payment cred
       ),
     ),
   );
+  // The sandbox simulator's time is the clock: the expiry job may close at the deadline.
+  const expiryDeps = {
+    fees: DEFAULT_FEE_SCHEDULE,
+    clockTimedChains: [{ network: "USDT-TRC20" as const, environment: "sandbox" as const }],
+  };
   const handler = createDepositHandler({
     clock: new ManualClock(deadline.getTime() - 1),
     fees: DEFAULT_FEE_SCHEDULE,
@@ -79,17 +84,18 @@ it(`${SESSIONS} payment/expiry races: each session ends once, every payment cred
           logIndex: 0,
           blockNumber: 100 + i,
           blockHash: "cd".repeat(32),
+          blockTime: new Date(deadline.getTime() - 1),
           amount: AMOUNT,
           merchantId: merchant.id,
           purpose: "checkout",
           referenceId: s.transaction.id,
         }),
       ),
-      expireOneSession(db, { fees: DEFAULT_FEE_SCHEDULE }, deadline),
+      expireOneSession(db, expiryDeps, deadline),
     ]),
   );
   // Anything the racing expiry calls skipped (another one held the lock) is closed now.
-  while (await expireOneSession(db, { fees: DEFAULT_FEE_SCHEDULE }, deadline)) {}
+  while (await expireOneSession(db, expiryDeps, deadline)) {}
 
   const outcomes = { confirmed: 0, failed: 0 };
   for (const s of sessions) {

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { expect } from "vitest";
 import type { Network } from "../../src/chains/network.js";
 import type { Db } from "../../src/db/database.js";
@@ -70,6 +71,8 @@ export async function setSessionState(
     .set({
       status: s.status,
       actual_balance: s.actualBalance.toString(),
+      // As the deposit logic writes it: a closed deposit's netAmount is what was credited, less the fee.
+      net_amount: sql<string>`case when ${s.status} = 'pending' then amount - fee else ${s.actualBalance.toString()}::numeric - fee end`,
       blockchain_tx_hash: s.txHash ?? null,
       confirmed_at: s.status === "confirmed" ? at : null,
       updated_at: at,

@@ -1,11 +1,13 @@
 import { createPublicClient, http, type PublicClient } from "viem";
 import {
+  type BlockHeader,
   blockChunks,
   type ChainAdapter,
   compareTransfers,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
+  usableBlockTime,
 } from "../adapter.js";
 import { ChainUnavailableError } from "../errors.js";
 import { type EvmAddress, isEvmAddress, normalizeEvmAddress } from "./address.js";
@@ -64,12 +66,22 @@ export class EvmChainAdapter implements ChainAdapter {
   }
 
   async blockHash(n: number): Promise<string | null> {
-    const block = await this.call("eth_getBlockByNumber", () =>
+    return (await this.rawBlock(n))?.hash ?? null;
+  }
+
+  async blockHeader(n: number): Promise<BlockHeader | null> {
+    const block = await this.rawBlock(n);
+    if (!block?.hash) return null;
+    const seconds = typeof block.timestamp === "string" ? Number.parseInt(block.timestamp, 16) : Number.NaN;
+    return { number: n, hash: block.hash, timestamp: usableBlockTime(this.network, n, seconds * 1000) };
+  }
+
+  private rawBlock(n: number) {
+    return this.call("eth_getBlockByNumber", () =>
       this.client
         .request({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] })
         .then((b) => b ?? null),
     );
-    return block?.hash ?? null;
   }
 
   async tokenBalance(address: string): Promise<bigint> {

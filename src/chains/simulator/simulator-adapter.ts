@@ -1,8 +1,10 @@
 import {
+  type BlockHeader,
   type ChainAdapter,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
+  usableBlockTime,
 } from "../adapter.js";
 import { normalizeAddress, validateAddress } from "../address.js";
 import type { Network } from "../network.js";
@@ -34,6 +36,12 @@ export class SimulatorChainAdapter implements ChainAdapter {
 
   async blockHash(n: number): Promise<string | null> {
     return (await this.chain.block(n))?.hash ?? null;
+  }
+
+  async blockHeader(n: number): Promise<BlockHeader | null> {
+    const block = await this.chain.block(n);
+    if (!block) return null;
+    return { number: n, hash: block.hash, timestamp: usableBlockTime(this.network, n, block.timestamp) };
   }
 
   tokenBalance(address: string): Promise<bigint> {

@@ -1,11 +1,13 @@
 import { providers, TronWeb } from "tronweb";
 import {
+  type BlockHeader,
   blockChunks,
   type ChainAdapter,
   compareTransfers,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
+  usableBlockTime,
 } from "../adapter.js";
 import { ChainUnavailableError } from "../errors.js";
 import { isTronAddress, normalizeTronAddress, tronAddressFromHex, tronAddressToHex } from "./address.js";
@@ -74,6 +76,14 @@ export class TronChainAdapter implements ChainAdapter {
 
   async blockHash(n: number): Promise<string | null> {
     return (await this.block(n))?.blockID ?? null;
+  }
+
+  async blockHeader(n: number): Promise<BlockHeader | null> {
+    const block = await this.block(n);
+    if (!block?.blockID) return null;
+    // TRON block timestamps are milliseconds already.
+    const timestamp = usableBlockTime(this.network, n, block.block_header?.raw_data?.timestamp);
+    return { number: n, hash: block.blockID, timestamp };
   }
 
   async tokenBalance(address: string): Promise<bigint> {

@@ -41,6 +41,8 @@ export interface ChainCursorsTable {
   head_block: Int8Nullable;
   safe_block: Int8Nullable;
   head_seen_at: NullableTimestamp;
+  /** Timestamp of the cursor block (the newest stored), from the chain. */
+  chain_time: NullableTimestamp;
   last_error: string | null;
   last_error_at: NullableTimestamp;
   lease_owner: string | null;
@@ -66,6 +68,8 @@ export interface ChainObservationsTable {
   block_number: Int8;
   block_hash: string;
   amount: Numeric;
+  /** Timestamp of the transfer's block, from the chain (null on rows stored before migration 0011). */
+  block_time: NullableTimestamp;
   status: Generated<ObservationStatus>;
   attempts: Generated<number>;
   last_error: string | null;

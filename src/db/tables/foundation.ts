@@ -33,6 +33,8 @@ export interface MerchantSettingsTable {
   auto_withdraw: Generated<boolean>;
   auto_approve_threshold: ColumnType<Record<string, string>, string | undefined, string>;
   ip_allowlist: ColumnType<string[], string[] | undefined, string[]>;
+  /** Underpayment tolerance in basis points of the amount (0..1000 = 0..10 %). */
+  underpayment_tolerance_bp: Generated<number>;
   updated_at: Timestamp;
 }
 

@@ -8,12 +8,13 @@ import {
 import {
   checkoutUrl,
   metadataErrors,
+  noDetection,
   presentCheckoutSession,
   sessionLifetimeMs,
 } from "../../domain/checkout.js";
 import { AppError, type FieldError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
-import { findCheckoutSession } from "../../repositories/checkout-sessions.js";
+import { findCheckoutSession, findSessionDetections } from "../../repositories/checkout-sessions.js";
 import { DepositIndexReserve } from "../../wallet/index-reserve.js";
 import { validateWebhookUrl } from "../../webhooks/ssrf.js";
 import type { App, RouteDeps } from "../app-types.js";
@@ -115,6 +116,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
             data: presentCheckoutSession(
               session,
               checkoutUrl(baseUrl(who.environment), session.transaction.id),
+              noDetection(chains.requiredConfirmations(body.currencyType, who.environment)),
             ),
           };
         },
@@ -139,9 +141,18 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
       const who = principal(request);
       const session = await findCheckoutSession(db, who, request.params.id);
       if (!session) throw new AppError("NOT_FOUND", "No checkout session with this id.");
+      const required = (n: typeof session.network, e: typeof who.environment) =>
+        chains.requiredConfirmations(n, e);
+      const detection = (await findSessionDetections(db, [session.transaction.id], required)).get(
+        session.transaction.id,
+      );
       return {
         success: true as const,
-        data: presentCheckoutSession(session, checkoutUrl(baseUrl(who.environment), session.transaction.id)),
+        data: presentCheckoutSession(
+          session,
+          checkoutUrl(baseUrl(who.environment), session.transaction.id),
+          detection ?? noDetection(required(session.network, who.environment)),
+        ),
       };
     },
   );

@@ -46,6 +46,26 @@ export const CheckoutSessionSchema = Type.Object({
   blockchainTxHash: nullable(Type.String()),
   createdAt: Type.String({ format: "date-time" }),
   confirmedAt: nullable(Type.String({ format: "date-time" })),
+  detectedAt: nullable(
+    Type.String({
+      format: "date-time",
+      description:
+        "Block time of the first transfer to the address mined before expiresAt (null until one is seen)",
+    }),
+  ),
+  detectedAmount: Type.Number({
+    description: "Sum of the transfers mined before expiresAt, confirmed or still confirming",
+  }),
+  confirmations: Type.Object(
+    {
+      current: Type.Integer({
+        minimum: 0,
+        description: "Confirmations of the least-confirmed transfer counted",
+      }),
+      required: Type.Integer({ minimum: 1, description: "Confirmations the chain requires" }),
+    },
+    { description: "How far the detected payment is confirmed" },
+  ),
 });
 
 export const GenerateWalletBody = Type.Object(

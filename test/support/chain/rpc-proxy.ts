@@ -2,7 +2,8 @@
  * A switchable HTTP proxy in front of a chain endpoint (anvil or the TRON emulator): `pass`
  * forwards, `hang` accepts the request and never answers, `error` answers 503. Counts the requests
  * it forwards (the benchmark's RPC-call figures; JSON-RPC batches count as their length).
- * `rewrite` changes each forwarded JSON request first (a misbehaving provider).
+ * `rewrite` changes each forwarded JSON request first, `rewriteResponse` each JSON answer (a
+ * misbehaving provider).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +18,8 @@ export interface RpcProxy {
   resetCount(): void;
   /** Applied to each parsed JSON request before it is forwarded. */
   rewrite: ((request: unknown) => unknown) | undefined;
+  /** Applied to each parsed JSON answer before it is returned. */
+  rewriteResponse: ((response: unknown) => unknown) | undefined;
   stop(): Promise<void>;
 }
 
@@ -26,6 +29,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     mode: "pass" as ProxyMode,
     count: 0,
     rewrite: undefined as ((request: unknown) => unknown) | undefined,
+    rewriteResponse: undefined as ((response: unknown) => unknown) | undefined,
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -54,7 +58,14 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
           headers: { "content-type": req.headers["content-type"] ?? "application/json" },
           ...(req.method === "GET" || req.method === "HEAD" ? {} : { body }),
         });
-        const text = Buffer.from(await upstream.arrayBuffer());
+        let text = Buffer.from(await upstream.arrayBuffer());
+        if (state.rewriteResponse) {
+          try {
+            text = Buffer.from(JSON.stringify(state.rewriteResponse(JSON.parse(text.toString()))));
+          } catch {
+            // not JSON: passed as is
+          }
+        }
         res.writeHead(upstream.status, {
           "content-type": upstream.headers.get("content-type") ?? "application/json",
         });
@@ -85,6 +96,12 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     },
     set rewrite(f: ((request: unknown) => unknown) | undefined) {
       state.rewrite = f;
+    },
+    get rewriteResponse() {
+      return state.rewriteResponse;
+    },
+    set rewriteResponse(f: ((response: unknown) => unknown) | undefined) {
+      state.rewriteResponse = f;
     },
     async stop() {
       for (const res of hanging) res.destroy();
