@@ -44,7 +44,13 @@ export interface Config {
   smtpUrl: string | undefined;
   mailFrom: string | undefined;
   rateLimit: { enabled: boolean; windowMs: number; limits: Record<RateLimitTier, number> };
-  webhooks: { retryScheduleSeconds: number[]; timeoutMs: number; ssrfAllowCidrs: string[] };
+  webhooks: {
+    retryScheduleSeconds: number[];
+    timeoutMs: number;
+    ssrfAllowCidrs: string[];
+    /** `WEBHOOK_ALLOWED_PORTS`: ports webhook and callback URLs may use (SSRF_ALLOW_CIDRS ranges: any). */
+    allowedPorts: number[];
+  };
   checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
   chains: {
     confirmations: { trc20: number | undefined; erc20: number | undefined };
@@ -191,6 +197,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       ssrfAllowCidrs: e.SSRF_ALLOW_CIDRS,
+      allowedPorts: e.WEBHOOK_ALLOWED_PORTS,
     },
     checkout: {
       minExpirySeconds: e.CHECKOUT_MIN_EXPIRY_SECONDS,

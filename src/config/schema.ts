@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_WEBHOOK_PORTS } from "../domain/webhook-ports.js";
 
 /**
  * The configuration schema: every name of CONTRACT §10 plus the few operator settings the
@@ -55,6 +56,9 @@ export const envSchema = z.object({
     .default("60,300,1800,7200,43200"),
   WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
   SSRF_ALLOW_CIDRS: csv.default(""),
+  WEBHOOK_ALLOWED_PORTS: csv
+    .pipe(z.array(z.coerce.number().int().min(1).max(65535)).min(1))
+    .default(DEFAULT_WEBHOOK_PORTS.join(",")),
   CHECKOUT_MIN_EXPIRY_SECONDS: positiveInt.default(300),
   LATE_PAYMENT_WATCH_HOURS: positiveInt.default(168),
   CONFIRMATIONS_TRC20: positiveInt.optional(),

@@ -57,6 +57,8 @@ export interface DeliveryOptions {
   retryScheduleMs: readonly number[];
   timeoutMs: number;
   ssrfAllowCidrs: readonly string[];
+  /** `WEBHOOK_ALLOWED_PORTS` (default: its default); a stored URL on another port fails at dial time. */
+  allowedPorts?: readonly number[];
   /** How long a claim holds an event (default: the timeout + 5 s). */
   leaseMs?: number;
   /** Attempts in flight per worker (default 64). */
@@ -167,7 +169,7 @@ export class WebhookDelivery {
     this.#claimBatch = Math.min(256, options.claimBatch ?? 2 * this.#concurrency);
     this.#workerId = options.workerId ?? `pid-${process.pid}`;
     this.#agent = createGuardedAgent({
-      policy: ssrfPolicy(options.ssrfAllowCidrs, options.resolve ?? systemResolve),
+      policy: ssrfPolicy(options.ssrfAllowCidrs, options.resolve ?? systemResolve, options.allowedPorts),
       connectTimeoutMs: options.timeoutMs,
       // One connection per attempt in flight to a receiver (no pipelining: a slow answer must
       // not hold up the others behind it on the same connection).

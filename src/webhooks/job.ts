@@ -20,6 +20,7 @@ export function createDelivery(runtime: Runtime, workerId: string): WebhookDeliv
     retryScheduleMs: config.webhooks.retryScheduleSeconds.map((s) => Math.round(s * 1000)),
     timeoutMs: config.webhooks.timeoutMs,
     ssrfAllowCidrs: config.webhooks.ssrfAllowCidrs,
+    allowedPorts: config.webhooks.allowedPorts,
     workerId,
   });
 }

@@ -3,18 +3,26 @@ import { isIP, type LookupFunction, type Socket } from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Environment } from "../domain/environment.js";
 import type { FieldError } from "../domain/errors.js";
+import { DEFAULT_WEBHOOK_PORTS, dialPort } from "../domain/webhook-ports.js";
 
 /**
  * SSRF defence for every URL we call on a merchant's behalf (webhook URLs, checkout callbackUrl):
  * SPEC §8.5, CONTRACT §5.
  *
  *  1. `validateWebhookUrl` at the time the URL is set: scheme, no credentials, host name rules,
- *     and every address the host is or resolves to must be public.
- *  2. `createGuardedAgent` at delivery: the undici dispatcher resolves names with a lookup that
- *     re-checks every address it is about to dial (so a name that re-binds to 127.0.0.1 after
- *     validation is refused before any packet is sent), refuses IP-literal hosts the same way, and
- *     asserts the connected socket's remote address once more. It has no proxy (environment proxy
- *     variables are ignored) and the caller never follows redirects.
+ *     every address the host is or resolves to must be public, and the port must be one of
+ *     `WEBHOOK_ALLOWED_PORTS`.
+ *  2. `createGuardedAgent` at delivery: the undici dispatcher refuses a port outside
+ *     `WEBHOOK_ALLOWED_PORTS` before anything is resolved or dialled (a URL stored before the rule
+ *     or the setting changed), resolves names with a lookup that re-checks every address it is
+ *     about to dial (so a name that re-binds to 127.0.0.1 after validation is refused before any
+ *     packet is sent), refuses IP-literal hosts the same way, and asserts the connected socket's
+ *     remote address once more. It has no proxy (environment proxy variables are ignored) and the
+ *     caller never follows redirects.
+ *
+ * `SSRF_ALLOW_CIDRS` exempts its ranges from both rules: a host every address of which is in
+ * them may use any port (local receivers in development and tests). A host with one address
+ * outside them is held to the port list.
  *
  * Address classification is hand-written on purpose: Node's `BlockList` does not decode the IPv6
  * embeddings of IPv4 (6to4, NAT64, Teredo, IPv4-translated), and no IP library is a dependency.
@@ -318,26 +326,50 @@ export interface SsrfPolicy {
   /** Parsed `SSRF_ALLOW_CIDRS`. */
   allow: readonly Range[];
   resolve: Resolve;
+  /** `WEBHOOK_ALLOWED_PORTS`. */
+  ports: ReadonlySet<number>;
 }
 
-export function ssrfPolicy(allowCidrs: readonly string[], resolve: Resolve = systemResolve): SsrfPolicy {
-  return { allow: parseCidrs(allowCidrs), resolve };
+export function ssrfPolicy(
+  allowCidrs: readonly string[],
+  resolve: Resolve = systemResolve,
+  allowedPorts: readonly number[] = DEFAULT_WEBHOOK_PORTS,
+): SsrfPolicy {
+  return { allow: parseCidrs(allowCidrs), resolve, ports: new Set(allowedPorts) };
 }
 
 /** Raised when a delivery would reach a forbidden address; recorded as the attempt's error. */
 export class SsrfBlockedError extends Error {
-  readonly code = "ESSRFBLOCKED";
+  readonly code: string = "ESSRFBLOCKED";
   constructor(message: string) {
     super(message);
     this.name = "SsrfBlockedError";
   }
 }
 
+/** Raised for a port outside `WEBHOOK_ALLOWED_PORTS` on a host that `SSRF_ALLOW_CIDRS` does not exempt. */
+export class PortNotAllowedError extends SsrfBlockedError {
+  override readonly code = "ESSRFPORT";
+  constructor(port: number, policy: SsrfPolicy) {
+    super(`port ${port} is not allowed (WEBHOOK_ALLOWED_PORTS: ${[...policy.ports].join(", ")})`);
+    this.name = "PortNotAllowedError";
+  }
+}
+
 /**
  * Resolves `host` and checks every address (any forbidden one refuses the host: a name that
- * mixes public and private answers is an attack, not a configuration). Throws SsrfBlockedError.
+ * mixes public and private answers is an attack, not a configuration). With `port`, a port outside
+ * `WEBHOOK_ALLOWED_PORTS` is refused unless every address is in `SSRF_ALLOW_CIDRS` — and without
+ * such ranges, before the name is even resolved. Throws SsrfBlockedError (PortNotAllowedError).
  */
-export async function resolveAllowed(host: string, policy: SsrfPolicy): Promise<ResolvedAddress[]> {
+export async function resolveAllowed(
+  host: string,
+  policy: SsrfPolicy,
+  port?: number,
+): Promise<ResolvedAddress[]> {
+  const portRefused = port !== undefined && !policy.ports.has(port);
+  // Nothing can exempt the host: refuse without a DNS query.
+  if (portRefused && policy.allow.length === 0) throw new PortNotAllowedError(port, policy);
   const name = normalizeHost(host);
   const bare = name.replace(/^\[|\]$/g, "");
   const literal =
@@ -346,6 +378,7 @@ export async function resolveAllowed(host: string, policy: SsrfPolicy): Promise<
     const text = literal.family === 4 ? formatIPv4(literal.value) : bare;
     const v = checkAddress(text, policy.allow);
     if (!v.allowed) throw new SsrfBlockedError(`address ${text} is not allowed (${v.reason})`);
+    if (portRefused && !inAllowList(text, policy.allow)) throw new PortNotAllowedError(port, policy);
     return [{ address: text, family: literal.family }];
   }
   if (METADATA_NAMES.has(name)) throw new SsrfBlockedError(`host ${name} is a cloud metadata service`);
@@ -362,9 +395,11 @@ export async function resolveAllowed(host: string, policy: SsrfPolicy): Promise<
     const v = checkAddress(a.address, policy.allow);
     if (!v.allowed) throw new SsrfBlockedError(`host ${name} resolves to ${a.address} (${v.reason})`);
   }
-  if (privateName(name) && !addresses.every((a) => inAllowList(a.address, policy.allow))) {
+  const exempt = addresses.every((a) => inAllowList(a.address, policy.allow));
+  if (privateName(name) && !exempt) {
     throw new SsrfBlockedError(`host ${name} is not a public internet name`);
   }
+  if (portRefused && !exempt) throw new PortNotAllowedError(port, policy);
   return addresses;
 }
 
@@ -374,12 +409,18 @@ export const MAX_URL_LENGTH = 2048;
 
 /**
  * Validates a webhook URL or checkout `callbackUrl` (CONTRACT §5): absolute `https` URL (`http` in
- * sandbox only), no credentials, a host that is, and resolves only to, public addresses.
- * Returns field errors (empty = valid). Reused by the checkout issue for `callbackUrl`.
+ * sandbox only), no credentials, a host that is, and resolves only to, public addresses, a port in
+ * `allowedPorts` (default: `WEBHOOK_ALLOWED_PORTS`'s). Returns field errors (empty = valid).
  */
 export async function validateWebhookUrl(
   raw: string,
-  options: { environment: Environment; allowCidrs: readonly string[]; resolve?: Resolve; field?: string },
+  options: {
+    environment: Environment;
+    allowCidrs: readonly string[];
+    allowedPorts?: readonly number[];
+    resolve?: Resolve;
+    field?: string;
+  },
 ): Promise<FieldError[]> {
   const field = options.field ?? "webhookUrl";
   const fail = (message: string) => [{ field, message }];
@@ -405,8 +446,10 @@ export async function validateWebhookUrl(
   if (url.username || url.password) return fail("must not contain credentials");
   if (!url.hostname) return fail("must have a host");
   try {
-    await resolveAllowed(url.hostname, ssrfPolicy(options.allowCidrs, options.resolve));
+    const policy = ssrfPolicy(options.allowCidrs, options.resolve, options.allowedPorts);
+    await resolveAllowed(url.hostname, policy, dialPort(url));
   } catch (err) {
+    if (err instanceof PortNotAllowedError) return fail(`must use an allowed port: ${err.message}`);
     if (err instanceof SsrfBlockedError)
       return fail(`must point to a public internet address: ${err.message}`);
     throw err;
@@ -416,10 +459,13 @@ export async function validateWebhookUrl(
 
 // ── the guarded dispatcher (delivery time) ───────────────────────────────────────────────────
 
-/** A `net` lookup that resolves through the policy and refuses forbidden addresses. */
-export function guardedLookup(policy: SsrfPolicy): LookupFunction {
+/**
+ * A `net` lookup that resolves through the policy and refuses forbidden addresses (and, given the
+ * port it is for, a port the host is not exempt on: `net` does not tell a lookup the port).
+ */
+export function guardedLookup(policy: SsrfPolicy, port?: number): LookupFunction {
   return (hostname, options, callback) => {
-    resolveAllowed(hostname, policy).then(
+    resolveAllowed(hostname, policy, port).then(
       (addresses) => {
         const family = typeof options === "object" ? options.family : options;
         const usable =
@@ -451,7 +497,9 @@ export interface GuardedAgentOptions {
 }
 
 /**
- * The undici dispatcher for deliveries: every connection goes through the guarded lookup; IP
+ * The undici dispatcher for deliveries: a port outside `WEBHOOK_ALLOWED_PORTS` is refused before
+ * anything is resolved or dialled unless `SSRF_ALLOW_CIDRS` exempts the host (then its lookup
+ * demands that every address be exempt); every connection goes through the guarded lookup; IP
  * literal hosts (which `net` never looks up) are checked before dialling; the remote address of
  * every new socket is checked again. No proxy: this Agent ignores HTTP(S)_PROXY.
  */
@@ -460,14 +508,29 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
   const base = buildConnector({ timeout: options.connectTimeoutMs, lookup: guardedLookup(policy) });
   const connect: buildConnector.connector = (opts, callback) => {
     const host = opts.hostname.replace(/^\[|\]$/g, "");
+    const port = Number(opts.port) || (opts.protocol === "https:" ? 443 : 80);
+    const portRefused = !policy.ports.has(port);
+    if (portRefused && policy.allow.length === 0) {
+      callback(new PortNotAllowedError(port, policy), null);
+      return;
+    }
     if (isIP(host) !== 0) {
       const v = checkAddress(host, policy.allow);
       if (!v.allowed) {
         callback(new SsrfBlockedError(`address ${host} is not allowed (${v.reason})`), null);
         return;
       }
+      if (portRefused && !inAllowList(host, policy.allow)) {
+        callback(new PortNotAllowedError(port, policy), null);
+        return;
+      }
     }
-    base(opts, (err, socket) => {
+    // Only exempt hosts get here with a refused port (development and tests): a connector whose
+    // lookup knows the port. Allowed ports share the one connector (and its TLS session cache).
+    const connector = portRefused
+      ? buildConnector({ timeout: options.connectTimeoutMs, lookup: guardedLookup(policy, port) })
+      : base;
+    connector(opts, (err, socket) => {
       if (err || !socket) {
         callback(err ?? new Error("connect failed"), null);
         return;
@@ -477,6 +540,11 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
       if (!v.allowed) {
         socket.destroy();
         callback(new SsrfBlockedError(`connected address ${remote} is not allowed (${v.reason})`), null);
+        return;
+      }
+      if (portRefused && !inAllowList(remote as string, policy.allow)) {
+        socket.destroy();
+        callback(new PortNotAllowedError(port, policy), null);
         return;
       }
       callback(null, socket);

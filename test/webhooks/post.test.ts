@@ -24,8 +24,9 @@ let received = 0;
 let dns: Awaited<ReturnType<typeof startDnsServer>>;
 const deliveries: WebhookDelivery[] = [];
 
-function delivery(allowCidrs: string[] = ["127.0.0.0/8"]) {
+function delivery(allowCidrs: string[] = ["127.0.0.0/8"], allowedPorts?: number[]) {
   const d = new WebhookDelivery({
+    ...(allowedPorts ? { allowedPorts } : {}),
     db: database.db,
     box: new SecretBox("07".repeat(32)),
     logger: pino({ level: "silent" }),
@@ -114,11 +115,14 @@ describe("one webhook attempt's HTTP exchange", () => {
   it("refuses a name that re-binds to loopback at dial time; nothing reaches the server", async () => {
     const before = received;
     const url = `http://rebind-post.attacker.net:${port}/hook`;
-    // When the URL is set the name is public...
+    // When the URL is set the name is public (the server's port allowed, as 443 would be)...
     const resolve = dnsServerResolve([dns.server]);
-    expect(await validateWebhookUrl(url, { environment: "sandbox", allowCidrs: [], resolve })).toEqual([]);
+    const allowedPorts = [port];
+    expect(
+      await validateWebhookUrl(url, { environment: "sandbox", allowCidrs: [], allowedPorts, resolve }),
+    ).toEqual([]);
     // ...and when the attempt dials it, it is 127.0.0.1.
-    const o = await delivery([]).post(url, "{}", {});
+    const o = await delivery([], allowedPorts).post(url, "{}", {});
     expect(o.ok).toBe(false);
     expect(o.error).toMatch(/^blocked: .*127\.0\.0\.1/);
     expect(received).toBe(before);

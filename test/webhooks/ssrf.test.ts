@@ -213,10 +213,16 @@ describe("SSRF: URL validation", () => {
 describe("SSRF: the address actually dialled", () => {
   it("a name that re-binds to 127.0.0.1 after validation is refused at delivery, before any request", async () => {
     const url = `http://rebind-delivery.attacker.net:${receiver.port}/hook`;
-    // Set time: the name resolves to a public address.
-    expect(await validateWebhookUrl(url, { environment: "sandbox", allowCidrs: [], resolve })).toEqual([]);
+    // Set time: the name resolves to a public address (the receiver's port allowed, as 443 would be).
+    const allowedPorts = [receiver.port];
+    expect(
+      await validateWebhookUrl(url, { environment: "sandbox", allowCidrs: [], allowedPorts, resolve }),
+    ).toEqual([]);
     const before = dns.queries("rebind-delivery.attacker.net");
-    const agent = createGuardedAgent({ policy: ssrfPolicy([], resolve), connectTimeoutMs: 2_000 });
+    const agent = createGuardedAgent({
+      policy: ssrfPolicy([], resolve, allowedPorts),
+      connectTimeoutMs: 2_000,
+    });
     try {
       const err = await request(url, { method: "POST", body: "{}", dispatcher: agent }).then(
         () => null,

@@ -83,6 +83,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
           ...(await validateWebhookUrl(body.callbackUrl, {
             environment: who.environment,
             allowCidrs: config.webhooks.ssrfAllowCidrs,
+            allowedPorts: config.webhooks.allowedPorts,
             field: "callbackUrl",
           })),
         );

@@ -122,6 +122,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     retryScheduleMs: config.webhooks.retryScheduleSeconds.map((s) => Math.round(s * 1000)),
     timeoutMs: config.webhooks.timeoutMs,
     ssrfAllowCidrs: config.webhooks.ssrfAllowCidrs,
+    allowedPorts: config.webhooks.allowedPorts,
     workerId: `api-${process.pid}`,
   });
   app.addHook("onClose", () => delivery.close());
@@ -146,6 +147,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
       const errors = await validateWebhookUrl(webhookUrl, {
         environment: p.environment,
         allowCidrs: config.webhooks.ssrfAllowCidrs,
+        allowedPorts: config.webhooks.allowedPorts,
       });
       if (errors.length > 0) throw AppError.validation(errors);
       await setWebhookUrl(db, box, p.merchantId, p.environment, webhookUrl);
