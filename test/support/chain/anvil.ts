@@ -146,3 +146,26 @@ export async function transferTestUsdt(node: AnvilNode, token: Hex, fromKey: Hex
 export async function mineBlocks(node: AnvilNode, blocks: number): Promise<void> {
   await node.testClient.mine({ blocks });
 }
+
+/** Turns anvil's automining off (or on): transactions then wait in the pool until a block is mined. */
+export async function setAutomine(node: AnvilNode, on: boolean): Promise<void> {
+  await node.testClient.setAutomine(on);
+}
+
+/** Sends `mint(to, amount)` without waiting for a block (automine off: it waits in the pool). */
+export async function sendMintTestUsdt(node: AnvilNode, token: Hex, to: Hex, amount: bigint): Promise<Hex> {
+  return wallet(node, ANVIL_DEPLOYER_KEY).writeContract({
+    address: token,
+    abi: TEST_USDT.abi,
+    functionName: "mint",
+    args: [to, amount],
+    gas: 200_000n,
+  });
+}
+
+/** Mines one block whose timestamp is `timestampSec` (what the pool holds goes into it); returns its number. */
+export async function mineBlockAt(node: AnvilNode, timestampSec: number): Promise<number> {
+  await node.testClient.setNextBlockTimestamp({ timestamp: BigInt(timestampSec) });
+  await node.testClient.mine({ blocks: 1 });
+  return Number(await node.publicClient.getBlockNumber());
+}
