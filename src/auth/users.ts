@@ -1,6 +1,5 @@
 import type { Db } from "../db/database.js";
 import type { DashboardRole, DashboardUser } from "../db/tables/dashboard.js";
-import { lockDurationMs } from "./lockout.js";
 
 /** SQL of `dashboard_users`. */
 
@@ -37,7 +36,6 @@ export async function insertUser(
       role: u.role,
       totp_secret: null,
       totp_last_step: null,
-      locked_until: null,
       password_changed_at: u.now,
       created_at: u.now,
       updated_at: u.now,
@@ -61,32 +59,5 @@ export async function setPassword(db: Db, userId: string, passwordHash: string, 
     .set({ used_at: now })
     .where("user_id", "=", userId)
     .where("used_at", "is", null)
-    .execute();
-}
-
-/** Counts a failed sign-in atomically and locks the account progressively. */
-export async function recordLoginFailure(db: Db, userId: string, now: Date): Promise<void> {
-  const row = await db
-    .updateTable("dashboard_users")
-    .set((eb) => ({ failed_logins: eb("failed_logins", "+", 1), updated_at: now }))
-    .where("id", "=", userId)
-    .returning("failed_logins")
-    .executeTakeFirst();
-  const lockMs = row ? lockDurationMs(row.failed_logins) : 0;
-  if (lockMs > 0) {
-    await db
-      .updateTable("dashboard_users")
-      .set({ locked_until: new Date(now.getTime() + lockMs) })
-      .where("id", "=", userId)
-      .execute();
-  }
-}
-
-export async function resetLoginFailures(db: Db, userId: string): Promise<void> {
-  await db
-    .updateTable("dashboard_users")
-    .set({ failed_logins: 0, locked_until: null })
-    .where("id", "=", userId)
-    .where((eb) => eb.or([eb("failed_logins", "<>", 0), eb("locked_until", "is not", null)]))
     .execute();
 }

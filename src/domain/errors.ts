@@ -12,6 +12,9 @@ export const ERROR_CODES = [
   "IDEMPOTENCY_MISMATCH",
   "INSUFFICIENT_BALANCE",
   "CHAIN_UNAVAILABLE",
+  // 429 in the contract's rate-limit body (`{ success: false, message }`, no code on the wire) with
+  // Retry-After: a throttle decided in the domain (failed sign-ins), not by the per-tier limiter.
+  "RATE_LIMITED",
   "INTERNAL_ERROR",
 ] as const;
 
@@ -48,5 +51,9 @@ export class AppError extends Error {
 
   static notFound(message = "Not found."): AppError {
     return new AppError("NOT_FOUND", message);
+  }
+
+  static rateLimited(message: string, retryAfterSeconds: number): AppError {
+    return new AppError("RATE_LIMITED", message, { retryAfterSeconds });
   }
 }

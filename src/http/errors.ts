@@ -18,6 +18,8 @@ export function codeToStatus(code: ErrorCode): number {
     case "IDEMPOTENCY_MISMATCH":
     case "INSUFFICIENT_BALANCE":
       return 422;
+    case "RATE_LIMITED":
+      return 429;
     case "CHAIN_UNAVAILABLE":
       return 503;
     case "INTERNAL_ERROR":
@@ -114,6 +116,15 @@ export function makeErrorHandler(bodyLimit: number) {
       request.log.error({ err, code: appErr.code }, "request failed");
     } else {
       request.log.info({ code: appErr.code, msg: appErr.message }, "request rejected");
+    }
+    if (appErr.code === "RATE_LIMITED") {
+      // CONTRACT §2: a 429 has its own body (no error object) and Retry-After.
+      const retryAfter = Number(appErr.details.retryAfterSeconds);
+      reply.header(
+        "Retry-After",
+        String(Number.isFinite(retryAfter) ? Math.max(1, Math.ceil(retryAfter)) : 60),
+      );
+      return reply.code(429).send({ success: false, message: appErr.message });
     }
     return reply.code(status).send(errorBody(appErr));
   };

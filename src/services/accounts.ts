@@ -1,16 +1,17 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { AuthKit } from "../auth/kit.js";
+import {
+  clearAccount,
+  recordFailure,
+  recordSuccess,
+  type ThrottleKeys,
+  throttledForMs,
+  throttleKeys,
+} from "../auth/lockout.js";
 import { burnPasswordCheck, hashPassword, validatePassword, verifyPassword } from "../auth/passwords.js";
 import { createSession, type NewSession, revokeUserSessions } from "../auth/sessions.js";
 import { checkTotp, newTotpSecret, totpQrDataUrl, totpUri } from "../auth/totp.js";
-import {
-  findUserByEmail,
-  findUserById,
-  insertUser,
-  recordLoginFailure,
-  resetLoginFailures,
-  setPassword,
-} from "../auth/users.js";
+import { findUserByEmail, findUserById, insertUser, setPassword } from "../auth/users.js";
 import type { Db } from "../db/database.js";
 import type { DashboardUser, OtpPurpose } from "../db/tables/dashboard.js";
 import { AppError, type FieldError } from "../domain/errors.js";
@@ -22,7 +23,9 @@ import { type CreatedMerchant, createMerchantWithKeys } from "./merchants.js";
  * TOTP, password reset and change, e-mailed OTPs, TOTP enrolment, operator-created admins.
  */
 
-export const LOGIN_FAILED = "Invalid e-mail or password, or too many failed attempts; try again later.";
+export const LOGIN_FAILED = "Invalid e-mail or password.";
+export const LOGIN_THROTTLED =
+  "Too many failed sign-ins from your address; retry after the number of seconds in Retry-After.";
 export const PASSWORD_RESET_TTL_MS = 60 * 60_000;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -82,23 +85,35 @@ export async function register(
   return { ...(await signIn(kit, user)), merchant };
 }
 
+/** Refuses an attempt its (account, IP) or IP budget is locked for: 429 with Retry-After. */
+async function assertNotThrottled(kit: AuthKit, keys: ThrottleKeys, now: Date): Promise<void> {
+  const waitMs = await throttledForMs(kit.db, keys, now);
+  if (waitMs > 0) throw AppError.rateLimited(LOGIN_THROTTLED, Math.ceil(waitMs / 1000));
+}
+
 /**
- * Sign-in. Every credential failure gives the same 401 and costs the same argon2 work whether the
- * e-mail exists, the password is wrong or the account is locked. A correct password on an account
- * with 2FA and no (or a wrong) `totp` gives 401 with `details.totpRequired`.
+ * Sign-in from the client address `ip`. Failures are throttled per (e-mail, IP) and per IP
+ * (`auth/lockout.ts`), never per account: a throttled attempt is 429 before any password check.
+ * Every credential failure gives the same 401 and costs the same argon2 work whether the e-mail
+ * exists or the password is wrong. A correct password on an account with 2FA and no (or a wrong)
+ * `totp` gives 401 with `details.totpRequired`.
  */
 export async function login(
   kit: AuthKit,
   input: { email: string; password: string; totp?: string | undefined },
+  ip: string,
 ): Promise<SignedIn> {
   const now = kit.now();
+  const keys = throttleKeys(input.email, ip);
+  await assertNotThrottled(kit, keys, now);
   const user = await findUserByEmail(kit.db, input.email);
-  if (!user || (user.locked_until && user.locked_until.getTime() > now.getTime())) {
+  if (!user) {
     await burnPasswordCheck(input.password);
+    await recordFailure(kit.db, keys, now);
     throw AppError.invalidAuth(LOGIN_FAILED);
   }
   if (!(await verifyPassword(user.password_hash, input.password))) {
-    await recordLoginFailure(kit.db, user.id, now);
+    await recordFailure(kit.db, keys, now);
     throw AppError.invalidAuth(LOGIN_FAILED);
   }
   if (user.totp_enabled) {
@@ -107,11 +122,11 @@ export async function login(
     }
     const step = await acceptTotp(kit, user, input.totp);
     if (step === null) {
-      await recordLoginFailure(kit.db, user.id, now);
+      await recordFailure(kit.db, keys, now);
       throw new AppError("INVALID_AUTH", "Invalid two-factor code.", { totpRequired: true });
     }
   }
-  await resetLoginFailures(kit.db, user.id);
+  await recordSuccess(kit.db, keys);
   return signIn(kit, user);
 }
 
@@ -174,6 +189,7 @@ export async function forgotPassword(
     .catch((err: unknown) => kit.logger.error({ err }, "password reset mail not sent"));
 }
 
+/** Sets a new password with a mailed token; the account's sign-in throttles start again. */
 export async function resetPassword(kit: AuthKit, token: string, newPassword: string): Promise<void> {
   const errors = validatePassword(newPassword, "newPassword");
   if (errors.length > 0) throw AppError.validation(errors);
@@ -192,13 +208,10 @@ export async function resetPassword(kit: AuthKit, token: string, newPassword: st
       .executeTakeFirst();
     if (!row) throw invalid();
     await setPassword(trx, row.user_id, passwordHash, now);
-    await trx
-      .updateTable("dashboard_users")
-      .set({ failed_logins: 0, locked_until: null })
-      .where("id", "=", row.user_id)
-      .execute();
     // Whoever knew the old password is out: every session ends.
     await revokeUserSessions(trx, row.user_id, "password_reset", now);
+    const user = await findUserById(trx, row.user_id);
+    if (user) await clearAccount(trx, user.email);
   });
 }
 
@@ -271,19 +284,26 @@ export async function spendCheckedOtp(kit: AuthKit, trx: Db, id: string, field =
   }
 }
 
+/**
+ * Changes the password of a signed-in user at client address `ip`. A wrong current password counts
+ * in the same throttles as a failed sign-in (a stolen session must not become a password oracle).
+ */
 export async function changePassword(
   kit: AuthKit,
   userId: string,
   currentSessionId: string,
   input: { currentPassword: string; newPassword: string; otp: string },
+  ip: string,
 ): Promise<void> {
   const user = await findUserById(kit.db, userId);
   if (!user) throw AppError.invalidAuth();
   const errors = validatePassword(input.newPassword, "newPassword");
   if (errors.length > 0) throw AppError.validation(errors);
   const now = kit.now();
+  const keys = throttleKeys(user.email, ip);
+  await assertNotThrottled(kit, keys, now);
   if (!(await verifyPassword(user.password_hash, input.currentPassword))) {
-    await recordLoginFailure(kit.db, user.id, now);
+    await recordFailure(kit.db, keys, now);
     throw AppError.validation([{ field: "currentPassword", message: "is not the current password" }]);
   }
   await consumeOtp(kit, user.id, "password_change", input.otp);

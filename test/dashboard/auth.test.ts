@@ -114,7 +114,7 @@ describe("register, login, session", () => {
     ).toBe(200);
   });
 
-  it("locks an account progressively after repeated failures, even for the right password", async () => {
+  it("throttles an (account, address) progressively after repeated failures, even for the right password", async () => {
     const { email } = await registered();
     const b = new Browser(svc.urls.production);
     for (let i = 0; i < 5; i++) {
@@ -122,15 +122,17 @@ describe("register, login, session", () => {
         (await b.req("/api/v1/auth/login", { json: { email, password: `wrong ${i} password` } })).status,
       ).toBe(401);
     }
+    // From this address the account is refused for a minute (429, Retry-After), right password or not.
     const locked = await b.req("/api/v1/auth/login", { json: { email, password: PASSWORD } });
-    expect(locked.status).toBe(401);
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get("retry-after")).toBe("60");
     clock.advance(61_000);
     // One more failure after the first lock doubles it (2 minutes).
     expect((await b.req("/api/v1/auth/login", { json: { email, password: "wrong again pw" } })).status).toBe(
       401,
     );
     clock.advance(61_000);
-    expect((await b.req("/api/v1/auth/login", { json: { email, password: PASSWORD } })).status).toBe(401);
+    expect((await b.req("/api/v1/auth/login", { json: { email, password: PASSWORD } })).status).toBe(429);
     clock.advance(61_000);
     const ok = await b.req("/api/v1/auth/login", { json: { email, password: PASSWORD } });
     expect(ok.status).toBe(200);

@@ -16,7 +16,9 @@ export interface DashboardUsersTable {
   totp_secret: string | null;
   totp_enabled: Generated<boolean>;
   totp_last_step: bigint | null;
+  /** Unused since migration 0015 (login_throttles): the account itself is never locked. */
   failed_logins: Generated<number>;
+  /** Unused since migration 0015 (login_throttles). */
   locked_until: Date | null;
   password_changed_at: Timestamp;
   created_at: Timestamp;
@@ -59,6 +61,16 @@ export interface DashboardPasswordResetsTable {
   created_at: Timestamp;
 }
 
+/** Migration 0015: failed sign-ins per (account, client IP) and per client IP (`auth/lockout.ts`). */
+export interface LoginThrottlesTable {
+  /** SHA-256 (hex) of the e-mail tried, or '*' for the per-IP budget across accounts. */
+  subject: string;
+  ip: string;
+  failures: number;
+  last_failure_at: Date;
+  locked_until: Date | null;
+}
+
 export interface MailOutboxTable {
   id: string;
   recipient: string;
@@ -74,6 +86,7 @@ export interface DashboardTables {
   dashboard_otps: DashboardOtpsTable;
   dashboard_password_resets: DashboardPasswordResetsTable;
   mail_outbox: MailOutboxTable;
+  login_throttles: LoginThrottlesTable;
 }
 
 export type DashboardUser = Selectable<DashboardUsersTable>;

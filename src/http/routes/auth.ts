@@ -127,6 +127,8 @@ export function authRoutes(app: App, deps: RouteDeps) {
       config: { tier: "auth" },
       schema: {
         summary: "Sign in (sets the session cookies); `totp` is required once 2FA is enabled",
+        description:
+          "Failed sign-ins are throttled per (e-mail, client IP) and per client IP, never per account: a throttled attempt is answered 429 with `Retry-After` before the password is checked.",
         tags: ["Dashboard auth"],
         body: Type.Object(
           { email: Email, password: Password, totp: Type.Optional(Type.String({ maxLength: 16 })) },
@@ -136,7 +138,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request, reply) => {
-      const r = await login(kit, request.body);
+      const r = await login(kit, request.body, request.ip);
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return {
         success: true as const,
@@ -327,7 +329,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      await changePassword(kit, p.userId, dashboardSession(request).sessionId, request.body);
+      await changePassword(kit, p.userId, dashboardSession(request).sessionId, request.body, request.ip);
       return { success: true as const, data: { message: "Password changed." } };
     },
   );

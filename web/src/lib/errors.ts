@@ -47,6 +47,11 @@ export function explain(error: unknown, context?: "login"): Explained {
     case "NETWORK":
       return { title: "We can't reach stablegate. Check your connection and try again.", fields };
     case "RATE_LIMITED":
+      if (context === "login")
+        return {
+          title: `Too many failed sign-ins from your network. Please wait ${error.retryAfter ?? 60} seconds, or reset your password.`,
+          fields,
+        };
       return {
         title: `Too many requests in a short time. Please wait ${error.retryAfter ?? 60} seconds and try again.`,
         fields,
@@ -58,7 +63,7 @@ export function explain(error: unknown, context?: "login"): Explained {
         if (error.details.totpRequired)
           return { title: "Enter the 6-digit code from your authenticator app.", detail: server, fields };
         return {
-          title: "That e-mail and password don't match an account, or the account is locked for a while.",
+          title: "That e-mail and password don't match an account.",
           fields,
         };
       }
