@@ -14,6 +14,7 @@ import { registerDashboardAuth } from "./plugins/dashboard-auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
 import { registerSandboxOnly } from "./plugins/sandbox-only.js";
+import { registerStepUp } from "./plugins/step-up.js";
 import { routeModules } from "./routes/index.js";
 import { validatorCompiler } from "./validation.js";
 
@@ -45,6 +46,17 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
+  // Authorization is declared by each route (config.auth, audience, tier) and decided from the
+  // matched route, never from the URL text; a route declaring it half is a programming error.
+  app.addHook("onRoute", (route) => {
+    const c = route.config;
+    const where = `${String(route.method)} ${route.url}`;
+    if (c?.auth !== undefined && c.tier === undefined)
+      throw new Error(`${where}: an authenticated route declares its rate-limit tier`);
+    if (c?.audience !== undefined && c.auth !== "dashboard" && c.auth !== "merchant")
+      throw new Error(`${where}: config.audience needs a dashboard-channel config.auth`);
+  });
+
   registerLosslessJson(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler(makeErrorHandler(config.http.bodyLimitBytes));
@@ -63,6 +75,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   await registerDashboardAuth(app, authKit(deps));
   registerSandboxOnly(app);
   registerAuth(app, config, deps.database.db);
+  // Sensitive production writes need a fresh e-mailed code (+ TOTP); before the routes (onRoute check).
+  registerStepUp(app, authKit(deps));
   registerMetrics(app, deps.metrics);
 
   await app.register(swagger, {

@@ -27,6 +27,7 @@ import {
   REFRESH_COOKIE,
   setSessionCookies,
 } from "../plugins/dashboard-auth.js";
+import { StepUpBody } from "../plugins/step-up.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -209,7 +210,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/api/v1/auth/me",
     {
-      config: { auth: "dashboard", tier: "dashboard" },
+      config: { auth: "dashboard", audience: "account", tier: "dashboard" },
       schema: {
         summary: "The signed-in user and the environment the dashboard is looking at",
         tags: ["Dashboard auth"],
@@ -284,9 +285,11 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/otp",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth" },
       schema: {
-        summary: "E-mail a 6-digit one-time code for a purpose (payout, password_change)",
+        summary: "E-mail a 6-digit one-time code for a purpose (payout, password_change, sensitive)",
+        description:
+          "`sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, 2FA disable (CONTRACT §6.1).",
         tags: ["Dashboard auth"],
         body: Type.Object(
           { purpose: Type.Union(OTP_PURPOSES.map((p) => Type.Literal(p))) },
@@ -311,7 +314,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/password/change",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth" },
       schema: {
         summary: "Change the password: current password + an OTP of purpose password_change",
         description: "Every other session of the user ends, and every outstanding password-reset token.",
@@ -337,7 +340,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/setup",
     {
-      config: { auth: "dashboard", tier: "dashboard" },
+      config: { auth: "dashboard", audience: "account", tier: "dashboard" },
       schema: {
         summary: "Start TOTP enrolment: a new seed as otpauth URI and QR code (not active until enabled)",
         tags: ["Dashboard auth"],
@@ -363,7 +366,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/enable",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth" },
       schema: {
         summary: "Enable TOTP with a valid code of the seed from setup",
         tags: ["Dashboard auth"],
@@ -380,16 +383,17 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/disable",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      // Account-wide (it guards the production sign-in too): step-up whatever the environment.
+      config: { auth: "dashboard", audience: "account", tier: "auth", stepUp: { target: () => "account" } },
       schema: {
-        summary: "Disable TOTP with a valid code",
+        summary: "Disable TOTP: an e-mailed `sensitive` code (`otp`) and the current TOTP code (`totp`)",
         tags: ["Dashboard auth"],
-        body: Code,
+        body: StepUpBody,
         response: { 200: ok(Done), 409: commonErrors[400], ...commonErrors },
       },
     },
     async (request) => {
-      await disableTotp(kit, dashboardPrincipal(request).userId, request.body.code);
+      await disableTotp(kit, dashboardPrincipal(request).userId);
       return { success: true as const, data: { message: "Two-factor authentication disabled." } };
     },
   );

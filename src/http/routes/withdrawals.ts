@@ -22,6 +22,7 @@ import { ListQuerySchema, listParams, pagination } from "../list.js";
 type ListQuery = Parameters<typeof listParams>[0];
 
 import { principal } from "../plugins/auth.js";
+import { checkStepUpOf } from "../plugins/step-up.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 import {
   CreatePayoutBody,
@@ -235,7 +236,8 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/dashboard/payouts",
     {
-      config: { auth: "dashboard", tier: "financial" },
+      // The payout OTP is its step-up (CONTRACT §6.1); in production with 2FA on, the TOTP too.
+      config: { auth: "dashboard", tier: "financial", stepUp: { inRoute: "payout" } },
       schema: {
         summary: "Send a payout from the merchant's balance (needs the e-mailed payout OTP)",
         description: "Held, executed at once, then `completed` or `failed` (balance restored); one webhook.",
@@ -280,7 +282,9 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         // The OTP is checked only by a request that runs: a retry with the same Idempotency-Key replays.
         {
           beforeRun: async () => {
-            otpId = await checkOtp(kit, who.userId, "payout", body.otp);
+            // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (§4.3).
+            otpId =
+              (await checkStepUpOf(request, kit)) ?? (await checkOtp(kit, who.userId, "payout", body.otp));
           },
         },
       );
