@@ -33,7 +33,8 @@ export interface Config {
     sandboxPort: number;
     productionBaseUrl: string;
     sandboxBaseUrl: string;
-    trustProxy: boolean;
+    /** `false`: the socket address is the client; a hop count; or the proxies' addresses/CIDRs (CONTRACT §7). */
+    trustProxy: false | number | string[];
     bodyLimitBytes: number;
   };
   dataDir: string;

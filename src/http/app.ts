@@ -4,6 +4,7 @@ import Fastify from "fastify";
 import { authKit } from "../auth/kit.js";
 import { newId } from "../domain/ids.js";
 import type { App, RouteDeps } from "./app-types.js";
+import { trustProxyOption } from "./client-ip.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
 import { frameworkErrorHandler, makeErrorHandler, notFoundHandler } from "./errors.js";
@@ -31,7 +32,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger,
-    trustProxy: config.http.trustProxy,
+    trustProxy: trustProxyOption(config.http.trustProxy),
     bodyLimit: config.http.bodyLimitBytes,
     requestIdHeader: false,
     // A well-formed X-Request-Id from the caller is kept (for tracing across systems); otherwise ours.
