@@ -134,6 +134,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
         message: "MASTER_MNEMONIC or MASTER_MNEMONIC_FILE is required in production mode",
       });
     }
+    if (!e.METRICS_TOKEN) {
+      problems.push({
+        variable: "METRICS_TOKEN",
+        message:
+          "required in production mode: /metrics and the detail of /readyz answer only to Authorization: Bearer <METRICS_TOKEN>",
+      });
+    }
   }
   if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
