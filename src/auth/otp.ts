@@ -7,8 +7,9 @@ import { newId } from "../domain/ids.js";
  * E-mailed one-time passwords (CONTRACT §6): 6 digits, kept only as an HMAC (a keyed hash: six
  * digits under a plain hash fall to a million guesses offline), `OTP_TTL_SECONDS` long, 5 tries,
  * single use, bound to their purpose. Requesting a new code retires the open ones of the purpose.
+ * `sensitive` is the step-up code of production writes (CONTRACT §6.1, `auth/step-up.ts`).
  */
-export const OTP_PURPOSES = ["payout", "password_change"] as const;
+export const OTP_PURPOSES = ["payout", "password_change", "sensitive"] as const;
 export const OTP_MAX_ATTEMPTS = 5;
 
 export class OtpService {
@@ -94,6 +95,35 @@ export class OtpService {
       .returning("id")
       .executeTakeFirst();
     return row !== undefined;
+  }
+
+  /**
+   * Gives back a code consumed for an action that then failed (a step-up write refused after the
+   * check), so the user can correct the input and try again with the same code. Only while it has
+   * not expired and no newer code of the purpose was requested (which retires it); its spent tries
+   * stay spent.
+   */
+  async release(id: string, now: Date): Promise<void> {
+    await this.db
+      .updateTable("dashboard_otps")
+      .set({ consumed_at: null })
+      .where("id", "=", id)
+      .where("consumed_at", "is not", null)
+      .where("expires_at", ">", now)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("dashboard_otps as newer")
+              .select("newer.id")
+              .whereRef("newer.user_id", "=", "dashboard_otps.user_id")
+              .whereRef("newer.purpose", "=", "dashboard_otps.purpose")
+              .whereRef("newer.id", "<>", "dashboard_otps.id")
+              // A code of the same instant counts as newer: which one is open would be unclear.
+              .whereRef("newer.created_at", ">=", "dashboard_otps.created_at"),
+          ),
+        ),
+      )
+      .execute();
   }
 
   /** The open code of the purpose if `code` matches it; a mismatch spends a try. */

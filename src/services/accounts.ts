@@ -10,7 +10,7 @@ import {
 } from "../auth/lockout.js";
 import { burnPasswordCheck, hashPassword, validatePassword, verifyPassword } from "../auth/passwords.js";
 import { createSession, type NewSession, revokeUserSessions } from "../auth/sessions.js";
-import { checkTotp, newTotpSecret, totpQrDataUrl, totpUri } from "../auth/totp.js";
+import { acceptTotp, newTotpSecret, totpQrDataUrl, totpUri } from "../auth/totp.js";
 import { findUserByEmail, findUserById, insertUser, setPassword } from "../auth/users.js";
 import type { Db } from "../db/database.js";
 import type { DashboardUser, OtpPurpose } from "../db/tables/dashboard.js";
@@ -130,27 +130,6 @@ export async function login(
   return signIn(kit, user);
 }
 
-/** Checks a TOTP code and records its time step (so it is not accepted again); null when invalid. */
-async function acceptTotp(
-  kit: AuthKit,
-  user: DashboardUser,
-  code: string,
-  db: Db = kit.db,
-): Promise<number | null> {
-  if (!user.totp_secret) return null;
-  const secret = kit.box.open(user.totp_secret, `totp:${user.id}`);
-  const step = await checkTotp(secret, code, kit.clock.now(), user.totp_last_step);
-  if (step === null) return null;
-  // Conditional: of two concurrent uses of one code only one records the step.
-  const res = await db
-    .updateTable("dashboard_users")
-    .set({ totp_last_step: BigInt(step) })
-    .where("id", "=", user.id)
-    .where((eb) => eb.or([eb("totp_last_step", "is", null), eb("totp_last_step", "<", BigInt(step))]))
-    .executeTakeFirst();
-  return res.numUpdatedRows === 1n ? step : null;
-}
-
 /** Always succeeds, whether or not the e-mail has an account (no account enumeration). */
 export async function forgotPassword(
   kit: AuthKit,
@@ -224,7 +203,11 @@ export async function requestOtp(
   if (!user) throw AppError.invalidAuth();
   const { code, expiresAt } = await kit.otp.issue(user.id, purpose, kit.now());
   const minutes = Math.round(kit.config.otpTtlSeconds / 60);
-  const action = purpose === "payout" ? "confirm a payout" : "change your password";
+  const action = {
+    payout: "confirm a payout",
+    password_change: "change your password",
+    sensitive: "confirm a sensitive change (API keys, settings, webhooks or two-factor authentication)",
+  }[purpose];
   await kit.mailer.send({
     to: user.email,
     subject: `Your stablegate code: ${code}`,
@@ -351,11 +334,14 @@ export async function enableTotp(kit: AuthKit, userId: string, code: string): Pr
     .execute();
 }
 
-export async function disableTotp(kit: AuthKit, userId: string, code: string): Promise<void> {
+/**
+ * Turns TOTP off. The route's step-up (CONTRACT §6.1: an e-mailed `sensitive` code and the current
+ * TOTP code, `auth/step-up.ts`) has authorised it before this runs.
+ */
+export async function disableTotp(kit: AuthKit, userId: string): Promise<void> {
   const user = await findUserById(kit.db, userId);
   if (!user) throw AppError.invalidAuth();
   if (!user.totp_enabled) throw new AppError("INVALID_STATE", "Two-factor authentication is not enabled.");
-  if ((await acceptTotp(kit, user, code)) === null) throw invalidCode();
   await kit.db
     .updateTable("dashboard_users")
     .set({ totp_enabled: false, totp_secret: null, totp_last_step: null, updated_at: kit.now() })

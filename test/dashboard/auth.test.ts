@@ -30,6 +30,14 @@ async function registered(base = svc.urls.production) {
   return { b, email, body: r.body };
 }
 
+/** A step-up code (CONTRACT §6.1, purpose `sensitive`) e-mailed to the user over SMTP. */
+async function sensitiveCode(b: Browser, email: string): Promise<string> {
+  const before = smtp.mails.length;
+  const r = await b.req("/api/v1/auth/otp", { json: { purpose: "sensitive" } });
+  expect(r.status, r.text).toBe(200);
+  return otpFrom(await smtp.waitFor((m) => smtp.mails.indexOf(m) >= before && m.to.includes(email)));
+}
+
 describe("register, login, session", () => {
   it("registers, sets httpOnly cookies, and the session works by cookie and by Bearer on both base URLs", async () => {
     const { b, body, email } = await registered();
@@ -281,14 +289,15 @@ describe("TOTP", () => {
     ).toBe(401);
 
     clock.advance(30_000);
-    expect((await c.req("/api/v1/auth/2fa/disable", { json: { code: await code() } })).status).toBe(200);
+    const otp = await sensitiveCode(c, email);
+    expect((await c.req("/api/v1/auth/2fa/disable", { json: { otp, totp: await code() } })).status).toBe(200);
     expect((await c.req("/api/v1/auth/login", { json: { email, password: PASSWORD } })).status).toBe(200);
   });
 });
 
 describe("API keys and settings", () => {
   it("creates, lists (no secrets), rotates (old pair dead at once on the API-key channel) and revokes", async () => {
-    const { b, body } = await registered();
+    const { b, body, email } = await registered();
     const original = body.data.apiKeys.find((k: { environment: string }) => k.environment === "production");
     const auth = (k: { apiKey: string; apiSecret: string }) => ({
       apikey: k.apiKey,
@@ -303,7 +312,9 @@ describe("API keys and settings", () => {
     expect(listed.body.data).toHaveLength(1);
     expect(JSON.stringify(listed.body)).not.toContain(original.apiSecret);
 
-    const rotated = await b.req(`/api/v1/dashboard/api-keys/${original.id}/rotate`, { method: "POST" });
+    const rotated = await b.req(`/api/v1/dashboard/api-keys/${original.id}/rotate`, {
+      json: { otp: await sensitiveCode(b, email) },
+    });
     expect(rotated.status, rotated.text).toBe(200);
     expect(
       (await call(svc.urls.production, "/api/v1/public/account", { headers: auth(original) })).status,
@@ -312,9 +323,13 @@ describe("API keys and settings", () => {
       (await call(svc.urls.production, "/api/v1/public/account", { headers: auth(rotated.body.data) }))
         .status,
     ).toBe(200);
-    expect((await b.req(`/api/v1/dashboard/api-keys/${original.id}/rotate`, { method: "POST" })).status).toBe(
-      409,
-    );
+    expect(
+      (
+        await b.req(`/api/v1/dashboard/api-keys/${original.id}/rotate`, {
+          json: { otp: await sensitiveCode(b, email) },
+        })
+      ).status,
+    ).toBe(409);
 
     const created = await b.req("/api/v1/dashboard/api-keys", { json: { environment: "sandbox" } });
     expect(created.status).toBe(201);
@@ -333,7 +348,7 @@ describe("API keys and settings", () => {
   });
 
   it("settings: per environment, thresholds in USDT, validated allowlist", async () => {
-    const { b } = await registered();
+    const { b, email } = await registered();
     const got = await b.req("/api/v1/dashboard/settings");
     expect(got.body.data).toMatchObject({
       environment: "production",
@@ -347,6 +362,7 @@ describe("API keys and settings", () => {
         autoWithdraw: false,
         autoApproveThreshold: { "USDT-TRC20": 12.5 },
         ipAllowlist: ["10.0.0.0/8", "2001:db8::1"],
+        otp: await sensitiveCode(b, email),
       },
     });
     expect(patched.status, patched.text).toBe(200);
@@ -359,7 +375,11 @@ describe("API keys and settings", () => {
     expect(sandbox.body.data.autoWithdraw).toBe(true);
     const bad = await b.req("/api/v1/dashboard/settings", {
       method: "PATCH",
-      json: { autoApproveThreshold: { "USDT-TRC20": 1.1234567, DOGE: 1 }, ipAllowlist: ["10.0.0.0/33"] },
+      json: {
+        autoApproveThreshold: { "USDT-TRC20": 1.1234567, DOGE: 1 },
+        ipAllowlist: ["10.0.0.0/33"],
+        otp: await sensitiveCode(b, email),
+      },
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details.fields.map((f: { field: string }) => f.field).sort()).toEqual([
@@ -372,8 +392,8 @@ describe("API keys and settings", () => {
 
 describe("CORS and Origin check", () => {
   it("refuses cookie-authenticated writes from a foreign or missing Origin; Bearer needs none", async () => {
-    const { b, body } = await registered();
-    const patch = { method: "PATCH", json: { autoWithdraw: false } };
+    const { b, body, email } = await registered();
+    const patch = { method: "PATCH", json: { autoWithdraw: false, otp: await sensitiveCode(b, email) } };
     b.origin = "https://evil.example";
     expect((await b.req("/api/v1/dashboard/settings", patch)).status).toBe(403);
     b.origin = undefined;
@@ -383,7 +403,7 @@ describe("CORS and Origin check", () => {
     expect((await b.req("/api/v1/dashboard/settings", patch)).status).toBe(200);
     const bearer = await call(svc.urls.production, "/api/v1/dashboard/settings", {
       method: "PATCH",
-      json: { autoWithdraw: true },
+      json: { autoWithdraw: true, otp: await sensitiveCode(b, email) },
       headers: { authorization: `Bearer ${body.data.accessToken}` },
     });
     expect(bearer.status).toBe(200);

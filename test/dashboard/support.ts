@@ -82,3 +82,23 @@ export function otpFrom(mail: ReceivedMail): string {
   if (!m?.[1]) throw new Error("no code in mail");
   return m[1];
 }
+
+/**
+ * Requests an e-mailed code (CONTRACT §6.1 step-up: purpose `sensitive`; or `payout`) for the
+ * signed-in browser and reads it from the development outbox (a service without SMTP_URL): the
+ * mail that was not there before the request (a frozen test clock gives mails equal times).
+ */
+export async function outboxOtp(b: Browser, purpose: "sensitive" | "payout" = "sensitive"): Promise<string> {
+  const ids = async () => {
+    const mail = await b.req("/api/v1/dashboard/dev/mail?limit=100");
+    if (mail.status !== 200) throw new Error(`outbox: ${mail.status} ${mail.text.slice(0, 200)}`);
+    return mail.body.data as { id: string; subject: string }[];
+  };
+  const before = new Set((await ids()).map((m) => m.id));
+  const r = await b.req("/api/v1/auth/otp", { json: { purpose } });
+  if (r.status !== 200) throw new Error(`OTP request refused: ${r.status} ${r.text}`);
+  const fresh = (await ids()).filter((m) => !before.has(m.id));
+  const code = fresh.length === 1 ? /code: (\d{6})/.exec(fresh[0]?.subject ?? "")?.[1] : undefined;
+  if (!code) throw new Error(`no new code in the outbox (${fresh.length} new mails)`);
+  return code;
+}

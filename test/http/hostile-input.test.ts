@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdmin } from "../../src/services/accounts.js";
-import { Browser } from "../dashboard/support.js";
+import { Browser, outboxOtp } from "../dashboard/support.js";
 import { type Call, call, startTestService, type TestService } from "../support/harness.js";
 
 // "Bad input gets a clear 4xx error in the contract's envelope, never a 500, a hang or lost data."
@@ -132,6 +132,8 @@ const real: Record<string, string> = {};
 const owned: string[] = [];
 /** A payout OTP sent to the merchant (read from the development outbox). */
 let payoutOtp = "000000";
+/** A step-up code (purpose `sensitive`): 2FA disable needs it whatever the environment. */
+let sensitiveOtp = "000000";
 
 function channelOf(path: string): Channel {
   if (path.startsWith("/api/v1/admin/")) return "admin";
@@ -158,8 +160,12 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
       otp: "123456",
     },
     "POST /api/v1/auth/2fa/enable": { code: "123456" },
-    "POST /api/v1/auth/2fa/disable": { code: "123456" },
+    // 2FA is off: refused (409) after the step-up check, which gives the code back.
+    "POST /api/v1/auth/2fa/disable": { otp: sensitiveOtp, totp: "123456" },
     "POST /api/v1/dashboard/api-keys": { environment: "sandbox" },
+    // Step-up routes that take nothing else (otp/totp are needed in production only).
+    "POST /api/v1/dashboard/api-keys/{id}/rotate": {},
+    "POST /api/v1/webhook/secret/rotate": {},
     "PATCH /api/v1/dashboard/settings": {
       autoWithdraw: false,
       autoApproveThreshold: { [TRC]: 10 },
@@ -352,6 +358,7 @@ beforeAll(async () => {
     withdrawal.body.data.id,
     real.address ?? "",
   );
+  sensitiveOtp = await outboxOtp(merchant, "sensitive");
   const otp = await merchant.req("/api/v1/auth/otp", { json: { purpose: "payout" } });
   expect(otp.status, otp.text).toBe(200);
   await readPayoutOtp();

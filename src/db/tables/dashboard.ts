@@ -4,7 +4,7 @@ import type { Timestamp } from "./common.js";
 /** Tables of migration 0005 (dashboard channel: logins, sessions, OTPs, password resets, mail outbox). */
 
 export type DashboardRole = "merchant" | "admin";
-export type OtpPurpose = "payout" | "password_change";
+export type OtpPurpose = "payout" | "password_change" | "sensitive";
 export type SessionRevokedReason = "logout" | "reuse" | "password_change" | "password_reset";
 
 export interface DashboardUsersTable {

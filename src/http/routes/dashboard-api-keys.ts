@@ -1,7 +1,9 @@
 import { Type } from "@sinclair/typebox";
 import type { ApiKeyRow } from "../../db/schema.js";
+import type { Environment } from "../../domain/environment.js";
 import {
   createApiKey,
+  findOwnApiKey,
   listApiKeys,
   revokeOwnApiKey,
   rotateApiKey,
@@ -9,6 +11,7 @@ import {
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
+import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 
 const Env = Type.Union([Type.Literal("production"), Type.Literal("sandbox")]);
@@ -79,12 +82,24 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
   app.post(
     "/api/v1/dashboard/api-keys",
     {
-      config: cfg,
+      // Step-up when the pair is for production, whichever environment the dashboard shows.
+      config: {
+        ...cfg,
+        stepUp: {
+          target: (request) =>
+            (request.body as { environment?: Environment }).environment ??
+            dashboardPrincipal(request).environment,
+        },
+      },
       schema: {
         summary: "Create a key pair (the secret is shown once)",
-        description: "`environment` defaults to the dashboard's environment (X-Environment or base URL).",
+        description:
+          "`environment` defaults to the dashboard's environment (X-Environment or base URL). A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).",
         tags: ["Dashboard"],
-        body: Type.Object({ environment: Type.Optional(Env) }, { additionalProperties: false }),
+        body: Type.Object(
+          { environment: Type.Optional(Env), ...StepUpFields },
+          { additionalProperties: false },
+        ),
         response: { 201: ok(NewKeyPair), ...commonErrors },
       },
     },
@@ -98,11 +113,26 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
   app.post(
     "/api/v1/dashboard/api-keys/:id/rotate",
     {
-      config: cfg,
+      // Step-up when the pair rotated is a production pair.
+      config: {
+        ...cfg,
+        stepUp: {
+          target: async (request) =>
+            (
+              await findOwnApiKey(
+                db,
+                dashboardPrincipal(request).merchantId,
+                (request.params as { id: string }).id,
+              )
+            ).environment,
+        },
+      },
       schema: {
         summary: "Rotate a key pair: a new pair (shown once); the old pair stops working at once",
+        description: "A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).",
         tags: ["Dashboard"],
         params: IdParams,
+        body: StepUpBody,
         response: { 200: ok(NewKeyPair), 409: commonErrors[400], ...commonErrors },
       },
     },

@@ -4,6 +4,7 @@ import { formatAmount } from "../../domain/money.js";
 import { getSettings, type MerchantSettings, updateSettings } from "../../services/settings.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
+import { StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
 const Amount = Type.Union([Type.Number(), Type.String()], { description: "USDT, at most 6 decimals" });
@@ -58,15 +59,18 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
   app.patch(
     "/api/v1/dashboard/settings",
     {
-      config: cfg,
+      // Every setting here guards money or access: production changes need step-up.
+      config: { ...cfg, stepUp: {} },
       schema: {
         summary: "Change settings of the environment (fields not sent stay as they are)",
+        description: "Production needs the step-up codes `otp` (and `totp` when 2FA is on).",
         tags: ["Dashboard"],
         body: Type.Object(
           {
             autoWithdraw: Type.Optional(Type.Boolean()),
             autoApproveThreshold: Type.Optional(Type.Record(Type.String(), Amount)),
             ipAllowlist: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1000 })),
+            ...StepUpFields,
           },
           { additionalProperties: false },
         ),
@@ -75,13 +79,8 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      const s = await updateSettings(
-        db,
-        p.merchantId,
-        p.environment,
-        request.body,
-        new Date(deps.clock.now()),
-      );
+      const { otp: _otp, totp: _totp, ...patch } = request.body;
+      const s = await updateSettings(db, p.merchantId, p.environment, patch, new Date(deps.clock.now()));
       return { success: true as const, data: view(s) };
     },
   );

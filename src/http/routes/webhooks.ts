@@ -14,6 +14,7 @@ import { validateWebhookUrl } from "../../webhooks/ssrf.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { principal } from "../plugins/auth.js";
+import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, ErrorEnvelope, list, ok } from "../schemas/common.js";
 
 /**
@@ -131,13 +132,16 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/url",
     {
-      config: { auth: "merchant", tier: "standard", requireSecret: true },
+      config: { auth: "merchant", tier: "standard", requireSecret: true, stepUp: {} },
       schema: {
         summary: "Set the webhook URL of this environment",
         description:
-          "Absolute https URL (plain http accepted in sandbox only) whose host is and resolves to a public address.",
+          "Absolute https URL (plain http accepted in sandbox only) whose host is and resolves to a public address. Through the dashboard, production needs the step-up codes `otp` (and `totp` when 2FA is on).",
         tags,
-        body: Type.Object({ webhookUrl: Type.String({ maxLength: 2048 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { webhookUrl: Type.String({ maxLength: 2048 }), ...StepUpFields },
+          { additionalProperties: false },
+        ),
         response: { 200: ok(Type.Object({ webhookUrl: Type.String() })), ...commonErrors },
       },
     },
@@ -218,12 +222,13 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/secret/rotate",
     {
-      config: { auth: "merchant", tier: "standard", requireSecret: true },
+      config: { auth: "merchant", tier: "standard", requireSecret: true, stepUp: {} },
       schema: {
         summary: "Rotate the webhook secret; the new one is returned in full, this once",
         description:
-          "The previous secret keeps signing the Standard Webhooks `webhook-signature` header for 24 hours.",
+          "The previous secret keeps signing the Standard Webhooks `webhook-signature` header for 24 hours. Through the dashboard, production needs the step-up codes `otp` (and `totp` when 2FA is on).",
         tags,
+        body: StepUpBody,
         response: { 200: ok(Type.Object({ webhookSecret: Type.String() })), ...commonErrors },
       },
     },

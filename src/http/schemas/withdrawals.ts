@@ -55,6 +55,12 @@ export const CreatePayoutBody = Type.Object(
       maxLength: 10,
       description: "The payout OTP e-mailed by POST /api/v1/auth/otp",
     }),
+    totp: Type.Optional(
+      Type.String({
+        maxLength: 16,
+        description: "Production, when 2FA is on: the current code of the authenticator app",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

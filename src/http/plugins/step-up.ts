@@ -1,0 +1,130 @@
+import { Type } from "@sinclair/typebox";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { AuthKit } from "../../auth/kit.js";
+import { checkStepUp, consumeStepUp } from "../../auth/step-up.js";
+import type { OtpPurpose } from "../../db/tables/dashboard.js";
+import type { Environment } from "../../domain/environment.js";
+
+/**
+ * Step-up of sensitive dashboard writes (CONTRACT §6.1), declared by the route:
+ *
+ *   config: { auth: "dashboard", tier: "dashboard", stepUp: {} }            // the request's environment
+ *   config: { ..., stepUp: { target: (request) => keyEnvironment(request) } } // the environment written
+ *   config: { ..., stepUp: { target: () => "account" } }                     // account-wide: always
+ *
+ * and spreads `StepUpFields` into its body schema (so the OpenAPI document shows `otp`/`totp`;
+ * registering a `stepUp` route whose body lacks them fails at start-up). For dashboard-channel
+ * requests whose target is production (or the account), a `preHandler` checks and consumes the
+ * e-mailed `sensitive` code (and the TOTP when 2FA is on) before the handler runs; sandbox writes
+ * and the API-key channel (its secret is the second factor) pass untouched.
+ *
+ * When the write then fails (any 4xx/5xx answer: a bad CIDR, a revoked key), the code is given
+ * back, as a refused payout keeps its code: the user fixes the input, not fetches a new mail. A
+ * success keeps it consumed; two requests racing with one code: one consumes it, the other is
+ * refused.
+ *
+ * A route whose OTP must be spent inside its own transaction (the payout, whose idempotent replays
+ * must not ask for a code again) declares `stepUp: { inRoute: "payout" }` and calls
+ * `checkStepUpOf` itself.
+ */
+
+export type StepUpTarget = Environment | "account";
+
+export interface StepUpRule {
+  /** What the write changes; step-up applies to `production` and `account`. Default: the request's environment. */
+  target?: (request: FastifyRequest) => StepUpTarget | Promise<StepUpTarget>;
+  /** The route runs the check itself (`checkStepUpOf`) with this OTP purpose. */
+  inRoute?: OtpPurpose;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** A sensitive write: production needs a fresh e-mailed code (and TOTP when 2FA is on). */
+    stepUp?: StepUpRule;
+  }
+}
+
+/** The body fields of a step-up route (optional in the schema; the check requires them in production). */
+export const StepUpFields = {
+  otp: Type.Optional(
+    Type.String({
+      maxLength: 16,
+      description:
+        'Production (dashboard channel): a fresh e-mailed code, from POST /api/v1/auth/otp {"purpose":"sensitive"} (payouts: "payout")',
+    }),
+  ),
+  totp: Type.Optional(
+    Type.String({
+      maxLength: 16,
+      description:
+        "Production (dashboard channel), when 2FA is on: the current code of the authenticator app",
+    }),
+  ),
+};
+
+/** The body of a step-up route that takes nothing else. */
+export const StepUpBody = Type.Object(StepUpFields, { additionalProperties: false });
+
+const granted = new WeakMap<FastifyRequest, string>();
+
+/** The dashboard user who must step up, or null (API-key channel, a sandbox write). */
+async function stepUpUser(request: FastifyRequest, rule: StepUpRule): Promise<string | null> {
+  const p = request.principal;
+  if (p?.channel !== "dashboard") return null;
+  const target = rule.target ? await rule.target(request) : p.environment;
+  return target === "sandbox" ? null : p.userId;
+}
+
+function codesOf(request: FastifyRequest): { otp?: string; totp?: string } {
+  const body = request.body as { otp?: unknown; totp?: unknown } | undefined;
+  return {
+    ...(typeof body?.otp === "string" ? { otp: body.otp } : {}),
+    ...(typeof body?.totp === "string" ? { totp: body.totp } : {}),
+  };
+}
+
+/**
+ * For `inRoute` routes: the id of the checked (not consumed) code when the request needs step-up,
+ * null when it does not (sandbox, API-key channel).
+ */
+export async function checkStepUpOf(request: FastifyRequest, kit: AuthKit): Promise<string | null> {
+  const rule = request.routeOptions.config?.stepUp;
+  if (!rule?.inRoute) throw new Error("route does not declare stepUp.inRoute");
+  const userId = await stepUpUser(request, rule);
+  return userId === null ? null : checkStepUp(kit, userId, codesOf(request), rule.inRoute);
+}
+
+export function registerStepUp(app: FastifyInstance, kit: AuthKit) {
+  app.addHook("onRoute", (route) => {
+    const rule = route.config?.stepUp;
+    if (!rule) return;
+    const body = route.schema?.body as { properties?: Record<string, unknown> } | undefined;
+    if (!body?.properties?.otp || !body.properties.totp)
+      throw new Error(
+        `${route.method} ${route.url}: a stepUp route declares otp and totp in its body schema`,
+      );
+  });
+
+  // A step-up route that takes no other input may be called without a body.
+  app.addHook("preValidation", async (request) => {
+    if (request.routeOptions.config?.stepUp && request.body === undefined) request.body = {};
+  });
+
+  app.addHook("preHandler", async (request) => {
+    const rule = request.routeOptions.config?.stepUp;
+    if (!rule || rule.inRoute) return;
+    const userId = await stepUpUser(request, rule);
+    if (userId === null) return;
+    const otpId = await checkStepUp(kit, userId, codesOf(request), "sensitive");
+    await consumeStepUp(kit, otpId);
+    granted.set(request, otpId);
+  });
+
+  // The write failed after the check: the code is given back (see the header).
+  app.addHook("onSend", async (request, reply) => {
+    const otpId = granted.get(request);
+    if (otpId === undefined || reply.statusCode < 400) return;
+    granted.delete(request);
+    await kit.otp.release(otpId, kit.now());
+  });
+}
