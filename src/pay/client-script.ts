@@ -10,6 +10,9 @@ export const CLIENT_SCRIPT = `(function () {
   var data = {
     status: root.getAttribute("data-status"),
     received: root.getAttribute("data-received"),
+    detected: root.getAttribute("data-detected"),
+    current: root.getAttribute("data-confirmations"),
+    required: root.getAttribute("data-required"),
     remaining: root.getAttribute("data-remaining"),
     txHash: null,
     confirmedAt: null
@@ -22,9 +25,14 @@ export const CLIENT_SCRIPT = `(function () {
   function amount(text) { return String(text).replace(".", dec); }
   function utc(iso) { return iso ? iso.slice(0, 19).replace("T", " ") + " UTC" : ""; }
   function pad(n) { return (n < 10 ? "0" : "") + n; }
+  // Mirrors pageState (page.ts).
   function state() {
     if (data.status === "confirmed") return "paid";
-    var partial = Number(data.received) > 0;
+    var received = Number(data.received), detected = Number(data.detected);
+    var seen = Math.max(received, detected);
+    var confirming = data.status === "pending" && detected > received;
+    if (confirming && (seen >= Number(root.getAttribute("data-amount")) || Date.now() >= deadline)) return "confirming";
+    var partial = data.status === "failed" ? received > 0 : seen > 0;
     if (data.status === "failed" || Date.now() >= deadline) return partial ? "partialExpired" : "expired";
     return partial ? "partial" : "waiting";
   }
@@ -40,7 +48,9 @@ export const CLIENT_SCRIPT = `(function () {
     var open = st === "waiting" || st === "partial";
     var instructions = document.getElementById("instructions");
     if (instructions) instructions.hidden = !open;
-    setField("received", amount(data.received));
+    setField("received", amount(st === "partial" ? String(Math.max(Number(data.received), Number(data.detected))) : data.received));
+    setField("confirmations", String(data.current));
+    setField("required", String(data.required));
     setField("remaining", amount(data.remaining));
     if (data.txHash) setField("txHash", data.txHash);
     if (data.confirmedAt) setField("confirmedAt", utc(data.confirmedAt));
@@ -92,6 +102,9 @@ export const CLIENT_SCRIPT = `(function () {
     var d = JSON.parse(event.data);
     data.status = d.status;
     data.received = String(d.actualBalance);
+    data.detected = String(d.detectedAmount);
+    data.current = d.confirmations.current;
+    data.required = d.confirmations.required;
     data.remaining = String(d.remaining);
     data.txHash = d.blockchainTxHash;
     data.confirmedAt = d.confirmedAt;

@@ -1,4 +1,4 @@
-import type { CheckoutSessionRecord } from "../domain/checkout.js";
+import type { CheckoutSessionRecord, SessionDetection } from "../domain/checkout.js";
 import type { TransactionStatus } from "../domain/transaction.js";
 
 /** What the hosted page shows live about a session. */
@@ -9,9 +9,13 @@ export interface LiveSnapshot {
   actualBalance: bigint;
   confirmedAt: Date | null;
   blockchainTxHash: string | null;
+  /** Seen on the chain in time, confirmed or still confirming (CONTRACT §4.1 `detectedAmount`). */
+  detectedAmount: bigint;
+  /** Of the least-confirmed transfer counted. */
+  confirmations: { current: number; required: number };
 }
 
-export function snapshotOf(s: CheckoutSessionRecord): LiveSnapshot {
+export function snapshotOf(s: CheckoutSessionRecord, detection: SessionDetection): LiveSnapshot {
   const t = s.transaction;
   return {
     status: t.status,
@@ -19,13 +23,28 @@ export function snapshotOf(s: CheckoutSessionRecord): LiveSnapshot {
     actualBalance: t.actualBalance ?? 0n,
     confirmedAt: t.confirmedAt,
     blockchainTxHash: t.blockchainTxHash,
+    detectedAmount: detection.detectedAmount,
+    confirmations: { ...detection.confirmations },
   };
+}
+
+/** What the customer has sent as far as the chain shows: confirmed or still confirming. */
+export function seenAmount(s: LiveSnapshot): bigint {
+  if (s.detectedAmount > s.actualBalance) return s.detectedAmount;
+  return s.actualBalance;
+}
+
+/** Whether a transfer counted for the session is still waiting for its confirmations. */
+export function isConfirming(s: LiveSnapshot): boolean {
+  return s.status === "pending" && s.detectedAmount > s.actualBalance;
 }
 
 export function sameSnapshot(a: LiveSnapshot, b: LiveSnapshot): boolean {
   return (
     a.status === b.status &&
     a.actualBalance === b.actualBalance &&
+    a.detectedAmount === b.detectedAmount &&
+    a.confirmations.current === b.confirmations.current &&
     a.blockchainTxHash === b.blockchainTxHash &&
     (a.confirmedAt?.getTime() ?? null) === (b.confirmedAt?.getTime() ?? null)
   );
@@ -50,7 +69,7 @@ export interface LiveSubscriber {
 }
 
 export interface LiveStatusOptions {
-  /** Reads every watched session in ONE query (`findCheckoutSessionsByIds`). */
+  /** Reads every watched session in one query (`findCheckoutSessionsByIds`) and what the chain shows of them in another. */
   load(ids: readonly string[]): Promise<Map<string, LiveSnapshot>>;
   /** Interval between two reads while anything is watched (default 1 s). */
   intervalMs?: number;

@@ -22,6 +22,7 @@ const en = {
   statusLabel: "Payment status",
   stateWaiting: "Waiting for your payment…",
   statePartial: "Partially paid: {received} USDT received. Please send the remaining {remaining} USDT.",
+  stateConfirming: "Payment detected — confirming {current} of {required}.",
   statePaid: "Payment received. Thank you!",
   stateExpired: "This payment request has expired. Please do not send any funds to this address.",
   statePartialExpired:
@@ -62,6 +63,7 @@ const de: Messages = {
   stateWaiting: "Warten auf Ihre Zahlung…",
   statePartial:
     "Teilweise bezahlt: {received} USDT erhalten. Bitte senden Sie die restlichen {remaining} USDT.",
+  stateConfirming: "Zahlung erkannt — Bestätigung {current} von {required}.",
   statePaid: "Zahlung erhalten. Vielen Dank!",
   stateExpired: "Diese Zahlungsanforderung ist abgelaufen. Bitte senden Sie kein Geld mehr an diese Adresse.",
   statePartialExpired:

@@ -3,7 +3,7 @@ import type { Environment } from "../domain/environment.js";
 import { formatUnits } from "../domain/money.js";
 import { CLIENT_SCRIPT } from "./client-script.js";
 import { html, raw, type SafeHtml } from "./html.js";
-import { isFinal, type LiveSnapshot } from "./live-status.js";
+import { isConfirming, isFinal, type LiveSnapshot, seenAmount } from "./live-status.js";
 import {
   DECIMAL_SEPARATOR,
   LANGUAGE_NAMES,
@@ -15,19 +15,29 @@ import {
 } from "./messages.js";
 import { STYLES } from "./styles.js";
 
-/** What the customer sees: open (waiting / partial) or one of the end states. */
-export type PageState = "waiting" | "partial" | "paid" | "expired" | "partialExpired";
+/** What the customer sees: open (waiting / partial), the payment confirming, or one of the end states. */
+export type PageState = "waiting" | "partial" | "confirming" | "paid" | "expired" | "partialExpired";
 
 /**
- * The state shown for a session at `now`. Past `expiresAt` an open session is shown as expired even
- * before the expiry job closes it: a payment confirmed after the deadline is a late payment, never
- * this session's (domain/checkout.ts `sessionTransferOutcome`).
+ * The state shown for a session at `now`. A payment seen on the chain that covers the amount, or any
+ * payment in time still confirming once the deadline has passed, shows "confirming n of m" (it counts
+ * for the session: on time is decided by its block time). Past `expiresAt` an open session with
+ * nothing confirming is shown as expired even before the expiry job closes it. `client-script.ts`
+ * mirrors this function.
  */
 export function pageState(s: LiveSnapshot, expiresAt: Date, now: number): PageState {
   if (s.status === "confirmed") return "paid";
-  const partial = s.actualBalance > 0n;
+  const seen = seenAmount(s);
+  if (isConfirming(s) && (seen >= s.amount || now >= expiresAt.getTime())) return "confirming";
+  const partial = s.status === "failed" ? s.actualBalance > 0n : seen > 0n;
   if (isFinal(s) || now >= expiresAt.getTime()) return partial ? "partialExpired" : "expired";
   return partial ? "partial" : "waiting";
+}
+
+/** The amount still to send: what the chain has not shown yet (confirmed or confirming). */
+export function remainingAmount(s: LiveSnapshot): bigint {
+  const seen = seenAmount(s);
+  return s.amount > seen ? s.amount - seen : 0n;
 }
 
 export const NETWORK_NAMES: Readonly<Record<Network, string>> = {
@@ -87,12 +97,15 @@ export function renderPayPage(p: PayPageInput): string {
   const { lang, snapshot: s } = p;
   const state = pageState(s, p.expiresAt, p.now);
   const open = state === "waiting" || state === "partial";
-  const remaining = s.amount > s.actualBalance ? s.amount - s.actualBalance : 0n;
+  const remaining = remainingAmount(s);
   const amountText = displayAmount(s.amount, lang);
   const network = NETWORK_NAMES[p.network];
   const self = `/pay/${encodeURIComponent(p.sessionId)}`;
   const field = (name: string, value: string) => html`<span data-field="${name}">${value}</span>`;
-  const received = field("received", displayAmount(s.actualBalance, lang));
+  const received = field(
+    "received",
+    displayAmount(state === "partial" ? seenAmount(s) : s.actualBalance, lang),
+  );
   const panel = (name: PageState, body: SafeHtml) =>
     html`<div class="panel panel-${name}" data-panel="${name}"${state === name ? "" : raw(" hidden")}>${body}</div>`;
 
@@ -100,6 +113,9 @@ export function renderPayPage(p: PayPageInput): string {
   data-status="${s.status}"
   data-amount="${formatUnits(s.amount)}"
   data-received="${formatUnits(s.actualBalance)}"
+  data-detected="${formatUnits(s.detectedAmount)}"
+  data-confirmations="${s.confirmations.current}"
+  data-required="${s.confirmations.required}"
   data-remaining="${formatUnits(remaining)}"
   data-qr-amount="${p.qrUnits === null ? "" : formatUnits(p.qrUnits)}"
   data-remaining-ms="${Math.max(0, p.expiresAt.getTime() - p.now)}"
@@ -117,6 +133,13 @@ export function renderPayPage(p: PayPageInput): string {
   ${panel(
     "partial",
     html`<p>${tHtml(lang, "statePartial", { received, remaining: field("remaining", displayAmount(remaining, lang)) })}</p>`,
+  )}
+  ${panel(
+    "confirming",
+    html`<p>${tHtml(lang, "stateConfirming", {
+      current: field("confirmations", String(s.confirmations.current)),
+      required: field("required", String(s.confirmations.required)),
+    })}</p>`,
   )}
   ${panel(
     "paid",
@@ -153,7 +176,7 @@ export function renderPayPage(p: PayPageInput): string {
     time: html`<time datetime="${p.expiresAt.toISOString()}">${utcText(p.expiresAt)}</time>`,
   })} · ${t(lang, "timeLeft")} <span id="countdown" role="timer">${countdownText(p.expiresAt.getTime() - p.now)}</span></p>
 </section>
-${open ? html`<noscript><p class="note">${t(lang, "noscript")} <a href="${self}?lang=${lang}">${t(lang, "refresh")}</a></p></noscript>` : ""}
+${open || state === "confirming" ? html`<noscript><p class="note">${t(lang, "noscript")} <a href="${self}?lang=${lang}">${t(lang, "refresh")}</a></p></noscript>` : ""}
 ${languageNav(lang, self)}
 <footer>${t(lang, "poweredBy")}</footer>
 </main>`;
@@ -162,9 +185,9 @@ ${languageNav(lang, self)}
     lang,
     nonce: p.nonce,
     title: t(lang, "pageTitle", { amount: amountText }),
-    refreshSeconds: open ? 30 : null,
+    refreshSeconds: open || state === "confirming" ? 30 : null,
     body,
-    script: open,
+    script: open || state === "confirming",
   });
 }
 

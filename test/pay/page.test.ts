@@ -253,15 +253,31 @@ describe("GET /pay/{id}/events", () => {
       remaining: 10,
       confirmedAt: null,
       blockchainTxHash: null,
+      detectedAmount: 0,
+      confirmations: { current: 0, required: 1 },
     });
+    // A payment may first show as detected (stored by the watcher, not yet handed off) — the
+    // sandbox needs one confirmation, so the next read usually has it settled already.
+    const settled = async () => {
+      for (;;) {
+        const e = await events.nextStatus();
+        if (!e || Number(e.detectedAmount) <= Number(e.actualBalance)) return e;
+        expect(e).toMatchObject({ status: "pending", confirmations: { required: 1 } });
+      }
+    };
 
     const pay = (amount: number) =>
       call(svc.urls.sandbox, `/api/v1/sandbox/checkout/${s.id}/pay`, { headers, json: { amount } });
     expect((await pay(4)).status).toBe(202);
-    expect(await events.nextStatus()).toMatchObject({ status: "pending", actualBalance: 4, remaining: 6 });
+    expect(await settled()).toMatchObject({
+      status: "pending",
+      actualBalance: 4,
+      remaining: 6,
+      detectedAmount: 4,
+    });
     const paid = await pay(6);
     expect(paid.status).toBe(202);
-    const confirmed = await events.nextStatus();
+    const confirmed = await settled();
     expect(confirmed).toMatchObject({ status: "confirmed", actualBalance: 10, remaining: 0 });
     expect(typeof confirmed?.confirmedAt).toBe("string");
     expect(confirmed?.blockchainTxHash).toBeTruthy();
@@ -288,6 +304,8 @@ describe("GET /pay/{id}/events", () => {
       remaining: 3.5,
       confirmedAt: null,
       blockchainTxHash: null,
+      detectedAmount: 0,
+      confirmations: { current: 0, required: 1 },
     });
     expect(await events.next()).toBeNull();
   });

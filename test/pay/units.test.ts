@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { escapeHtml, html, raw } from "../../src/pay/html.js";
 import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber } from "../../src/pay/live-status.js";
 import { chooseLanguage, LANGUAGES, messages, t } from "../../src/pay/messages.js";
-import { countdownText, displayAmount, pageState, renderPayPage, utcText } from "../../src/pay/page.js";
+import {
+  countdownText,
+  displayAmount,
+  pageState,
+  remainingAmount,
+  renderPayPage,
+  utcText,
+} from "../../src/pay/page.js";
 import { paymentUri, uriCarriesAmount } from "../../src/pay/payment-uri.js";
 
 describe("html template", () => {
@@ -89,6 +96,8 @@ const snap = (over: Partial<LiveSnapshot> = {}): LiveSnapshot => ({
   actualBalance: 0n,
   confirmedAt: null,
   blockchainTxHash: null,
+  detectedAmount: 0n,
+  confirmations: { current: 0, required: 12 },
   ...over,
 });
 
@@ -108,6 +117,40 @@ describe("page state and formatting", () => {
     // Past the deadline but not yet closed by the expiry job: already shown as expired.
     expect(pageState(snap(), expiresAt, after)).toBe("expired");
     expect(pageState(snap({ actualBalance: 3n }), expiresAt, after)).toBe("partialExpired");
+  });
+
+  it("a payment seen on the chain shows 'confirming n of m'; in time it stays so past the deadline", () => {
+    const seen = { detectedAmount: 10_000_000n, confirmations: { current: 2, required: 12 } };
+    expect(pageState(snap(seen), expiresAt, before)).toBe("confirming");
+    expect(pageState(snap(seen), expiresAt, after)).toBe("confirming");
+    // A partial payment still confirming: the customer is asked for the rest only.
+    const part = snap({ detectedAmount: 4_000_000n, confirmations: { current: 1, required: 12 } });
+    expect(pageState(part, expiresAt, before)).toBe("partial");
+    expect(remainingAmount(part)).toBe(6_000_000n);
+    expect(pageState(part, expiresAt, after)).toBe("confirming");
+    // Confirmed in full: paid; closed as failed: what was credited decides.
+    expect(
+      pageState(snap({ ...seen, status: "confirmed", actualBalance: 10_000_000n }), expiresAt, after),
+    ).toBe("paid");
+    expect(pageState(snap({ status: "failed", detectedAmount: 0n }), expiresAt, after)).toBe("expired");
+    const page = renderPayPage({
+      lang: "en",
+      environment: "production",
+      sessionId: "tx_1",
+      network: "USDT-ERC20",
+      address: "0xabc",
+      orderId: null,
+      expiresAt,
+      now: before,
+      qrSvg: null,
+      qrUnits: null,
+      nonce: "n",
+      snapshot: snap(seen),
+    });
+    expect(page).toContain('data-panel="confirming">');
+    expect(page).toMatch(
+      /Payment detected — confirming <span data-field="confirmations">2<\/span> of <span data-field="required">12<\/span>/,
+    );
   });
 
   it("amounts stay exact (only the decimal separator is localised); times are UTC", () => {

@@ -4,17 +4,26 @@ import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
 import type { Network } from "../../chains/network.js";
+import type { CheckoutSessionRecord } from "../../domain/checkout.js";
+import { noDetection } from "../../domain/checkout.js";
 import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
 import { isFinal, type LiveSnapshot, LiveStatusHub, snapshotOf } from "../../pay/live-status.js";
 import { chooseLanguage } from "../../pay/messages.js";
-import { contentSecurityPolicy, pageState, renderNotFoundPage, renderPayPage } from "../../pay/page.js";
+import {
+  contentSecurityPolicy,
+  pageState,
+  remainingAmount,
+  renderNotFoundPage,
+  renderPayPage,
+} from "../../pay/page.js";
 import { paymentUri, uriCarriesAmount } from "../../pay/payment-uri.js";
 import { qrSvg } from "../../pay/qr.js";
 import {
   findCheckoutSessionsByIds,
   findPublicCheckoutSession,
+  findSessionDetections,
 } from "../../repositories/checkout-sessions.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ErrorEnvelope, RateLimitedEnvelope } from "../schemas/common.js";
@@ -32,13 +41,14 @@ const Params = Type.Object({ id: Type.String({ description: "The checkout sessio
 
 /** The SSE event of a snapshot: the session fields the page shows, amounts in USDT as in the API. */
 export function statusEvent(s: LiveSnapshot): string {
-  const remaining = s.amount > s.actualBalance ? s.amount - s.actualBalance : 0n;
   const data = {
     status: s.status,
     actualBalance: formatAmount(s.actualBalance),
-    remaining: formatAmount(remaining),
+    remaining: formatAmount(remainingAmount(s)),
     confirmedAt: s.confirmedAt ? s.confirmedAt.toISOString() : null,
     blockchainTxHash: s.blockchainTxHash,
+    detectedAmount: formatAmount(s.detectedAmount),
+    confirmations: { ...s.confirmations },
   };
   return `event: status\ndata: ${JSON.stringify(data)}\n\n`;
 }
@@ -64,12 +74,30 @@ export function payRoutes(app: App, deps: RouteDeps) {
   const db = deps.database.db;
   const tags = ["Hosted payment page"];
 
-  // One poller per process for every open page (one query per interval, whatever the number of pages).
+  // What the chain shows of sessions (detection, confirmations), for the page and its live status.
+  const required = (network: Network, environment: Environment) =>
+    deps.chains.requiredConfirmations(network, environment);
+  const snapshots = async (sessions: CheckoutSessionRecord[]) => {
+    const detections = await findSessionDetections(
+      db,
+      sessions.map((s) => s.transaction.id),
+      required,
+    );
+    return new Map(
+      sessions.map((s) => [
+        s.transaction.id,
+        snapshotOf(
+          s,
+          detections.get(s.transaction.id) ?? noDetection(required(s.network, s.transaction.environment)),
+        ),
+      ]),
+    );
+  };
+  const snapshotOfOne = async (s: CheckoutSessionRecord) => (await snapshots([s])).get(s.transaction.id)!;
+
+  // One poller per process for every open page (two queries per interval, whatever the number of pages).
   const hub = new LiveStatusHub({
-    load: async (ids) => {
-      const sessions = await findCheckoutSessionsByIds(db, ids);
-      return new Map(sessions.map((s) => [s.transaction.id, snapshotOf(s)]));
-    },
+    load: async (ids) => snapshots(await findCheckoutSessionsByIds(db, ids)),
     onError: (err) => logger.warn({ err }, "hosted page live status: read failed"),
   });
   app.addHook("preClose", async () => hub.close());
@@ -115,10 +143,10 @@ export function payRoutes(app: App, deps: RouteDeps) {
         id.length <= MAX_ID_LENGTH ? await findPublicCheckoutSession(db, request.environment, id) : null;
       if (!session) return reply.code(404).send(renderNotFoundPage(lang, nonce));
 
-      const snapshot = snapshotOf(session);
+      const snapshot = await snapshotOfOne(session);
       const now = clock.now();
       const state = pageState(snapshot, session.expiresAt, now);
-      const remaining = snapshot.amount - snapshot.actualBalance;
+      const remaining = remainingAmount(snapshot);
       let qr: string | null = null;
       let qrUnits: bigint | null = null;
       if (state === "waiting" || state === "partial") {
@@ -158,7 +186,8 @@ export function payRoutes(app: App, deps: RouteDeps) {
         summary: "Live status of the hosted payment page (Server-Sent Events)",
         description:
           "One long-lived `text/event-stream` (one request of the Public Page tier): an `event: status` " +
-          "with `{ status, actualBalance, remaining, confirmedAt, blockchainTxHash }` at once and on every " +
+          "with `{ status, actualBalance, remaining, confirmedAt, blockchainTxHash, detectedAmount, " +
+          "confirmations: { current, required } }` at once and on every " +
           "change, a comment line every 15 s, `retry: 3000`. The stream ends after `confirmed` or `failed`.",
         tags,
         params: Params,
@@ -190,7 +219,7 @@ export function payRoutes(app: App, deps: RouteDeps) {
         .type("text/event-stream; charset=utf-8")
         .header("Cache-Control", "no-cache, no-transform")
         .header("X-Accel-Buffering", "no"); // nginx: do not buffer the stream
-      const first = snapshotOf(session);
+      const first = await snapshotOfOne(session);
       write(`retry: ${SSE_RETRY_MS}\n\n`);
       write(statusEvent(first));
       // A closed session never changes; a HEAD request (Fastify drains its payload) must not subscribe.
