@@ -33,7 +33,8 @@ export interface Config {
     sandboxPort: number;
     productionBaseUrl: string;
     sandboxBaseUrl: string;
-    trustProxy: boolean;
+    /** `false`: the socket address is the client; a hop count; or the proxies' addresses/CIDRs (CONTRACT §7). */
+    trustProxy: false | number | string[];
     bodyLimitBytes: number;
   };
   dataDir: string;
@@ -131,6 +132,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       problems.push({
         variable: "MASTER_MNEMONIC",
         message: "MASTER_MNEMONIC or MASTER_MNEMONIC_FILE is required in production mode",
+      });
+    }
+    if (!e.METRICS_TOKEN) {
+      problems.push({
+        variable: "METRICS_TOKEN",
+        message:
+          "required in production mode: /metrics and the detail of /readyz answer only to Authorization: Bearer <METRICS_TOKEN>",
       });
     }
   }

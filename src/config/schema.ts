@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { validateAllowlistEntry } from "../domain/ip-allowlist.js";
 import { DEFAULT_WEBHOOK_PORTS } from "../domain/webhook-ports.js";
 
 /**
@@ -20,6 +21,27 @@ const csv = z.string().transform((s) =>
     .filter((x) => x.length > 0),
 );
 
+/**
+ * `TRUST_PROXY` (CONTRACT §7): unset/`false`/`0` — the socket address is the client; a hop count
+ * (`true` = 1) — that many proxies each append the address they received from to X-Forwarded-For,
+ * so the client is the entry the outermost one appended, counted from the right; or a comma list
+ * of the proxies' addresses/CIDRs — entries are skipped from the right while they are listed.
+ */
+const trustProxy = z.string().transform((raw, ctx): false | number | string[] => {
+  const value = raw.trim();
+  if (value === "false" || value === "0") return false;
+  if (value === "true") return 1;
+  if (/^[1-9]\d?$/.test(value)) return Number(value);
+  const entries = value.split(",").map((e) => e.trim());
+  const bad = entries.find((e) => validateAllowlistEntry(e) !== null);
+  if (bad === undefined) return entries;
+  ctx.addIssue({
+    code: z.ZodIssueCode.custom,
+    message: `must be false, a hop count 1-99 (true = 1) or a comma list of proxy addresses/CIDRs; "${bad}" is none of these`,
+  });
+  return z.NEVER;
+});
+
 export const envSchema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -29,7 +51,7 @@ export const envSchema = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   PRODUCTION_BASE_URL: optionalUrl,
   SANDBOX_BASE_URL: optionalUrl,
-  TRUST_PROXY: bool.default("false"),
+  TRUST_PROXY: trustProxy.default("false"),
   BODY_LIMIT_BYTES: positiveInt.default(65_536),
 
   DATA_DIR: z.string().min(1).default("./data"),

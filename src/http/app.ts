@@ -4,6 +4,7 @@ import Fastify from "fastify";
 import { authKit } from "../auth/kit.js";
 import { newId } from "../domain/ids.js";
 import type { App, RouteDeps } from "./app-types.js";
+import { trustProxyOption } from "./client-ip.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
 import { frameworkErrorHandler, makeErrorHandler, notFoundHandler } from "./errors.js";
@@ -31,7 +32,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger,
-    trustProxy: config.http.trustProxy,
+    trustProxy: trustProxyOption(config.http.trustProxy),
     bodyLimit: config.http.bodyLimitBytes,
     requestIdHeader: false,
     // A well-formed X-Request-Id from the caller is kept (for tracing across systems); otherwise ours.
@@ -45,6 +46,17 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
     // over the limit) answer in the contract's envelope like every other bad input.
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  // Authorization is declared by each route (config.auth, audience, tier) and decided from the
+  // matched route, never from the URL text; a route declaring it half is a programming error.
+  app.addHook("onRoute", (route) => {
+    const c = route.config;
+    const where = `${String(route.method)} ${route.url}`;
+    if (c?.auth !== undefined && c.tier === undefined)
+      throw new Error(`${where}: an authenticated route declares its rate-limit tier`);
+    if (c?.audience !== undefined && c.auth !== "dashboard" && c.auth !== "merchant")
+      throw new Error(`${where}: config.audience needs a dashboard-channel config.auth`);
+  });
 
   registerLosslessJson(app);
   app.setValidatorCompiler(validatorCompiler());

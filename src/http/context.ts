@@ -26,6 +26,16 @@ export type Principal =
  */
 export type AuthMode = "apiKey" | "dashboard" | "merchant";
 
+/**
+ * Which dashboard accounts a route serves (default `merchant`): `merchant` — merchant accounts
+ * only (their own data); `admin` — the platform operator's admin accounts only, read-only (safe
+ * methods); `account` — any signed-in account, for its own profile, password, OTP and 2FA
+ * (`/api/v1/auth/*`). The decision is taken from the matched route's config, never from the URL
+ * the client sent (issue #18 finding 1: `/api/v1/%61dmin/...` routed to the admin views while a
+ * check on the raw URL saw no admin path).
+ */
+export type Audience = "merchant" | "admin" | "account";
+
 declare module "fastify" {
   interface FastifyContextConfig {
     /** Rate-limit tier (CONTRACT §7); `false` exempts operational routes. */
@@ -34,6 +44,8 @@ declare module "fastify" {
     auth?: AuthMode;
     /** `x-api-secret` required on the API-key channel (CONTRACT §4: where money leaves or secrets are read). */
     requireSecret?: boolean;
+    /** Dashboard accounts the route serves (default `merchant`); only with `auth`. */
+    audience?: Audience;
   }
   interface FastifyRequest {
     environment: "production" | "sandbox";

@@ -244,6 +244,7 @@ describe("resolveMnemonic", () => {
       SECRET_ENCRYPTION_KEY: "a".repeat(64),
       JWT_SECRET: "b".repeat(64),
       INTERNAL_SHARED_SECRET: "c".repeat(64),
+      METRICS_TOKEN: "m".repeat(32),
     };
     expect(() => parseConfig(prodEnv)).toThrow(/MASTER_MNEMONIC/);
     const ok = parseConfig({ ...prodEnv, MASTER_MNEMONIC: MNEMONIC });

@@ -62,12 +62,14 @@ describe("configuration", () => {
       "JWT_SECRET",
       "INTERNAL_SHARED_SECRET",
       "MASTER_MNEMONIC",
+      "METRICS_TOKEN",
     ]);
     const ok = parseConfig({
       NODE_ENV: "production",
       SECRET_ENCRYPTION_KEY: "a".repeat(64),
       JWT_SECRET: "j".repeat(40),
       INTERNAL_SHARED_SECRET: "i".repeat(40),
+      METRICS_TOKEN: "m".repeat(32),
       MASTER_MNEMONIC_FILE: "/run/secrets/mnemonic",
     });
     expect(ok.production).toBe(true);

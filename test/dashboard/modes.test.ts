@@ -9,6 +9,7 @@ const PROD_ENV = {
   SECRET_ENCRYPTION_KEY: "a".repeat(64),
   JWT_SECRET: "j".repeat(40),
   INTERNAL_SHARED_SECRET: "i".repeat(40),
+  METRICS_TOKEN: "m".repeat(32),
   MASTER_MNEMONIC:
     "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
   RATE_LIMIT_AUTH: "1000",

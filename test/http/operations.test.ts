@@ -1,9 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestService, type TestService } from "../support/harness.js";
 
+const METRICS_TOKEN = "metrics-token-0123456789";
+/** The checks of /readyz and /metrics are the operator's (CONTRACT §9; test/security/09-...). */
+const operator = { authorization: `Bearer ${METRICS_TOKEN}` };
+
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService({ env: { DOCS_USER: "docs", DOCS_PASSWORD: "s3cret-docs" } });
+  svc = await startTestService({ env: { DOCS_USER: "docs", DOCS_PASSWORD: "s3cret-docs", METRICS_TOKEN } });
 });
 afterAll(() => svc?.close());
 
@@ -11,14 +15,14 @@ describe("health, readiness, metrics", () => {
   it("/healthz and /readyz report the database, the rate-limit store, the worker, each chain and its sending side", async () => {
     expect((await call(svc.urls.production, "/healthz")).body).toEqual({ status: "ok" });
     // The in-process worker writes its heartbeat on start.
-    let ready = await call(svc.urls.production, "/readyz");
+    let ready = await call(svc.urls.production, "/readyz", { headers: operator });
     const settled = (b: any) =>
       b.checks.workers.status === "ok" &&
       b.checks["chain:USDT-ERC20:sandbox"]?.status === "ok" &&
       b.checks["chain:USDT-TRC20:sandbox"]?.status === "ok";
     for (let i = 0; i < 100 && !settled(ready.body); i++) {
       await new Promise((r) => setTimeout(r, 20));
-      ready = await call(svc.urls.production, "/readyz");
+      ready = await call(svc.urls.production, "/readyz", { headers: operator });
     }
     // Production chains have no RPC configured in tests: reported as down (CONTRACT §1), which
     // degrades readiness without taking the instance out of rotation (200).
@@ -62,9 +66,15 @@ describe("health, readiness, metrics", () => {
     expect(ready.headers.get("ratelimit-limit")).toBeNull(); // probes are never rate limited
   });
 
-  it("/metrics counts requests per route template and status for loopback callers", async () => {
+  it("/readyz tells a caller without the token only the overall status", async () => {
+    const r = await call(svc.urls.production, "/readyz");
+    expect(r.body).toEqual({ status: "degraded" });
+    expect(r.status).toBe(200);
+  });
+
+  it("/metrics counts requests per route template and status (for the token holder)", async () => {
     await call(svc.urls.sandbox, "/api/v1/public/account");
-    const r = await call(svc.urls.production, "/metrics");
+    const r = await call(svc.urls.production, "/metrics", { headers: operator });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toMatch(/text\/plain/);
     expect(r.text).toMatch(
@@ -80,15 +90,15 @@ describe("health, readiness, metrics", () => {
 });
 
 describe("metrics behind a token", () => {
-  it("requires the bearer token when METRICS_TOKEN is set", async () => {
-    const s = await startTestService({ env: { METRICS_TOKEN: "metrics-token-0123456789" } });
+  it("requires the bearer token", async () => {
+    const s = await startTestService({ env: { METRICS_TOKEN } });
     try {
       expect((await call(s.urls.production, "/metrics")).status).toBe(404);
       expect(
         (await call(s.urls.production, "/metrics", { headers: { authorization: "Bearer wrong" } })).status,
       ).toBe(404);
       const ok = await call(s.urls.production, "/metrics", {
-        headers: { authorization: "Bearer metrics-token-0123456789" },
+        headers: operator,
       });
       expect(ok.status).toBe(200);
     } finally {

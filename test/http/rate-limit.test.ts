@@ -8,6 +8,9 @@ import { openTestDatabase, TEST_REDIS_URL } from "../support/db.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 const WINDOW_MS = 900_000;
+/** /readyz shows its checks only to the operator's token (CONTRACT §9). */
+const METRICS_TOKEN = "metrics-token-0123456789abcdef";
+const operator = { authorization: `Bearer ${METRICS_TOKEN}` };
 
 // Stands in for the Auth-tier routes (login, register, ...) of the dashboard issue.
 function authProbe(app: App) {
@@ -104,10 +107,10 @@ describe("rate limits, in memory", () => {
   });
 
   it("keeps limiting per instance when Redis is unreachable, and /readyz says so", async () => {
-    const svc = await start({ env: { REDIS_URL: "redis://127.0.0.1:1" } });
+    const svc = await start({ env: { REDIS_URL: "redis://127.0.0.1:1", METRICS_TOKEN } });
     for (let i = 0; i < 15; i++) expect((await login(svc)).status).toBe(200);
     expect((await login(svc)).status).toBe(429);
-    const ready = await call(svc.urls.production, "/readyz");
+    const ready = await call(svc.urls.production, "/readyz", { headers: operator });
     expect(ready.status).toBe(200);
     expect(ready.body.status).toBe("degraded");
     expect(ready.body.checks.rateLimitStore.status).toBe("degraded");
@@ -138,7 +141,7 @@ describe.skipIf(!TEST_REDIS_URL)("rate limits on Redis", () => {
 
   it("slides exactly, atomically in Redis", async () => {
     const clock = new ManualClock();
-    const svc = await start({ clock, env: env() });
+    const svc = await start({ clock, env: { ...env(), METRICS_TOKEN } });
     const t0 = clock.now();
     for (let i = 0; i < 15; i++) {
       expect((await login(svc)).status).toBe(200);
@@ -152,7 +155,7 @@ describe.skipIf(!TEST_REDIS_URL)("rate limits on Redis", () => {
     expect((await login(svc)).status).toBe(200);
     expect((await login(svc)).status).toBe(429);
     expect(await redis.zcard(`${prefix}rl:auth:127.0.0.1`)).toBe(15);
-    const ready = await call(svc.urls.production, "/readyz");
+    const ready = await call(svc.urls.production, "/readyz", { headers: operator });
     expect(ready.body.checks.rateLimitStore).toEqual({ status: "ok", detail: "redis" });
   });
 

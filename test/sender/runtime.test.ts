@@ -17,7 +17,7 @@ import { MNEMONIC, wallet } from "./support.js";
 describe("sending inside serve (in-process signer, worker jobs)", () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService({ env: { MASTER_MNEMONIC: MNEMONIC } });
+    svc = await startTestService({ env: { MASTER_MNEMONIC: MNEMONIC, METRICS_TOKEN: "m".repeat(32) } });
   });
   afterAll(async () => {
     await svc?.close();
@@ -56,12 +56,13 @@ describe("sending inside serve (in-process signer, worker jobs)", () => {
     expect(await sim.balanceOf(to)).toBe(1_234_567n);
     expect((await sim.transaction(row!.tx_hash!))?.from).toBe(wallet.address("USDT-ERC20", "sandbox", 0));
 
-    const ready = await call(svc.urls.production, "/readyz");
+    const operator = { authorization: `Bearer ${"m".repeat(32)}` };
+    const ready = await call(svc.urls.production, "/readyz", { headers: operator });
     expect(ready.body.checks["sending:USDT-ERC20:sandbox"]).toMatchObject({
       status: "ok",
       detail: expect.stringMatching(/hot wallet .*0 open transfers, 0 pending sweeps/),
     });
-    const metrics = await fetch(`${svc.urls.production}/metrics`).then((r) => r.text());
+    const metrics = await fetch(`${svc.urls.production}/metrics`, { headers: operator }).then((r) => r.text());
     expect(metrics).toMatch(/stablegate_outgoing_open\{network="USDT-ERC20",environment="sandbox"\} 0/);
     expect(metrics).toMatch(/stablegate_outgoing_waiting_funds\{/);
     expect(metrics).toMatch(/stablegate_sweeps_pending\{/);

@@ -5,6 +5,7 @@ import { hashSecret, parseCredential } from "../../domain/api-key-format.js";
 import { AppError } from "../../domain/errors.js";
 import { ipAllowed } from "../../domain/ip-allowlist.js";
 import type { ApiKeyLookups } from "../../repositories/api-keys.js";
+import { clientIp } from "../client-ip.js";
 import type { Principal } from "../context.js";
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -17,7 +18,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * The API-key channel (SPEC §5.1, CONTRACT §4), in this order:
  *  missing/malformed/unknown key → 401; key of the other environment → 403; a sent secret that is
  *  wrong, or a required secret missing → 401; revoked or rotated pair → 403; suspended merchant →
- *  403; client IP outside the merchant's allowlist → 403.
+ *  403; client IP (`clientIp`, the one the rate limiter counts) outside the merchant's allowlist → 403.
  */
 export async function authenticateApiKey(
   request: FastifyRequest,
@@ -55,7 +56,7 @@ export async function authenticateApiKey(
     );
   }
   if (found.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
-  if (!ipAllowed(found.ipAllowlist, request.ip)) {
+  if (!ipAllowed(found.ipAllowlist, clientIp(request))) {
     throw AppError.forbidden("Requests from this IP address are not allowed by the merchant's IP allowlist.");
   }
   return {

@@ -7,12 +7,27 @@ import { AppError } from "../../domain/errors.js";
  * CORS for the dashboard (SPEC §5.2, CONTRACT §9): the browser may call dashboard, auth, admin and
  * webhook-management routes from the origins of `CORS_ORIGINS`, with credentials. API-key paths
  * are exempt: they get no CORS headers at all (server-to-server; a secret never belongs in a browser).
+ *
+ * Whether a request is on a browser route is read from the route the router matched (its declared
+ * template), never from the URL text: `/api/v1/%61uth/login` is the login route and gets its
+ * Origin check. The one exception is a preflight, which no route of ours answers (the `OPTIONS *`
+ * route of @fastify/cors): it is answered from its path, and grants nothing by itself — the
+ * browser reads the real response only if that response's own headers, decided by its matched
+ * route, allow it; a spelling the preflight does not recognise just gets no CORS headers.
  */
 const BROWSER_PATHS = ["/api/v1/auth/", "/api/v1/dashboard/", "/api/v1/admin/", "/api/v1/webhook/"];
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-export function isBrowserPath(url: string): boolean {
-  return BROWSER_PATHS.some((p) => url.startsWith(p));
+function isBrowserPath(path: string): boolean {
+  return BROWSER_PATHS.some((p) => path.startsWith(p));
+}
+
+/** The request's matched route is a dashboard-channel (browser) route; see above for preflights. */
+export function isBrowserRoute(request: FastifyRequest): boolean {
+  const template = request.routeOptions.url;
+  if (template === undefined) return false; // no route: answered 404
+  if (template === "*" && request.method === "OPTIONS") return isBrowserPath(request.url);
+  return isBrowserPath(template);
 }
 
 export function isSafeMethod(method: string): boolean {
@@ -62,7 +77,7 @@ export async function registerCors(app: FastifyInstance, config: Config) {
   await app.register(cors, {
     hook: "onRequest",
     delegator: (request, callback) => {
-      if (!isBrowserPath(request.url)) {
+      if (!isBrowserRoute(request)) {
         callback(null, { origin: false });
         return;
       }
@@ -85,6 +100,6 @@ export async function registerCors(app: FastifyInstance, config: Config) {
   });
   // Writes to browser paths from a foreign origin are refused whatever the credentials.
   app.addHook("onRequest", async (request) => {
-    if (isBrowserPath(request.url)) assertWriteOrigin(request, origins, false);
+    if (isBrowserRoute(request)) assertWriteOrigin(request, origins, false);
   });
 }

@@ -12,8 +12,9 @@ import { allowedOrigins, assertWriteOrigin, isSafeMethod } from "./cors.js";
  * The dashboard channel (SPEC §5.2, CONTRACT §6): a short-lived access JWT from the httpOnly
  * cookie or `Authorization: Bearer`, checked against its live session (so logout, reuse detection
  * and password changes end it at once). The environment is `X-Environment` when sent, else the
- * base URL that received the request. Admins are read-only and confined to `/api/v1/admin/*`
- * (plus their own `/api/v1/auth/*`); merchants never reach `/api/v1/admin/*`.
+ * base URL that received the request. Which accounts a route serves is its `config.audience`
+ * (http/context.ts): admins are read-only and confined to `admin` routes (plus their own
+ * `account` routes); merchants never reach an `admin` route.
  */
 
 export const ACCESS_COOKIE = "sg_access";
@@ -85,15 +86,15 @@ export async function authenticateDashboard(request: FastifyRequest): Promise<Pr
   if (!session || session.userId !== claims.userId) throw invalid();
   if (via === "cookie") assertWriteOrigin(request, verifier.origins, true);
 
-  const path = request.url;
-  const adminPath = path.startsWith("/api/v1/admin/") || path === "/api/v1/admin";
-  const authPath = path.startsWith("/api/v1/auth/");
+  // Who may call this route is the matched route's own declaration, never the URL text.
+  const audience = request.routeOptions.config?.audience ?? "merchant";
   if (session.role === "admin") {
-    if (!adminPath && !authPath)
+    if (audience === "merchant")
       throw AppError.forbidden("Admin accounts use the read-only /api/v1/admin/* views.");
-    if (adminPath && !isSafeMethod(request.method)) throw AppError.forbidden("Admin access is read-only.");
+    if (audience === "admin" && !isSafeMethod(request.method))
+      throw AppError.forbidden("Admin access is read-only.");
   } else {
-    if (adminPath) throw AppError.forbidden("Admin views need an admin account.");
+    if (audience === "admin") throw AppError.forbidden("Admin views need an admin account.");
     if (session.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
   }
   const environment = readEnvironmentHeader(request);
@@ -112,6 +113,17 @@ export async function authenticateDashboard(request: FastifyRequest): Promise<Pr
 export function dashboardPrincipal(request: FastifyRequest): Extract<Principal, { channel: "dashboard" }> {
   const p = request.principal;
   if (p?.channel !== "dashboard") throw new Error("route is not on the dashboard channel");
+  return p;
+}
+
+/**
+ * The admin principal of an `audience: "admin"` route. The verifier already refused everyone else;
+ * each admin handler asks again, so a route registered without its audience still leaks nothing.
+ */
+export function adminPrincipal(request: FastifyRequest): Extract<Principal, { channel: "dashboard" }> {
+  const p = request.principal;
+  if (p?.channel !== "dashboard" || p.role !== "admin")
+    throw AppError.forbidden("Admin views need an admin account.");
   return p;
 }
 

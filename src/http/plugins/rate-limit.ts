@@ -1,11 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config, RateLimitTier } from "../../config/config.js";
 import type { Clock } from "../../lib/clock.js";
+import { clientKey } from "../../ratelimit/client-key.js";
 import type { RateLimitStore } from "../../ratelimit/store.js";
+import { clientIp } from "../client-ip.js";
 
 export const RATE_LIMIT_MESSAGE = "API rate limit exceeded, please retry later.";
 
-/** The tier of a request: the route's own, or for unmatched paths the tier of the area it names. */
+/**
+ * The tier of a request: the matched route's own `config.tier` (every authenticated route declares
+ * one; `buildApp` refuses one that does not). Only a request no route declares a tier for — an
+ * unknown path answered 404, a CORS preflight — is counted in the tier of the area its path names;
+ * that choice grants nothing, whatever the spelling.
+ */
 export function tierOf(request: FastifyRequest): RateLimitTier | false {
   const configured = request.routeOptions.config?.tier;
   if (configured !== undefined) return configured;
@@ -16,7 +23,8 @@ export function tierOf(request: FastifyRequest): RateLimitTier | false {
 }
 
 /**
- * Per client IP, per tier, sliding 15-minute window (SPEC §8, CONTRACT §7). Runs first, before
+ * Per client (its address, an IPv6 client's /64: `clientKey`), per tier, sliding 15-minute window
+ * (SPEC §8, CONTRACT §7). The client address is `clientIp`, the one the IP allowlist checks. Runs first, before
  * authentication, so credential guessing is limited too; its headers are set before anything can
  * fail, so every response — 2xx, 4xx and 5xx alike — carries them.
  */
@@ -29,7 +37,7 @@ export function registerRateLimit(app: FastifyInstance, config: Config, store: R
     const tier = tierOf(request);
     if (tier === false) return;
     const limit = config.rateLimit.limits[tier];
-    const result = await store.hit(`${tier}:${request.ip}`, limit, windowMs, clock.now());
+    const result = await store.hit(`${tier}:${clientKey(clientIp(request))}`, limit, windowMs, clock.now());
     const resetSeconds = Math.ceil(result.resetMs / 1000);
     reply.header("RateLimit-Limit", String(limit));
     reply.header("RateLimit-Remaining", String(Math.max(0, limit - result.count)));

@@ -1,9 +1,14 @@
 import { Type } from "@sinclair/typebox";
 import type { Db } from "../../db/database.js";
 import { AppError } from "../../domain/errors.js";
+import { presentTransaction } from "../../domain/transaction.js";
+import { listTransactionsAcrossMerchants, toRecord } from "../../repositories/transactions.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { adminPrincipal } from "../plugins/dashboard-auth.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
+import { TransactionSchema } from "../schemas/transaction.js";
+import { TransactionFilterFields, transactionFilter } from "../transaction-query.js";
 
 const AdminMerchant = Type.Object({
   id: Type.String(),
@@ -13,6 +18,29 @@ const AdminMerchant = Type.Object({
   createdAt: Type.String({ format: "date-time" }),
   activeApiKeys: Type.Object({ production: Type.Integer(), sandbox: Type.Integer() }),
 });
+
+const AdminTransactionsQuery = Type.Composite([
+  ListQuerySchema,
+  Type.Object({
+    ...TransactionFilterFields,
+    merchantId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    environment: Type.Optional(Type.Union([Type.Literal("production"), Type.Literal("sandbox")])),
+  }),
+]);
+
+const AdminTransactionSchema = Type.Composite([
+  TransactionSchema,
+  Type.Object({
+    merchantId: Type.String(),
+    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+  }),
+]);
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+function adminTransactionView(r: ReturnType<typeof toRecord>) {
+  return { ...presentTransaction(r), merchantId: r.merchantId, environment: r.environment };
+}
 
 async function merchantsView(db: Db, ids: string[]) {
   if (ids.length === 0) return new Map<string, { production: number; sandbox: number }>();
@@ -33,13 +61,15 @@ async function merchantsView(db: Db, ids: string[]) {
 }
 
 /**
- * `/api/v1/admin/*` (CONTRACT §6): read-only views for the platform operator's admin accounts.
- * Any write answers 403 (the dashboard verifier refuses admin writes; this catch-all makes every
- * write path exist so it does so even for paths without a read).
+ * `/api/v1/admin/*` (CONTRACT §6): read-only views across merchants for the platform operator's
+ * admin accounts. Every route declares `audience: "admin"`, so the dashboard verifier admits admin
+ * accounts only, and only for reads, whatever spelling of the path the router matched; each
+ * handler asks again (`adminPrincipal`). Any write answers 403 (this catch-all makes every write
+ * path exist so it does so even for paths without a read).
  */
 export function adminRoutes(app: App, { database }: RouteDeps) {
   const db = database.db;
-  const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+  const cfg = { auth: "dashboard", audience: "admin", tier: "dashboard" } as const;
 
   app.get(
     "/api/v1/admin/merchants",
@@ -53,6 +83,7 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
       },
     },
     async (request) => {
+      adminPrincipal(request);
       const params = listParams(request.query);
       const sortColumn =
         params.sortBy === "status" ? "status" : params.sortBy === "updatedAt" ? "updated_at" : "created_at";
@@ -101,6 +132,7 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
       },
     },
     async (request) => {
+      adminPrincipal(request);
       const m = await db
         .selectFrom("merchants")
         .selectAll()
@@ -122,13 +154,66 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
     },
   );
 
+  app.get(
+    "/api/v1/admin/transactions",
+    {
+      config: cfg,
+      schema: {
+        summary: "Admin: transactions across merchants (filter by merchantId, environment and the usual)",
+        tags: ["Admin"],
+        querystring: AdminTransactionsQuery,
+        response: { 200: list(AdminTransactionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      adminPrincipal(request);
+      const q = request.query;
+      const params = listParams(q);
+      const { rows, total } = await listTransactionsAcrossMerchants(
+        db,
+        { merchantId: q.merchantId, environment: q.environment },
+        transactionFilter(q),
+        params,
+      );
+      return {
+        success: true as const,
+        data: rows.map(adminTransactionView),
+        pagination: pagination(params, total),
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/admin/transactions/:id",
+    {
+      config: cfg,
+      schema: {
+        summary: "Admin: one transaction of any merchant",
+        tags: ["Admin"],
+        params: IdParams,
+        response: { 200: ok(AdminTransactionSchema), ...commonErrors },
+      },
+    },
+    async (request) => {
+      adminPrincipal(request);
+      const row = await db
+        .selectFrom("transactions")
+        .selectAll()
+        .where("id", "=", request.params.id)
+        .executeTakeFirst();
+      if (!row) throw AppError.notFound("No such transaction.");
+      return { success: true as const, data: adminTransactionView(toRecord(row)) };
+    },
+  );
+
   // Admin is read-only: every write under /api/v1/admin/* is refused (after authentication).
   app.route({
     method: ["POST", "PUT", "PATCH", "DELETE"],
     url: "/api/v1/admin/*",
     config: cfg,
     schema: { hide: true },
-    handler: async () => {
+    handler: async (request) => {
+      adminPrincipal(request);
       throw AppError.forbidden("Admin access is read-only.");
     },
   });

@@ -210,7 +210,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/api/v1/auth/me",
     {
-      config: { auth: "dashboard", tier: "dashboard" },
+      config: { auth: "dashboard", audience: "account", tier: "dashboard" },
       schema: {
         summary: "The signed-in user and the environment the dashboard is looking at",
         tags: ["Dashboard auth"],
@@ -285,7 +285,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/otp",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth" },
       schema: {
         summary: "E-mail a 6-digit one-time code for a purpose (payout, password_change, sensitive)",
         description:
@@ -314,7 +314,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/password/change",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth" },
       schema: {
         summary: "Change the password: current password + an OTP of purpose password_change",
         description: "Every other session of the user ends, and every outstanding password-reset token.",
@@ -340,7 +340,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/setup",
     {
-      config: { auth: "dashboard", tier: "dashboard" },
+      config: { auth: "dashboard", audience: "account", tier: "dashboard" },
       schema: {
         summary: "Start TOTP enrolment: a new seed as otpauth URI and QR code (not active until enabled)",
         tags: ["Dashboard auth"],
@@ -366,7 +366,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/enable",
     {
-      config: { auth: "dashboard", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth" },
       schema: {
         summary: "Enable TOTP with a valid code of the seed from setup",
         tags: ["Dashboard auth"],
@@ -384,7 +384,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
     "/api/v1/auth/2fa/disable",
     {
       // Account-wide (it guards the production sign-in too): step-up whatever the environment.
-      config: { auth: "dashboard", tier: "auth", stepUp: { target: () => "account" } },
+      config: { auth: "dashboard", audience: "account", tier: "auth", stepUp: { target: () => "account" } },
       schema: {
         summary: "Disable TOTP: an e-mailed `sensitive` code (`otp`) and the current TOTP code (`totp`)",
         tags: ["Dashboard auth"],

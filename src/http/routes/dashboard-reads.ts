@@ -5,25 +5,19 @@ import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
 import { presentTransaction } from "../../domain/transaction.js";
 import { getBalances } from "../../ledger/balances.js";
-import {
-  findTransaction,
-  listTransactions,
-  listTransactionsAcrossMerchants,
-  toRecord,
-} from "../../repositories/transactions.js";
+import { findTransaction, listTransactions } from "../../repositories/transactions.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 import { CurrencyTypeSchema, TransactionSchema } from "../schemas/transaction.js";
-import { TransactionFilterFields, TransactionsQuery, transactionFilter } from "../transaction-query.js";
+import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
 
 /**
  * The dashboard-channel versions of the account reads (CONTRACT §4.4, §6 "the same reads"): the
  * dashboard session (cookie or Bearer) and its `X-Environment` instead of an API key — same data,
  * same schemas, same repositories as `/api/v1/public/balance` and `/transactions`. Plus the volume
- * series behind the dashboard's overview chart, and the admin's read-only transaction views
- * across merchants (`/api/v1/admin/transactions`, like `admin.ts`).
+ * series behind the dashboard's overview chart. (The admin's cross-merchant views are in `admin.ts`.)
  */
 
 const BalanceSchema = Type.Object({
@@ -32,23 +26,6 @@ const BalanceSchema = Type.Object({
   held: Type.Number({ description: "Reserved for withdrawals and payouts in flight" }),
   total: Type.Number(),
 });
-
-const AdminTransactionsQuery = Type.Composite([
-  ListQuerySchema,
-  Type.Object({
-    ...TransactionFilterFields,
-    merchantId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    environment: Type.Optional(Type.Union([Type.Literal("production"), Type.Literal("sandbox")])),
-  }),
-]);
-
-const AdminTransactionSchema = Type.Composite([
-  TransactionSchema,
-  Type.Object({
-    merchantId: Type.String(),
-    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
-  }),
-]);
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
@@ -63,10 +40,6 @@ const VolumePoint = Type.Object({
   outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in USDT" }),
   count: Type.Integer({ description: "Transactions counted in this day" }),
 });
-
-function adminView(r: ReturnType<typeof toRecord>) {
-  return { ...presentTransaction(r), merchantId: r.merchantId, environment: r.environment };
-}
 
 export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
   const db = database.db;
@@ -198,52 +171,6 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
             count: Number(r.n),
           })),
       };
-    },
-  );
-
-  app.get(
-    "/api/v1/admin/transactions",
-    {
-      config: cfg,
-      schema: {
-        summary: "Admin: transactions across merchants (filter by merchantId, environment and the usual)",
-        tags: ["Admin"],
-        querystring: AdminTransactionsQuery,
-        response: { 200: list(AdminTransactionSchema), ...commonErrors },
-      },
-    },
-    async (request) => {
-      const q = request.query;
-      const params = listParams(q);
-      const { rows, total } = await listTransactionsAcrossMerchants(
-        db,
-        { merchantId: q.merchantId, environment: q.environment },
-        transactionFilter(q),
-        params,
-      );
-      return { success: true as const, data: rows.map(adminView), pagination: pagination(params, total) };
-    },
-  );
-
-  app.get(
-    "/api/v1/admin/transactions/:id",
-    {
-      config: cfg,
-      schema: {
-        summary: "Admin: one transaction of any merchant",
-        tags: ["Admin"],
-        params: IdParams,
-        response: { 200: ok(AdminTransactionSchema), ...commonErrors },
-      },
-    },
-    async (request) => {
-      const row = await db
-        .selectFrom("transactions")
-        .selectAll()
-        .where("id", "=", request.params.id)
-        .executeTakeFirst();
-      if (!row) throw AppError.notFound("No such transaction.");
-      return { success: true as const, data: adminView(toRecord(row)) };
     },
   );
 }

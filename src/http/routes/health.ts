@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import type { FastifyRequest } from "fastify";
 import { AppError } from "../../domain/errors.js";
 import { safeEqual } from "../../lib/crypto.js";
 import type { App, CheckStatus, RouteDeps } from "../app-types.js";
@@ -11,10 +12,24 @@ const Check = Type.Object({
 
 const Readiness = Type.Object({
   status: Type.Union([Type.Literal("ok"), Type.Literal("degraded"), Type.Literal("unavailable")]),
-  checks: Type.Record(Type.String(), Check),
+  checks: Type.Optional(
+    Type.Record(Type.String(), Check, {
+      description: "Only with Authorization: Bearer <METRICS_TOKEN>: lags, queue depths, wallet balances",
+    }),
+  ),
 });
 
-const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+/**
+ * The operator's token (CONTRACT §9): `Authorization: Bearer <METRICS_TOKEN>`, compared in constant
+ * time. Without a configured token (possible only outside production mode: start-up refuses it
+ * there) nobody holds it — the peer's address is never a credential: behind a same-host proxy
+ * every request comes from loopback.
+ */
+function holdsMetricsToken(request: FastifyRequest, token: string | undefined): boolean {
+  if (token === undefined) return false;
+  const authorization = request.headers.authorization;
+  return typeof authorization === "string" && safeEqual(authorization, `Bearer ${token}`);
+}
 
 /** Operational endpoints (CONTRACT §9); exempt from rate limits so probes never starve. */
 export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps) {
@@ -38,10 +53,11 @@ export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps
       schema: {
         tags: ["Operations"],
         summary: "Readiness: database, rate-limit store, workers, chains",
+        description: "The overall status for anyone (200 ready, 503 not); the checks with the metrics token.",
         response: { 200: Readiness, 503: Readiness },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
       const results = await Promise.all(
         readiness.map(async (c) => {
           try {
@@ -57,13 +73,19 @@ export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps
       const checks = Object.fromEntries(results.map(([c, r]) => [c.name, r]));
       const criticalDown = results.some(([c, r]) => c.critical && r.status === "down");
       const anyNotOk = results.some(([, r]) => r.status !== "ok");
-      const status = criticalDown ? "unavailable" : anyNotOk ? "degraded" : "ok";
-      return reply.code(criticalDown ? 503 : 200).send({ status, checks });
+      const status: "ok" | "degraded" | "unavailable" = criticalDown
+        ? "unavailable"
+        : anyNotOk
+          ? "degraded"
+          : "ok";
+      // The detail (lags, queue depths, hot-wallet balances) is for the operator only.
+      const body = holdsMetricsToken(request, config.metricsToken) ? { status, checks } : { status };
+      return reply.code(criticalDown ? 503 : 200).send(body);
     },
   );
 
-  // Prometheus metrics: with METRICS_TOKEN set, a bearer token is required; without it, only
-  // loopback clients (an operator port-forward or a sidecar) may read them. Others get 404.
+  // Prometheus metrics: only with the bearer token (without METRICS_TOKEN configured, to nobody).
+  // Others get 404, as for a route that does not exist.
   app.get(
     "/metrics",
     {
@@ -71,10 +93,7 @@ export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps
       schema: { hide: true, response: { 200: Type.String(), 404: commonErrors[404] } },
     },
     async (request, reply) => {
-      const allowed = config.metricsToken
-        ? safeEqual(request.headers.authorization ?? "", `Bearer ${config.metricsToken}`)
-        : LOOPBACK.has(request.socket.remoteAddress ?? "");
-      if (!allowed) throw AppError.notFound();
+      if (!holdsMetricsToken(request, config.metricsToken)) throw AppError.notFound();
       return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     },
   );
