@@ -1,4 +1,5 @@
 import type { Db } from "../db/database.js";
+import { MAX_UNDERPAYMENT_TOLERANCE_BP } from "../domain/checkout.js";
 import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
@@ -19,6 +20,8 @@ export interface MerchantSettings {
   autoWithdraw: boolean;
   autoApproveThreshold: Record<CurrencyType, bigint>;
   ipAllowlist: string[];
+  /** Underpayment tolerance of checkout sessions, in basis points (0..1000 = 0..10 %; CONTRACT §4.1). */
+  underpaymentToleranceBp: number;
   updatedAt: Date;
 }
 
@@ -53,6 +56,7 @@ export async function getSettings(
     autoWithdraw: row.auto_withdraw,
     autoApproveThreshold: thresholds,
     ipAllowlist: row.ip_allowlist ?? [],
+    underpaymentToleranceBp: row.underpayment_tolerance_bp ?? 0,
     updatedAt: new Date(row.updated_at),
   };
 }
@@ -62,6 +66,8 @@ export interface SettingsPatch {
   /** Per currency type: USDT as a JSON number or numeric string (CONTRACT §3). */
   autoApproveThreshold?: Record<string, unknown> | undefined;
   ipAllowlist?: string[] | undefined;
+  /** Percent of the amount, 0–10, at most 2 decimals. */
+  underpaymentTolerancePercent?: number | undefined;
 }
 
 export async function updateSettings(
@@ -90,6 +96,22 @@ export async function updateSettings(
     if (allowlist.length > MAX_ALLOWLIST_ENTRIES)
       errors.push({ field: "ipAllowlist", message: `must have at most ${MAX_ALLOWLIST_ENTRIES} entries` });
   }
+  let toleranceBp: number | undefined;
+  if (patch.underpaymentTolerancePercent !== undefined) {
+    const bp = patch.underpaymentTolerancePercent * 100;
+    const rounded = Math.round(bp);
+    if (
+      !Number.isFinite(bp) ||
+      Math.abs(bp - rounded) > 1e-6 ||
+      rounded < 0 ||
+      rounded > MAX_UNDERPAYMENT_TOLERANCE_BP
+    )
+      errors.push({
+        field: "underpaymentTolerancePercent",
+        message: "must be between 0 and 10 with at most 2 decimals",
+      });
+    else toleranceBp = rounded;
+  }
   if (errors.length > 0) throw AppError.validation(errors);
 
   return db.transaction().execute(async (trx) => {
@@ -102,6 +124,7 @@ export async function updateSettings(
         auto_withdraw: patch.autoWithdraw ?? current.autoWithdraw,
         auto_approve_threshold: JSON.stringify(merged),
         ip_allowlist: allowlist ?? current.ipAllowlist,
+        underpayment_tolerance_bp: toleranceBp ?? current.underpaymentToleranceBp,
         updated_at: now,
       })
       .where("merchant_id", "=", merchantId)

@@ -20,6 +20,10 @@ const SettingsSchema = Type.Object({
     { description: "Per currency type, in USDT" },
   ),
   ipAllowlist: Type.Array(Type.String()),
+  underpaymentTolerancePercent: Type.Number({
+    description:
+      "A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed",
+  }),
   updatedAt: Type.String({ format: "date-time" }),
 });
 
@@ -31,6 +35,7 @@ function view(s: MerchantSettings) {
       Object.entries(s.autoApproveThreshold).map(([c, units]) => [c, formatAmount(units)]),
     ),
     ipAllowlist: s.ipAllowlist,
+    underpaymentTolerancePercent: s.underpaymentToleranceBp / 100,
     updatedAt: s.updatedAt.toISOString(),
   };
 }
@@ -70,6 +75,9 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
             autoWithdraw: Type.Optional(Type.Boolean()),
             autoApproveThreshold: Type.Optional(Type.Record(Type.String(), Amount)),
             ipAllowlist: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1000 })),
+            underpaymentTolerancePercent: Type.Optional(
+              Type.Number({ minimum: 0, maximum: 10, description: "0–10 %, at most 2 decimals (default 0)" }),
+            ),
             ...StepUpFields,
           },
           { additionalProperties: false },

@@ -93,6 +93,9 @@ export interface CheckoutSession {
   blockchainTxHash: string | null;
   createdAt: string;
   confirmedAt: string | null;
+  detectedAt: string | null;
+  detectedAmount: number;
+  confirmations: { current: number; required: number };
 }
 
 export interface Withdrawal {
@@ -165,6 +168,7 @@ export interface Settings {
   autoWithdraw: boolean;
   autoApproveThreshold: Record<string, number>;
   ipAllowlist: string[];
+  underpaymentTolerancePercent: number;
   updatedAt: string;
 }
 

@@ -43,7 +43,10 @@ function SessionCard({ id }: { id: string }) {
       <p aria-live="polite">
         Status: <StatusBadge status={s.status} />
         {s.status === "confirmed" ? " — the payment arrived and your balance is credited." : null}
-        {s.status === "pending" ? " — waiting for the customer's payment." : null}
+        {s.status === "pending" && s.detectedAt === null ? " — waiting for the customer's payment." : null}
+        {s.status === "pending" && s.detectedAt !== null
+          ? ` — payment detected (${formatAmount(s.detectedAmount)}), confirming ${s.confirmations.current} of ${s.confirmations.required}.`
+          : null}
       </p>
       <dl className="details">
         <div>

@@ -16,12 +16,14 @@ function WithdrawalSettings() {
   const [autoWithdraw, setAutoWithdraw] = useState(true);
   const [thresholds, setThresholds] = useState<Record<string, string>>({});
   const [allowlist, setAllowlist] = useState("");
+  const [tolerance, setTolerance] = useState("0");
   useEffect(() => {
     const s = settings.data;
     if (!s) return;
     setAutoWithdraw(s.autoWithdraw);
     setThresholds(Object.fromEntries(Object.entries(s.autoApproveThreshold).map(([k, v]) => [k, String(v)])));
     setAllowlist(s.ipAllowlist.join("\n"));
+    setTolerance(String(s.underpaymentTolerancePercent));
   }, [settings.data]);
   const save = useMutation({
     mutationFn: () =>
@@ -32,6 +34,7 @@ function WithdrawalSettings() {
           .split(/[\s,]+/)
           .map((s) => s.trim())
           .filter(Boolean),
+        underpaymentTolerancePercent: Number(tolerance),
       }),
     onSuccess: (s) => client.setQueryData([environment, "settings"], s),
   });
@@ -75,6 +78,20 @@ function WithdrawalSettings() {
             </Field>
           ))}
         </div>
+        <Field
+          label="Underpayment tolerance (%)"
+          hint="0–10 %. A checkout session paid at least its amount less this share by its deadline is confirmed (e.g. 1 % accepts 99 USDT for 100). What arrived is always credited."
+        >
+          {(id, hint) => (
+            <input
+              id={id}
+              inputMode="decimal"
+              aria-describedby={hint}
+              value={tolerance}
+              onChange={(e) => setTolerance(e.target.value)}
+            />
+          )}
+        </Field>
         <Field
           label="IP allowlist"
           hint="One IP address or CIDR range per line (e.g. 203.0.113.7 or 203.0.113.0/24). Empty: API keys work from any address."
