@@ -53,6 +53,8 @@ export interface Config {
     allowedPorts: number[];
   };
   checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
+  /** `IDEMPOTENCY_LEASE_SECONDS`: a claim not renewed for this long belongs to a dead request. */
+  idempotency: { leaseMs: number };
   chains: {
     confirmations: { trc20: number | undefined; erc20: number | undefined };
     production: ChainEndpoints;
@@ -211,6 +213,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       minExpirySeconds: e.CHECKOUT_MIN_EXPIRY_SECONDS,
       latePaymentWatchHours: e.LATE_PAYMENT_WATCH_HOURS,
     },
+    idempotency: { leaseMs: Math.round(e.IDEMPOTENCY_LEASE_SECONDS * 1000) },
     chains: {
       confirmations: { trc20: e.CONFIRMATIONS_TRC20, erc20: e.CONFIRMATIONS_ERC20 },
       production: {

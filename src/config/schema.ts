@@ -83,6 +83,8 @@ export const envSchema = z.object({
     .default(DEFAULT_WEBHOOK_PORTS.join(",")),
   CHECKOUT_MIN_EXPIRY_SECONDS: positiveInt.default(300),
   LATE_PAYMENT_WATCH_HOURS: positiveInt.default(168),
+  // How long an Idempotency-Key claim outlives its request's last heartbeat (fractions: tests).
+  IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().finite().default(120),
   CONFIRMATIONS_TRC20: positiveInt.optional(),
   CONFIRMATIONS_ERC20: positiveInt.optional(),
 

@@ -13,11 +13,18 @@ import type { Principal } from "./context.js";
 
 /** How long a key's response is kept and replayed (CONTRACT §4: 24 h). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 /**
- * A `running` claim older than this belongs to a request that died before committing (the claim
- * and the operation's result are written together, so a finished request is never `running`).
+ * What `idempotentCreate` needs: the database, the clock, and `leaseMs` (`IDEMPOTENCY_LEASE_SECONDS`):
+ * a `running` claim not renewed for this long belongs to a request that died before committing
+ * (the claim and the operation's result are written together, so a finished request is never
+ * `running`).
  */
-export const IDEMPOTENCY_ABANDONED_MS = 2 * 60 * 1000;
+export interface IdempotencyContext {
+  db: Db;
+  clock: Clock;
+  leaseMs: number;
+}
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
@@ -39,7 +46,7 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
  * transaction that stores the response.
  */
 export async function idempotentCreate(
-  ctx: { db: Db; clock: Clock },
+  ctx: IdempotencyContext,
   request: FastifyRequest,
   reply: FastifyReply,
   who: Principal,
@@ -52,7 +59,7 @@ export async function idempotentCreate(
 }
 
 async function respond(
-  ctx: { db: Db; clock: Clock },
+  ctx: IdempotencyContext,
   request: FastifyRequest,
   reply: FastifyReply,
   who: Principal,
@@ -77,7 +84,7 @@ async function respond(
   const claim = await claimIdempotencyKey(ctx.db, scope, requestHash(request), {
     now: new Date(now),
     retainedSince: new Date(now - IDEMPOTENCY_RETENTION_MS),
-    abandonedBefore: new Date(now - IDEMPOTENCY_ABANDONED_MS),
+    abandonedBefore: new Date(now - ctx.leaseMs),
   });
   switch (claim.kind) {
     case "replay":

@@ -43,6 +43,7 @@ const IdempotencyHeaders = Type.Object({
 export function checkoutRoutes(app: App, deps: RouteDeps) {
   const { config, database, clock, chains } = deps;
   const db = database.db;
+  const idem = { db, clock, leaseMs: config.idempotency.leaseMs };
   const createDeps: CreateDepositDeps = {
     deriver: deps.addressDeriver,
     indexes: new DepositIndexReserve(),
@@ -92,7 +93,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
       const units = amount.units;
       chains.get(body.currencyType, who.environment); // 503 CHAIN_UNAVAILABLE before anything is written
       return idempotentCreate(
-        { db, clock },
+        idem,
         request,
         reply,
         who,
@@ -177,7 +178,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
       const who = principal(request);
       const body = request.body;
       chains.get(body.currencyType, who.environment);
-      return idempotentCreate({ db, clock }, request, reply, who, 201, async (trx) => {
+      return idempotentCreate(idem, request, reply, who, 201, async (trx) => {
         const wallet = await generateDepositWallet(
           trx,
           createDeps,

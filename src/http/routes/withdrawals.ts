@@ -46,6 +46,7 @@ const WithdrawalListQuery = Type.Composite([
  */
 export function withdrawalRoutes(app: App, deps: RouteDeps) {
   const db = deps.database.db;
+  const idem = { db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs };
   const kit = authKit(deps);
   const service: WithdrawalDeps = {
     fees: deps.config.fees,
@@ -96,7 +97,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       if (amount.units === undefined) throw AppError.validation(amount.errors);
       const units = amount.units;
       deps.chains.get(body.currencyType, who.environment);
-      return idempotentCreate({ db, clock: deps.clock }, request, reply, who, 201, async (trx) => {
+      return idempotentCreate(idem, request, reply, who, 201, async (trx) => {
         const t = await createWithdrawal(trx, service, who, {
           amount: units,
           currencyType: body.currencyType,
@@ -263,7 +264,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       });
       let otpId = "";
       return idempotentCreate(
-        { db, clock: deps.clock },
+        idem,
         request,
         reply,
         who,
