@@ -4,10 +4,12 @@ import { ConfigError } from "./config/config.js";
 import { loadConfig } from "./config/load.js";
 import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
+import { createLogger } from "./observability/logger.js";
 import { RemoteCommandError } from "./operator/control-client.js";
+import { tightenDataDir } from "./roles/data-dir.js";
 import { ROLES, type Role, type RunningProcess, startRole } from "./roles/processes.js";
 import { StartupError } from "./roles/startup-error.js";
-import { startSignerRole } from "./signer/role.js";
+import { SignerStartupError, startSignerRole } from "./signer/role.js";
 
 const USAGE = `usage: stablegate [role] | stablegate <command>
 
@@ -59,7 +61,9 @@ async function main(argv: string[]): Promise<number> {
   }
 
   if (first === "signer") {
-    const signer = await startSignerRole(config);
+    const logger = createLogger(config.logLevel);
+    await tightenDataDir(config.dataDir, logger);
+    const signer = await startSignerRole(config, { logger });
     return new Promise<number>((resolve) => {
       const onSignal = () => void signer.close().then(() => resolve(0));
       process.once("SIGTERM", onSignal);
@@ -113,7 +117,12 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof ConfigError || err instanceof DataDirInUseError || err instanceof StartupError) {
+    if (
+      err instanceof ConfigError ||
+      err instanceof DataDirInUseError ||
+      err instanceof StartupError ||
+      err instanceof SignerStartupError
+    ) {
       console.error(`stablegate: ${err.message}`);
       process.exit(2);
     }

@@ -65,7 +65,7 @@ export function controlSocketPath(dataDir: string): string {
 export async function createRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const secrets = await resolveSecrets(config);
+  const secrets = await resolveSecrets(config, options.role);
   const addressDeriver = AddressDeriver.fromMnemonic((await resolveMnemonic(config)).mnemonic);
   const closers: (() => Promise<void>)[] = [];
 
@@ -186,7 +186,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   registerWebhookMetrics(metrics, db.db);
   readiness.push(webhookReadinessCheck(db.db));
   const signer =
-    options.signer !== undefined ? options.signer : await createRoleSigner(config, options.role, secrets);
+    options.signer !== undefined
+      ? options.signer
+      : await createRoleSigner(config, options.role, secrets, { db: db.db, logger });
 
   let closed = false;
   return {

@@ -127,6 +127,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const production = e.NODE_ENV === "production";
   if (production) {
     for (const name of GENERATED_SECRET_NAMES) {
+      // INTERNAL_SHARED_SECRET depends on the role (CONTRACT §9): `configForRole` in secrets.ts.
+      if (name === "INTERNAL_SHARED_SECRET") continue;
       if (!e[name])
         problems.push({ variable: name, message: "required in production mode (no generated secrets)" });
     }

@@ -2,18 +2,69 @@ import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ensurePrivateDir } from "../lib/private-files.js";
-import { type Config, GENERATED_SECRET_NAMES, type GeneratedSecretName } from "./config.js";
+import { type Config, ConfigError, GENERATED_SECRET_NAMES } from "./config.js";
 
-export type ResolvedSecrets = Record<GeneratedSecretName, string>;
+/** `INTERNAL_SHARED_SECRET` is absent in the roles that never call the signer (CONTRACT §9). */
+export type ResolvedSecrets = { SECRET_ENCRYPTION_KEY: string; JWT_SECRET: string } & {
+  INTERNAL_SHARED_SECRET?: string;
+};
 
 /**
- * Returns every secret, generating the missing ones into `DATA_DIR/secrets.json` (mode 0600)
- * outside production mode so that restarts keep them (data encrypted with a lost key is lost).
- * In production mode `parseConfig` has already refused to start without them.
+ * The roles that hold `INTERNAL_SHARED_SECRET` (CONTRACT §9): those that call the signer
+ * (`worker`, `serve`) and the signer itself. `api` never does; `migrate` and the operator
+ * commands neither.
  */
-export async function resolveSecrets(config: Config): Promise<ResolvedSecrets> {
-  const missing = GENERATED_SECRET_NAMES.filter((n) => !config.secrets[n]);
-  if (missing.length === 0) return config.secrets as ResolvedSecrets;
+export function holdsInternalSecret(role: string): boolean {
+  return role === "serve" || role === "worker" || role === "signer";
+}
+
+/**
+ * The configuration a role runs with. A holder of `INTERNAL_SHARED_SECRET` needs it configured in
+ * production mode. The `api` role, internet-facing and never calling the signer, refuses to start
+ * with it in production mode (whoever takes over an api process must not be able to ask the signer
+ * for anything) and drops it otherwise (`ignored`: the caller logs it); other non-holders drop it.
+ */
+export function configForRole(config: Config, role: string): { config: Config; ignored: boolean } {
+  const configured = config.secrets.INTERNAL_SHARED_SECRET !== undefined;
+  if (holdsInternalSecret(role)) {
+    if (config.production && !configured)
+      throw new ConfigError([
+        {
+          variable: "INTERNAL_SHARED_SECRET",
+          message: `required in production mode for the ${role} role (no generated secrets)`,
+        },
+      ]);
+    return { config, ignored: false };
+  }
+  if (!configured) return { config, ignored: false };
+  if (role === "api" && config.production)
+    throw new ConfigError([
+      {
+        variable: "INTERNAL_SHARED_SECRET",
+        message:
+          "the api role never calls the signer and must not hold the secret that authenticates calls to it " +
+          "(CONTRACT §9): remove it from this process's environment (only serve, worker and signer use it)",
+      },
+    ]);
+  return {
+    config: { ...config, secrets: { ...config.secrets, INTERNAL_SHARED_SECRET: undefined } },
+    ignored: role === "api",
+  };
+}
+
+/**
+ * Returns the secrets of `role` (default: all), generating the missing ones into
+ * `DATA_DIR/secrets.json` (mode 0600) outside production mode so that restarts keep them (data
+ * encrypted with a lost key is lost). In production mode `parseConfig` and `configForRole` have
+ * already refused to start without them. A role that does not hold `INTERNAL_SHARED_SECRET`
+ * neither generates nor returns it.
+ */
+export async function resolveSecrets(config: Config, role?: string): Promise<ResolvedSecrets> {
+  const names = GENERATED_SECRET_NAMES.filter(
+    (n) => n !== "INTERNAL_SHARED_SECRET" || role === undefined || holdsInternalSecret(role),
+  );
+  const missing = names.filter((n) => !config.secrets[n]);
+  if (missing.length === 0) return pick(config.secrets as Record<string, string>, names);
   if (config.production) throw new Error(`refusing to generate ${missing.join(", ")} in production mode`);
 
   const file = path.join(config.dataDir, "secrets.json");
@@ -34,10 +85,14 @@ export async function resolveSecrets(config: Config): Promise<ResolvedSecrets> {
     await ensurePrivateDir(config.dataDir);
     await writeFile(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
   }
-  const out = { ...stored } as ResolvedSecrets;
-  for (const name of GENERATED_SECRET_NAMES) {
-    const configured = config.secrets[name];
-    if (configured) out[name] = configured;
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = config.secrets[name] ?? stored[name];
+    if (value) out[name] = value;
   }
-  return out;
+  return out as ResolvedSecrets;
+}
+
+function pick(secrets: Record<string, string>, names: readonly string[]): ResolvedSecrets {
+  return Object.fromEntries(names.map((n) => [n, secrets[n]])) as ResolvedSecrets;
 }

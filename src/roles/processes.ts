@@ -1,4 +1,5 @@
 import type { Config } from "../config/config.js";
+import { configForRole } from "../config/secrets.js";
 import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
@@ -33,9 +34,11 @@ export interface StartOptions extends Omit<RuntimeOptions, "role"> {
  */
 export async function startRole(
   role: Role,
-  config: Config,
+  configured: Config,
   options: StartOptions = {},
 ): Promise<RunningProcess> {
+  // CONTRACT §9: only serve and worker (and the signer) hold INTERNAL_SHARED_SECRET.
+  const { config, ignored } = configForRole(configured, role);
   if ((role === "api" || role === "worker") && !config.database.url && !options.database) {
     throw new StartupError(
       `the ${role} role needs DATABASE_URL: the embedded database (PGlite) serves a single process, so ` +
@@ -43,6 +46,11 @@ export async function startRole(
     );
   }
   const logger = options.logger ?? createLogger(config.logLevel);
+  if (ignored)
+    logger.warn(
+      { role },
+      "INTERNAL_SHARED_SECRET is set but the api role never calls the signer: ignored (production mode refuses to start with it)",
+    );
   // Before anything is written there (generated secrets, the embedded database, the lock).
   await tightenDataDir(config.dataDir, logger);
   const runtime = await createRuntime(config, { ...options, logger, role });

@@ -332,8 +332,9 @@ export class Sender {
         prepared.push({ row: r, p });
         if (nonce !== null) nonce += 1;
       }
-      // Sign the whole batch concurrently (the signer may be another process).
-      const signatures = await Promise.all(prepared.map(({ p }) => signer.sign(p.signRequest)));
+      // Sign the whole batch concurrently (the signer may be another process). An in-process
+      // signer's policy reads the intents through this transaction (signer/policy.ts).
+      const signatures = await Promise.all(prepared.map(({ p }) => signer.sign(p.signRequest, { db: trx })));
       const now = new Date(this.o.clock.now());
       for (let i = 0; i < prepared.length; i++) {
         const { row, p } = prepared[i]!;
@@ -569,7 +570,7 @@ export class Sender {
         nonce: r.nonce === null ? null : Number(r.nonce),
         ...(replacing ? { replacing } : {}),
       });
-      const s = await signer.sign(p.signRequest);
+      const s = await signer.sign(p.signRequest, { db: trx });
       await trx
         .insertInto("outgoing_transfer_attempts")
         .values({

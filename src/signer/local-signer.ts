@@ -6,14 +6,19 @@ import { type Hex, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { addressFromPublicKey } from "../chains/address.js";
 import { isEvmAddress } from "../chains/evm/address.js";
-import { tronAddressToHex } from "../chains/tron/address.js";
+import type { Network } from "../chains/network.js";
+import { tronAddressFromHex, tronAddressToHex } from "../chains/tron/address.js";
 import type { Config } from "../config/config.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
-import { isEnvironment } from "../domain/environment.js";
+import type { Db } from "../db/database.js";
+import { type Environment, isEnvironment } from "../domain/environment.js";
+import type { Logger } from "../observability/logger.js";
 import { assertAddressIndex } from "../wallet/derivation-path.js";
 import { PrivateKeyDeriver } from "../wallet/private-key-deriver.js";
+import { SigningPolicy, type TransferFacts } from "./policy.js";
 import {
   type EvmSignRequest,
+  type SignContext,
   type SignedTransaction,
   type Signer,
   SignerRejectedError,
@@ -36,12 +41,27 @@ const HEX = /^[0-9a-f]*$/;
  *   must be its sha256, it holds one contract, either `TransferContract` or a
  *   `TriggerSmartContract` calling `transfer(address,uint256)` without TRX value, and its owner
  *   must be the address of the requested key.
+ * Then, before anything is signed, the transfer policy (`policy.ts`): which key may send what to
+ * whom, checked against the database. Every refusal is logged (warn, the request's shape only).
  */
 export class LocalSigner implements Signer {
   /** Derived keys by path (BIP32 derivation costs milliseconds); bounded. */
   private readonly cache = new Map<string, Uint8Array>();
+  private readonly policy: SigningPolicy;
+  private readonly logger: Logger;
 
-  private constructor(private readonly keys: PrivateKeyDeriver) {}
+  private constructor(
+    private readonly keys: PrivateKeyDeriver,
+    options: LocalSignerOptions,
+  ) {
+    this.logger = options.logger;
+    this.policy = new SigningPolicy({
+      db: options.db,
+      logger: options.logger,
+      tokenContract: options.tokenContract,
+      address: (network, environment, index) => this.address(network, environment, index),
+    });
+  }
 
   private key(
     network: SignRequest["network"],
@@ -58,11 +78,39 @@ export class LocalSigner implements Signer {
     return key;
   }
 
-  static fromMnemonic(mnemonic: string, passphrase = ""): LocalSigner {
-    return new LocalSigner(PrivateKeyDeriver.fromMnemonic(mnemonic, passphrase));
+  private address(network: Network, environment: Environment, index: number): string {
+    return addressFromPublicKey(network, secp256k1.getPublicKey(this.key(network, environment, index), true));
   }
 
-  async sign(request: SignRequest): Promise<SignedTransaction> {
+  static fromMnemonic(mnemonic: string, options: LocalSignerOptions, passphrase = ""): LocalSigner {
+    return new LocalSigner(PrivateKeyDeriver.fromMnemonic(mnemonic, passphrase), options);
+  }
+
+  async sign(request: SignRequest, context: SignContext = {}): Promise<SignedTransaction> {
+    try {
+      return await this.signChecked(request, context);
+    } catch (err) {
+      // Policy refusals are logged by the policy with the transfer's facts; these are the
+      // malformed or non-transfer requests.
+      if (err instanceof SignerRejectedError && !err.message.startsWith("policy:")) {
+        const r = (request && typeof request === "object" ? request : {}) as Partial<SignRequest>;
+        this.logger.warn(
+          {
+            alert: "signer_policy_refused",
+            chain: String(r.chain).slice(0, 20),
+            network: String(r.network).slice(0, 20),
+            environment: String(r.environment).slice(0, 20),
+            index: typeof r.index === "number" ? r.index : null,
+            reason: err.message,
+          },
+          "signer refused a request",
+        );
+      }
+      throw err;
+    }
+  }
+
+  private async signChecked(request: SignRequest, context: SignContext): Promise<SignedTransaction> {
     if (!request || typeof request !== "object") throw new SignerRejectedError("request must be an object");
     if (!isEnvironment(request.environment)) throw new SignerRejectedError("unknown environment");
     try {
@@ -70,12 +118,12 @@ export class LocalSigner implements Signer {
     } catch {
       throw new SignerRejectedError("invalid index");
     }
-    if (request.chain === "evm" && request.network === "USDT-ERC20") return this.signEvm(request);
-    if (request.chain === "tron" && request.network === "USDT-TRC20") return this.signTron(request);
+    if (request.chain === "evm" && request.network === "USDT-ERC20") return this.signEvm(request, context);
+    if (request.chain === "tron" && request.network === "USDT-TRC20") return this.signTron(request, context);
     throw new SignerRejectedError("unsupported chain/network");
   }
 
-  private async signEvm(request: EvmSignRequest): Promise<SignedTransaction> {
+  private async signEvm(request: EvmSignRequest, context: SignContext): Promise<SignedTransaction> {
     const t = request.transaction;
     if (!t || typeof t !== "object") throw new SignerRejectedError("transaction missing");
     for (const f of ["value", "gas", "maxFeePerGas", "maxPriorityFeePerGas"] as const) {
@@ -99,6 +147,21 @@ export class LocalSigner implements Signer {
       throw new SignerRejectedError("priority fee above max fee");
     const key = this.key(request.network, request.environment, request.index);
     const account = privateKeyToAccount(`0x${bytesToHex(key)}`);
+    await this.policy.check(
+      {
+        ...facts(request),
+        from: account.address,
+        ...(isNative
+          ? { asset: "native", to: t.to, amount: BigInt(t.value), token: null }
+          : {
+              asset: "token",
+              to: `0x${body.slice(8 + 24, 8 + 64)}`,
+              amount: BigInt(`0x${body.slice(8 + 64)}`),
+              token: t.to,
+            }),
+      },
+      context.db,
+    );
     const raw = await account.signTransaction({
       type: "eip1559",
       chainId: t.chainId,
@@ -113,7 +176,7 @@ export class LocalSigner implements Signer {
     return { raw, hash: keccak256(raw), from: account.address };
   }
 
-  private async signTron(request: TronSignRequest): Promise<SignedTransaction> {
+  private async signTron(request: TronSignRequest, context: SignContext): Promise<SignedTransaction> {
     const t = request.transaction;
     if (!t || typeof t !== "object" || !t.raw_data || typeof t.raw_data !== "object")
       throw new SignerRejectedError("transaction missing");
@@ -139,13 +202,33 @@ export class LocalSigner implements Signer {
       throw new SignerRejectedError("one contract expected");
     const contract = contracts[0]!;
     const value = contract.parameter?.value ?? {};
+    let transfer: Pick<TransferFacts, "asset" | "to" | "amount" | "token">;
     if (contract.type === "TriggerSmartContract") {
       const callData = typeof value.data === "string" ? value.data.toLowerCase() : "";
-      if (!(callData.length === 8 + 128 && callData.startsWith(TRANSFER_SELECTOR)))
+      if (
+        !(
+          callData.length === 8 + 128 &&
+          callData.startsWith(TRANSFER_SELECTOR) &&
+          /^0{24}/.test(callData.slice(8)) &&
+          HEX.test(callData)
+        )
+      )
         throw new SignerRejectedError("only token transfers and native transfers");
       if (value.call_value !== undefined && value.call_value !== 0)
         throw new SignerRejectedError("a token transfer carries no value");
-    } else if (contract.type !== "TransferContract") {
+      transfer = {
+        asset: "token",
+        to: tronAddressFromHex(callData.slice(8 + 24, 8 + 64)),
+        amount: BigInt(`0x${callData.slice(8 + 64)}`),
+        token: tronHex(value.contract_address),
+      };
+    } else if (contract.type === "TransferContract") {
+      if (!Number.isSafeInteger(value.amount) || (value.amount as number) <= 0)
+        throw new SignerRejectedError("invalid amount");
+      const to = tronHex(value.to_address);
+      if (!to) throw new SignerRejectedError("invalid to_address");
+      transfer = { asset: "native", to, amount: BigInt(value.amount as number), token: null };
+    } else {
       throw new SignerRejectedError("only token transfers and native transfers");
     }
     const key = this.key(request.network, request.environment, request.index);
@@ -153,6 +236,7 @@ export class LocalSigner implements Signer {
     const ownerHex = tronAddressToHex(owner);
     if (typeof value.owner_address !== "string" || value.owner_address.toLowerCase() !== ownerHex)
       throw new SignerRejectedError("owner_address is not the address of the requested key");
+    await this.policy.check({ ...facts(request), from: owner, ...transfer }, context.db);
     const sig = secp256k1.sign(hexToBytes(txID), key, { prehash: false, format: "recovered" });
     // TRON spelling: r ‖ s ‖ (27 + recovery).
     const signature = bytesToHex(sig.slice(1)) + (27 + sig[0]!).toString(16);
@@ -167,10 +251,46 @@ export class LocalSigner implements Signer {
   }
 }
 
+export interface LocalSignerOptions {
+  /** The signer's own database connection: the transfer policy reads intents and deposit addresses. */
+  db: Db;
+  /** The USDT contract of a chain (token transfers must call it). */
+  tokenContract: (network: Network, environment: Environment) => string | undefined;
+  logger: Logger;
+}
+
+function facts(request: SignRequest): Pick<TransferFacts, "network" | "environment" | "index"> {
+  return { network: request.network, environment: request.environment, index: request.index };
+}
+
+/** Base58 of a TRON hex address field, or null when it is not one. */
+function tronHex(v: unknown): string | null {
+  if (typeof v !== "string") return null;
+  try {
+    return tronAddressFromHex(v);
+  } catch {
+    return null;
+  }
+}
+
+/** The USDT contracts of the configuration, per chain. */
+export function configuredTokenContracts(
+  config: Config,
+): (network: Network, environment: Environment) => string | undefined {
+  return (network, environment) =>
+    network === "USDT-ERC20"
+      ? config.chains[environment].usdtErc20Contract
+      : config.chains[environment].usdtTrc20Contract;
+}
+
 /**
  * The signer of this process: resolves `MASTER_MNEMONIC` for private keys. Only the `signer` role
  * and `serve` (which runs the signer in-process) call this.
  */
-export async function createLocalSigner(config: Config): Promise<LocalSigner> {
-  return LocalSigner.fromMnemonic((await resolveMnemonic(config)).mnemonic);
+export async function createLocalSigner(config: Config, db: Db, logger: Logger): Promise<LocalSigner> {
+  return LocalSigner.fromMnemonic((await resolveMnemonic(config)).mnemonic, {
+    db,
+    logger,
+    tokenContract: configuredTokenContracts(config),
+  });
 }

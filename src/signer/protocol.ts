@@ -1,4 +1,5 @@
 import type { Network } from "../chains/network.js";
+import type { Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
 
 /**
@@ -55,9 +56,18 @@ export interface SignedTransaction {
   from: string;
 }
 
+/**
+ * `db`: the caller's open transaction, for an in-process signer only: its policy reads the
+ * database through it (the sender signs inside a transaction, and PGlite is one connection).
+ * The signer over HTTP ignores it and reads with its own connection.
+ */
+export interface SignContext {
+  db?: Db;
+}
+
 /** The signer role's one operation. Implemented in-process (`LocalSigner`) and over HTTP (`HttpSignerClient`). */
 export interface Signer {
-  sign(request: SignRequest): Promise<SignedTransaction>;
+  sign(request: SignRequest, context?: SignContext): Promise<SignedTransaction>;
 }
 
 /** A request the signer refuses (policy or malformed); never retryable. */

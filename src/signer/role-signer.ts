@@ -1,26 +1,32 @@
 import type { Config } from "../config/config.js";
 import type { ResolvedSecrets } from "../config/secrets.js";
+import type { Db } from "../db/database.js";
+import type { Logger } from "../observability/logger.js";
 import { HttpSignerClient } from "./http-client.js";
 import { createLocalSigner } from "./local-signer.js";
 import type { Signer } from "./protocol.js";
 
 /**
  * The signer a process role uses: `serve` runs the signer in-process (it resolves the mnemonic
- * for private keys; no other role but `signer` does); `worker` talks to the signer role at
- * `SIGNER_URL` with `INTERNAL_SHARED_SECRET`, or has none; `api` and `migrate` never sign.
+ * for private keys; no other role but `signer` does; its policy reads `db`); `worker` talks to
+ * the signer role at `SIGNER_URL` with `INTERNAL_SHARED_SECRET`, or has none; `api` and `migrate`
+ * never sign (and do not hold the secret: CONTRACT §9).
  */
 export async function createRoleSigner(
   config: Config,
   role: string,
   secrets: ResolvedSecrets,
+  deps: { db: Db; logger: Logger },
 ): Promise<Signer | null> {
+  const remote = (url: string) => {
+    if (!secrets.INTERNAL_SHARED_SECRET) throw new Error(`the ${role} role has no INTERNAL_SHARED_SECRET`);
+    return new HttpSignerClient({ url, secret: secrets.INTERNAL_SHARED_SECRET });
+  };
   if (role === "serve") {
     return config.sending.signerUrl
-      ? new HttpSignerClient({ url: config.sending.signerUrl, secret: secrets.INTERNAL_SHARED_SECRET })
-      : createLocalSigner(config);
+      ? remote(config.sending.signerUrl)
+      : createLocalSigner(config, deps.db, deps.logger);
   }
-  if (role === "worker" && config.sending.signerUrl) {
-    return new HttpSignerClient({ url: config.sending.signerUrl, secret: secrets.INTERNAL_SHARED_SECRET });
-  }
+  if (role === "worker" && config.sending.signerUrl) return remote(config.sending.signerUrl);
   return null;
 }

@@ -31,7 +31,11 @@ const sender = new Sender({
   network: "USDT-ERC20",
   environment: "sandbox",
   writer: new EvmChainWriter({ rpcUrl: env.FAULT_RPC_URL!, tokenAddress: env.FAULT_TOKEN! }),
-  signer: LocalSigner.fromMnemonic(MNEMONIC),
+  signer: LocalSigner.fromMnemonic(MNEMONIC, {
+    db: database.db,
+    logger: createLogger("silent"),
+    tokenContract: () => env.FAULT_TOKEN,
+  }),
   address: (i) => wallet.address("USDT-ERC20", "sandbox", i),
   outcomes,
   confirmations: 1,

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -11,6 +12,7 @@ import { LocalSigner } from "../../src/signer/local-signer.js";
 import { startSignerRole } from "../../src/signer/role.js";
 import { createRoleSigner } from "../../src/signer/role-signer.js";
 import { JobRunner } from "../../src/worker/runner.js";
+import { openTestDatabase } from "../support/db.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { MNEMONIC, wallet } from "./support.js";
 
@@ -62,7 +64,9 @@ describe("sending inside serve (in-process signer, worker jobs)", () => {
       status: "ok",
       detail: expect.stringMatching(/hot wallet .*0 open transfers, 0 pending sweeps/),
     });
-    const metrics = await fetch(`${svc.urls.production}/metrics`, { headers: operator }).then((r) => r.text());
+    const metrics = await fetch(`${svc.urls.production}/metrics`, { headers: operator }).then((r) =>
+      r.text(),
+    );
     expect(metrics).toMatch(/stablegate_outgoing_open\{network="USDT-ERC20",environment="sandbox"\} 0/);
     expect(metrics).toMatch(/stablegate_outgoing_waiting_funds\{/);
     expect(metrics).toMatch(/stablegate_sweeps_pending\{/);
@@ -128,13 +132,32 @@ describe("the signer role", () => {
 
   it("serves signatures over HTTP to a worker configured with SIGNER_URL; api and a worker without it have no signer", async () => {
     const secret = "i".repeat(48);
+    const token = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
     const base = {
       NODE_ENV: "test",
       DATA_DIR: dir,
       MASTER_MNEMONIC: MNEMONIC,
       INTERNAL_SHARED_SECRET: secret,
+      SANDBOX_USDT_ERC20_CONTRACT: token,
     };
-    const server = await startSignerRole(parseConfig({ ...base, SIGNER_PORT: "0", LOG_LEVEL: "silent" }));
+    const database = await openTestDatabase();
+    const deps = { db: database.db, logger: createLogger("silent") };
+    const recipient = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+    // The signer's policy: a hot-wallet transfer is signed for a recorded withdrawal only.
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_signer_role_1",
+        kind: "withdrawal",
+        network: "USDT-ERC20",
+        environment: "sandbox",
+        to: recipient,
+        amount: 1_000_000n,
+      }),
+    );
+    const server = await startSignerRole(parseConfig({ ...base, SIGNER_PORT: "0", LOG_LEVEL: "silent" }), {
+      database,
+      logger: deps.logger,
+    });
     try {
       const workerConfig = parseConfig({ ...base, SIGNER_URL: server.url });
       const secrets = {
@@ -142,7 +165,7 @@ describe("the signer role", () => {
         JWT_SECRET: "j".repeat(40),
         SECRET_ENCRYPTION_KEY: "0".repeat(64),
       };
-      const signer = await createRoleSigner(workerConfig, "worker", secrets);
+      const signer = await createRoleSigner(workerConfig, "worker", secrets, deps);
       expect(signer).toBeInstanceOf(HttpSignerClient);
       const signed = await signer!.sign({
         chain: "evm",
@@ -152,10 +175,14 @@ describe("the signer role", () => {
         transaction: {
           chainId: 1,
           nonce: 0,
-          to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-          value: "1",
-          data: "0x",
-          gas: "21000",
+          to: token,
+          value: "0",
+          data: encodeFunctionData({
+            abi: parseAbi(["function transfer(address to, uint256 value) returns (bool)"]),
+            functionName: "transfer",
+            args: [recipient, 1_000_000n],
+          }),
+          gas: "60000",
           maxFeePerGas: "2",
           maxPriorityFeePerGas: "1",
         },
@@ -163,10 +190,12 @@ describe("the signer role", () => {
       expect(signed.from).toBe(wallet.address("USDT-ERC20", "sandbox", 0));
       await (signer as HttpSignerClient).close();
       // A worker with the wrong secret is refused.
-      const wrong = await createRoleSigner(workerConfig, "worker", {
-        ...secrets,
-        INTERNAL_SHARED_SECRET: "w".repeat(48),
-      });
+      const wrong = await createRoleSigner(
+        workerConfig,
+        "worker",
+        { ...secrets, INTERNAL_SHARED_SECRET: "w".repeat(48) },
+        deps,
+      );
       await expect(
         wrong!.sign({
           chain: "evm",
@@ -176,11 +205,12 @@ describe("the signer role", () => {
           transaction: {} as never,
         }),
       ).rejects.toThrow(/401/);
-      expect(await createRoleSigner(parseConfig(base), "worker", secrets)).toBeNull();
-      expect(await createRoleSigner(workerConfig, "api", secrets)).toBeNull();
-      expect(await createRoleSigner(parseConfig(base), "serve", secrets)).toBeInstanceOf(LocalSigner);
+      expect(await createRoleSigner(parseConfig(base), "worker", secrets, deps)).toBeNull();
+      expect(await createRoleSigner(workerConfig, "api", secrets, deps)).toBeNull();
+      expect(await createRoleSigner(parseConfig(base), "serve", secrets, deps)).toBeInstanceOf(LocalSigner);
     } finally {
       await server.close();
+      await database.close();
     }
   });
 });

@@ -12,8 +12,16 @@ import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 
 export const MNEMONIC = "test test test test test test test test test test test junk";
 export const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
-export const localSigner = LocalSigner.fromMnemonic(MNEMONIC);
 export const logger = createLogger("silent");
+
+/**
+ * The real signer (policy included: it reads intents and deposit addresses from `db`) for the
+ * token contract `token` (or the one `writer` calls).
+ */
+export function localSigner(db: Db, token: string | { token?: unknown } | undefined): LocalSigner {
+  const contract = typeof token === "string" ? token : (token?.token as string | undefined);
+  return LocalSigner.fromMnemonic(MNEMONIC, { db, logger, tokenContract: () => contract });
+}
 export const USDT = (n: number) => BigInt(Math.round(n * 1_000_000));
 
 /** Outcome hooks that record every call (with a row written in the outcome's own transaction). */
@@ -53,7 +61,8 @@ export function makeSender(options: {
     network: options.network,
     environment,
     writer: options.writer,
-    signer: options.signer ?? localSigner,
+    // The writer's token contract (a private field of the EVM/TRON writers, read for the test signer).
+    signer: options.signer ?? localSigner(options.db, options.writer as unknown as { token?: unknown }),
     address: (i) => wallet.address(options.network, environment, i),
     outcomes: options.outcomes,
     confirmations: options.confirmations ?? 1,

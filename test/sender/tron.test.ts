@@ -161,13 +161,30 @@ describe("TRON write side on the emulator", () => {
       raw_data: Record<string, unknown>;
       raw_data_hex: string;
     };
-    const signed = await localSigner.sign({
+    // The signer signs it only for a recorded payout of that amount to that address (its policy).
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_tron_unchecked_revert",
+        kind: "payout",
+        network: "USDT-TRC20",
+        environment: "sandbox",
+        to: to(2),
+        amount: USDT(1_000_000),
+      }),
+    );
+    const signed = await localSigner(database.db, writer as unknown as { token?: unknown }).sign({
       chain: "tron",
       network: "USDT-TRC20",
       environment: "sandbox",
       index: HOT_WALLET_INDEX,
       transaction: { txID: t.txID, raw_data: t.raw_data, raw_data_hex: t.raw_data_hex },
     });
+    // Closed by hand: this test broadcasts it itself (no sender of a later test picks it up).
+    await database.db
+      .updateTable("outgoing_transfers")
+      .set({ status: "failed", reason: "test: broadcast by hand", finished_at: new Date() })
+      .where("intent_id", "=", "tx_tron_unchecked_revert")
+      .execute();
     expect(await writer.broadcast(signed.raw)).toEqual({ accepted: true });
     // Broadcasting the same bytes again is harmless (the node knows them).
     expect(await writer.broadcast(signed.raw)).toEqual({ accepted: true });

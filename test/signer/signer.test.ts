@@ -5,8 +5,11 @@ import { utils as tronUtils } from "tronweb";
 import { encodeFunctionData, type Hex, parseAbi, parseTransaction, recoverTransactionAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evmAddressFromPublicKey } from "../../src/chains/evm/address.js";
-import { tronAddressToHex } from "../../src/chains/tron/address.js";
+import { tronAddressFromHex, tronAddressToHex } from "../../src/chains/tron/address.js";
+import type { Database } from "../../src/db/database.js";
 import { ManualClock } from "../../src/lib/clock.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { requestTransfer } from "../../src/sender/intents.js";
 import { authHeaders, MAX_SKEW_MS, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "../../src/signer/hmac.js";
 import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
@@ -14,14 +17,51 @@ import { type EvmSignRequest, SignerRejectedError, type TronSignRequest } from "
 import { type RunningSignerServer, startSignerServer } from "../../src/signer/server.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+import { openTestDatabase } from "../support/db.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const SECRET = "s".repeat(40);
 const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
-const signer = LocalSigner.fromMnemonic(MNEMONIC);
 const ERC20 = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
 const recipient = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const token = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+const tronToken = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
+
+// The structural checks of the signer; its transfer policy (which key may send what to whom,
+// against the database) is test/security/07-signer-policy.test.ts. The transfers signed here are
+// recorded withdrawals, so the policy lets them through.
+let database: Database;
+let signer: LocalSigner;
+beforeAll(async () => {
+  database = await openTestDatabase();
+  signer = LocalSigner.fromMnemonic(MNEMONIC, {
+    db: database.db,
+    logger: createLogger("silent"),
+    tokenContract: (network) => (network === "USDT-ERC20" ? token : tronAddressFromHex(tronToken)),
+  });
+  await database.db.transaction().execute(async (trx) => {
+    for (const environment of ["sandbox", "production"] as const)
+      await requestTransfer(trx, {
+        intentId: `tx_signer_${environment}`,
+        kind: "withdrawal",
+        network: "USDT-ERC20",
+        environment,
+        to: recipient,
+        amount: 1_500_000n,
+      });
+    await requestTransfer(trx, {
+      intentId: "tx_signer_tron",
+      kind: "withdrawal",
+      network: "USDT-TRC20",
+      environment: "sandbox",
+      to: tronAddressFromHex("4170997970c51812dc3a010c7d01b50e0d17dc79c8"),
+      amount: 5n,
+    });
+  });
+});
+afterAll(async () => {
+  await database?.close();
+});
 
 function evmRequest(
   overrides: Partial<EvmSignRequest["transaction"]> = {},
@@ -53,7 +93,7 @@ function tronRequest(owner: string, data: string, type = "TriggerSmartContract")
       ? {
           data,
           owner_address: tronAddressToHex(owner),
-          contract_address: "41a614f803b6fd780986a42c78ec9c7f77e6ded13c",
+          contract_address: tronToken,
         }
       : {
           owner_address: tronAddressToHex(owner),
@@ -85,7 +125,8 @@ const transferData = (to20: string, amount: bigint) =>
 
 describe("LocalSigner policy", () => {
   it("signs an ERC20 transfer with the key of the requested index (the signature recovers to the derived address)", async () => {
-    for (const index of [HOT_WALLET_INDEX, 1, 123]) {
+    // (Other indexes, the gas tank and deposit addresses, sign only their own shapes: test/security/07.)
+    for (const index of [HOT_WALLET_INDEX]) {
       const signed = await signer.sign(evmRequest({}, index));
       const expected = wallet.address("USDT-ERC20", "sandbox", index);
       expect(signed.from).toBe(expected);
@@ -99,9 +140,12 @@ describe("LocalSigner policy", () => {
     expect(prod.from).toBe(wallet.address("USDT-ERC20", "production", HOT_WALLET_INDEX));
   });
 
-  it("signs a plain native transfer (gas top-up) and refuses anything else", async () => {
-    const native = await signer.sign(evmRequest({ to: recipient, data: "0x", value: "1000", gas: "21000" }));
-    expect(parseTransaction(native.raw as Hex).value).toBe(1000n);
+  it("refuses anything but a token transfer or a plain native transfer", async () => {
+    // A plain native transfer is well-formed, but from the hot wallet the policy refuses it (gas
+    // top-ups come from the gas tank: test/security/07).
+    await expect(
+      signer.sign(evmRequest({ to: recipient, data: "0x", value: "1000", gas: "21000" })),
+    ).rejects.toThrow(/policy: the hot wallet sends only the token/);
     const refusals: Partial<EvmSignRequest["transaction"]>[] = [
       { data: "0x095ea7b3" + "0".repeat(128) }, // approve
       { data: "0xdeadbeef" }, // arbitrary call
@@ -148,10 +192,10 @@ describe("LocalSigner policy", () => {
     await expect(signer.sign(tronRequest(owner, `095ea7b3${"0".repeat(128)}`))).rejects.toBeInstanceOf(
       SignerRejectedError,
     );
-    // A TRX transfer (gas top-up) is allowed.
-    await expect(signer.sign(tronRequest(owner, "", "TransferContract"))).resolves.toMatchObject({
-      from: owner,
-    });
+    // A TRX transfer is well-formed; from the hot wallet the policy refuses it (top-ups: gas tank).
+    await expect(signer.sign(tronRequest(owner, "", "TransferContract"))).rejects.toThrow(
+      /policy: the hot wallet sends only the token/,
+    );
   });
 });
 
