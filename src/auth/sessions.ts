@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Db } from "../db/database.js";
-import type { SessionRevokedReason } from "../db/tables/dashboard.js";
+import type { SessionRevokedReason, TokenDelivery } from "../db/tables/dashboard.js";
 import { newId } from "../domain/ids.js";
 
 /**
@@ -25,14 +25,30 @@ export interface NewSession {
   expiresAt: Date;
 }
 
-export async function createSession(db: Db, userId: string, now: Date): Promise<NewSession> {
+/**
+ * A new sign-in. `tokenDelivery` is fixed for the session's life: only a 'bearer' session (a
+ * client that asked at sign-in) is ever handed an access token in a response body.
+ */
+export async function createSession(
+  db: Db,
+  userId: string,
+  now: Date,
+  tokenDelivery: TokenDelivery = "cookie",
+): Promise<NewSession> {
   const sessionId = newId("ses");
   const refreshToken = newToken();
   const expiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_SECONDS * 1000);
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto("dashboard_sessions")
-      .values({ id: sessionId, user_id: userId, created_at: now, last_used_at: now, expires_at: expiresAt })
+      .values({
+        id: sessionId,
+        user_id: userId,
+        created_at: now,
+        last_used_at: now,
+        expires_at: expiresAt,
+        token_delivery: tokenDelivery,
+      })
       .execute();
     await trx
       .insertInto("dashboard_refresh_tokens")
@@ -43,7 +59,14 @@ export async function createSession(db: Db, userId: string, now: Date): Promise<
 }
 
 export type RotateResult =
-  | { kind: "rotated"; sessionId: string; userId: string; refreshToken: string; expiresAt: Date }
+  | {
+      kind: "rotated";
+      sessionId: string;
+      userId: string;
+      refreshToken: string;
+      expiresAt: Date;
+      tokenDelivery: TokenDelivery;
+    }
   | { kind: "reuse"; sessionId: string }
   | { kind: "invalid" };
 
@@ -55,7 +78,7 @@ export async function rotateRefreshToken(db: Db, token: string, now: Date): Prom
     const row = await trx
       .selectFrom("dashboard_refresh_tokens as t")
       .innerJoin("dashboard_sessions as s", "s.id", "t.session_id")
-      .select(["t.session_id", "t.used_at", "s.user_id", "s.revoked_at", "s.expires_at"])
+      .select(["t.session_id", "t.used_at", "s.user_id", "s.revoked_at", "s.expires_at", "s.token_delivery"])
       .where("t.token_hash", "=", tokenHash(token))
       .forUpdate("t")
       .executeTakeFirst();
@@ -92,6 +115,7 @@ export async function rotateRefreshToken(db: Db, token: string, now: Date): Prom
       userId: row.user_id,
       refreshToken,
       expiresAt: new Date(row.expires_at),
+      tokenDelivery: row.token_delivery,
     };
   });
 }

@@ -13,7 +13,7 @@ import { createSession, type NewSession, revokeUserSessions } from "../auth/sess
 import { acceptTotp, newTotpSecret, totpQrDataUrl, totpUri } from "../auth/totp.js";
 import { findUserByEmail, findUserById, insertUser, setPassword } from "../auth/users.js";
 import type { Db } from "../db/database.js";
-import type { DashboardUser, OtpPurpose } from "../db/tables/dashboard.js";
+import type { DashboardUser, OtpPurpose, TokenDelivery } from "../db/tables/dashboard.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { type CreatedMerchant, createMerchantWithKeys } from "./merchants.js";
@@ -33,21 +33,23 @@ export interface SignedIn {
   user: DashboardUser;
   session: NewSession;
   accessToken: string;
+  /** Whether the client asked for the access token in the body too (`X-Token-Delivery: bearer`). */
+  tokenDelivery: TokenDelivery;
 }
 
 function sha256(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
 
-async function signIn(kit: AuthKit, user: DashboardUser): Promise<SignedIn> {
-  const session = await createSession(kit.db, user.id, kit.now());
+async function signIn(kit: AuthKit, user: DashboardUser, tokenDelivery: TokenDelivery): Promise<SignedIn> {
+  const session = await createSession(kit.db, user.id, kit.now(), tokenDelivery);
   const accessToken = await kit.tokens.sign({
     userId: user.id,
     sessionId: session.sessionId,
     role: user.role,
     merchantId: user.merchant_id,
   });
-  return { user, session, accessToken };
+  return { user, session, accessToken, tokenDelivery };
 }
 
 export async function issueAccessToken(kit: AuthKit, userId: string, sessionId: string): Promise<string> {
@@ -59,6 +61,7 @@ export async function issueAccessToken(kit: AuthKit, userId: string, sessionId: 
 export async function register(
   kit: AuthKit,
   input: { email: string; password: string; companyName: string },
+  tokenDelivery: TokenDelivery = "cookie",
 ): Promise<SignedIn & { merchant: CreatedMerchant }> {
   const errors = validatePassword(input.password);
   if (errors.length > 0) throw AppError.validation(errors);
@@ -82,7 +85,7 @@ export async function register(
   );
   const user = await findUserById(kit.db, userId);
   if (!user) throw new Error("registered user vanished");
-  return { ...(await signIn(kit, user)), merchant };
+  return { ...(await signIn(kit, user, tokenDelivery)), merchant };
 }
 
 /** Refuses an attempt its (account, IP) or IP budget is locked for: 429 with Retry-After. */
@@ -102,6 +105,7 @@ export async function login(
   kit: AuthKit,
   input: { email: string; password: string; totp?: string | undefined },
   ip: string,
+  tokenDelivery: TokenDelivery = "cookie",
 ): Promise<SignedIn> {
   const now = kit.now();
   const keys = throttleKeys(input.email, ip);
@@ -127,7 +131,7 @@ export async function login(
     }
   }
   await recordSuccess(kit.db, keys);
-  return signIn(kit, user);
+  return signIn(kit, user, tokenDelivery);
 }
 
 /** Always succeeds, whether or not the e-mail has an account (no account enumeration). */

@@ -10,6 +10,8 @@ let svc: TestService;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
 let n = 0;
 const PASSWORD = "correct horse battery";
+/** Asks register/login for the access token in the body too (non-browser clients). */
+const BEARER = { "x-token-delivery": "bearer" };
 
 beforeAll(async () => {
   smtp = await startSmtp();
@@ -20,11 +22,12 @@ afterAll(async () => {
   await smtp?.close();
 });
 
-async function registered(base = svc.urls.production) {
+async function registered(base = svc.urls.production, headers: Record<string, string> = {}) {
   const b = new Browser(base);
   const email = `user${++n}-${Date.now()}@example.com`;
   const r = await b.req("/api/v1/auth/register", {
     json: { email, password: PASSWORD, companyName: "Acme" },
+    headers,
   });
   expect(r.status, r.text).toBe(201);
   return { b, email, body: r.body };
@@ -40,7 +43,7 @@ async function sensitiveCode(b: Browser, email: string): Promise<string> {
 
 describe("register, login, session", () => {
   it("registers, sets httpOnly cookies, and the session works by cookie and by Bearer on both base URLs", async () => {
-    const { b, body, email } = await registered();
+    const { b, body, email } = await registered(svc.urls.production, BEARER);
     expect(body.data.user).toMatchObject({
       email,
       role: "merchant",
@@ -165,7 +168,7 @@ describe("register, login, session", () => {
   });
 
   it("access tokens expire; logout ends the session at once", async () => {
-    const { b, body } = await registered();
+    const { b, body } = await registered(svc.urls.production, BEARER);
     const bearer = { authorization: `Bearer ${body.data.accessToken}` };
     expect((await call(svc.urls.production, "/api/v1/auth/me", { headers: bearer })).status).toBe(200);
     const lo = await b.req("/api/v1/auth/logout", { method: "POST" });
@@ -392,7 +395,7 @@ describe("API keys and settings", () => {
 
 describe("CORS and Origin check", () => {
   it("refuses cookie-authenticated writes from a foreign or missing Origin; Bearer needs none", async () => {
-    const { b, body, email } = await registered();
+    const { b, body, email } = await registered(svc.urls.production, BEARER);
     const patch = { method: "PATCH", json: { autoWithdraw: false, otp: await sensitiveCode(b, email) } };
     b.origin = "https://evil.example";
     expect((await b.req("/api/v1/dashboard/settings", patch)).status).toBe(403);

@@ -26,6 +26,7 @@ describe("production mode", () => {
     const b = new Browser(svc.urls.production);
     const r = await b.req("/api/v1/auth/register", {
       json: { email: "prod@example.com", password: PASSWORD, companyName: "Prod" },
+      headers: { "x-token-delivery": "bearer" },
     });
     expect(r.status, r.text).toBe(201);
     for (const name of ["sg_access", "sg_refresh"]) {

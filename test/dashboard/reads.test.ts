@@ -172,6 +172,7 @@ describe("GET /api/v1/dashboard/balance", () => {
   it("works with Authorization: Bearer (non-browser clients) and carries the dashboard tier", async () => {
     const login = await call(svc.urls.sandbox, "/api/v1/auth/login", {
       json: { email: (await alice.b.req("/api/v1/auth/me")).body.data.user.email, password: PASSWORD },
+      headers: { "x-token-delivery": "bearer" },
     });
     expect(login.status).toBe(200);
     const r = await call(svc.urls.sandbox, "/api/v1/dashboard/balance", {

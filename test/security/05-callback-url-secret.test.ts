@@ -109,6 +109,7 @@ describe("finding 5: callbackUrl needs x-api-secret on the API-key channel", () 
         password: "a long passphrase 123",
         companyName: "Cb Ltd",
       },
+      headers: { "x-token-delivery": "bearer" },
     });
     expect(reg.status, reg.text).toBe(201);
     const url = `${CALLBACK}?case=dashboard`;

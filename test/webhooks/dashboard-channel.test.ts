@@ -16,6 +16,7 @@ beforeAll(async () => {
       password: "a long passphrase 123",
       companyName: "Hooks Ltd",
     },
+    headers: { "x-token-delivery": "bearer" },
   });
   expect(reg.status, reg.text).toBe(201);
   bearer = { authorization: `Bearer ${reg.body.data.accessToken}` };

@@ -65,6 +65,7 @@ beforeAll(async () => {
       password: "a long passphrase 123",
       companyName: "Anvil Co",
     },
+    headers: { "x-token-delivery": "bearer" },
   });
   expect(reg.status, reg.text).toBe(201);
   const pair = reg.body.data.apiKeys.find((k: { environment: string }) => k.environment === "sandbox");

@@ -11,6 +11,7 @@ export async function fundedMerchant(svc: TestService, receiver: Receiver, fund:
   const email = `w-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`;
   const reg = await call(svc.urls.sandbox, "/api/v1/auth/register", {
     json: { email, password: "a long passphrase 123", companyName: "Payouts Ltd" },
+    headers: { "x-token-delivery": "bearer" },
   });
   expect(reg.status, reg.text).toBe(201);
   const bearer = { authorization: `Bearer ${reg.body.data.accessToken}`, "x-environment": "sandbox" };

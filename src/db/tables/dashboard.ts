@@ -6,6 +6,8 @@ import type { Timestamp } from "./common.js";
 export type DashboardRole = "merchant" | "admin";
 export type OtpPurpose = "payout" | "password_change" | "sensitive";
 export type SessionRevokedReason = "logout" | "reuse" | "password_change" | "password_reset";
+/** How a session receives access tokens: the httpOnly cookie only, or also the JSON body (0016). */
+export type TokenDelivery = "cookie" | "bearer";
 
 export interface DashboardUsersTable {
   id: string;
@@ -33,6 +35,7 @@ export interface DashboardSessionsTable {
   expires_at: Date | string;
   revoked_at: Date | null;
   revoked_reason: SessionRevokedReason | null;
+  token_delivery: Generated<TokenDelivery>;
 }
 
 export interface DashboardRefreshTokensTable {

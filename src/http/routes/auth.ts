@@ -4,6 +4,7 @@ import { authKit } from "../../auth/kit.js";
 import { OTP_PURPOSES } from "../../auth/otp.js";
 import { revokeSession, rotateRefreshToken, sessionOfRefreshToken } from "../../auth/sessions.js";
 import { findUserById } from "../../auth/users.js";
+import type { TokenDelivery } from "../../db/tables/dashboard.js";
 import { AppError } from "../../domain/errors.js";
 import { findMerchantById } from "../../repositories/merchants.js";
 import {
@@ -43,11 +44,37 @@ export const UserSchema = Type.Object({
 });
 
 const SessionTokens = {
-  accessToken: Type.String({
-    description: "Also set as the httpOnly cookie; send as `Authorization: Bearer` from non-browser clients",
-  }),
+  accessToken: Type.Optional(
+    Type.String({
+      description:
+        "Only with `X-Token-Delivery: bearer` (and on refresh only for a session signed in that way); send as `Authorization: Bearer`. Browsers use the httpOnly cookie.",
+    }),
+  ),
   expiresIn: Type.Integer({ description: "Seconds until the access token expires; refresh before" }),
 };
+
+/**
+ * The access token is in the JSON body only for a client that asks (security issue 18): a header,
+ * so that refresh (no body) asks the same way, and one a cross-origin page cannot send (it is not
+ * in the CORS allowed headers). Browsers keep to the httpOnly cookie, out of reach of script.
+ */
+const TokenDeliveryHeaders = Type.Object({
+  "x-token-delivery": Type.Optional(
+    Type.Union([Type.Literal("cookie"), Type.Literal("bearer")], {
+      description:
+        "`bearer`: also return the access token in the body (non-browser clients). Default `cookie`: the httpOnly cookie only.",
+    }),
+  ),
+});
+
+function deliveryOf(request: FastifyRequest): TokenDelivery {
+  return request.headers["x-token-delivery"] === "bearer" ? "bearer" : "cookie";
+}
+
+/** The body's token fields: the access token only for a session that asked for bearer delivery. */
+function tokenFields(delivery: TokenDelivery, asked: TokenDelivery, accessToken: string, expiresIn: number) {
+  return delivery === "bearer" && asked === "bearer" ? { accessToken, expiresIn } : { expiresIn };
+}
 
 const KeyPairSchema = Type.Object({
   id: Type.String(),
@@ -97,6 +124,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       schema: {
         summary: "Register a merchant account (signs in; returns one API key pair per environment, once)",
         tags: ["Dashboard auth"],
+        headers: TokenDeliveryHeaders,
         body: Type.Object(
           { email: Email, password: Password, companyName: Type.String({ minLength: 1, maxLength: 200 }) },
           { additionalProperties: false },
@@ -108,15 +136,15 @@ export function authRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request, reply) => {
-      const r = await register(kit, request.body);
+      const asked = deliveryOf(request);
+      const r = await register(kit, request.body, asked);
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return reply.code(201).send({
         success: true as const,
         data: {
           user: await userView(r.user.id),
           apiKeys: r.merchant.keys,
-          accessToken: r.accessToken,
-          expiresIn: kit.tokens.ttlSeconds,
+          ...tokenFields(r.tokenDelivery, asked, r.accessToken, kit.tokens.ttlSeconds),
         },
       });
     },
@@ -131,6 +159,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
         description:
           "Failed sign-ins are throttled per (e-mail, client IP) and per client IP, never per account: a throttled attempt is answered 429 with `Retry-After` before the password is checked.",
         tags: ["Dashboard auth"],
+        headers: TokenDeliveryHeaders,
         body: Type.Object(
           { email: Email, password: Password, totp: Type.Optional(Type.String({ maxLength: 16 })) },
           { additionalProperties: false },
@@ -139,14 +168,14 @@ export function authRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request, reply) => {
-      const r = await login(kit, request.body, request.ip);
+      const asked = deliveryOf(request);
+      const r = await login(kit, request.body, request.ip, asked);
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return {
         success: true as const,
         data: {
           user: await userView(r.user.id),
-          accessToken: r.accessToken,
-          expiresIn: kit.tokens.ttlSeconds,
+          ...tokenFields(r.tokenDelivery, asked, r.accessToken, kit.tokens.ttlSeconds),
         },
       };
     },
@@ -158,8 +187,10 @@ export function authRoutes(app: App, deps: RouteDeps) {
       config: { tier: "dashboard" },
       schema: {
         summary: "Rotate the refresh token (cookie) and get a new access token",
-        description: "Presenting an already rotated refresh token ends the whole session (reuse detection).",
+        description:
+          "Presenting an already rotated refresh token ends the whole session (reuse detection). The new access token is in the body only with `X-Token-Delivery: bearer` and only for a session signed in with it.",
         tags: ["Dashboard auth"],
+        headers: TokenDeliveryHeaders,
         response: { 200: ok(Type.Object(SessionTokens)), ...commonErrors },
       },
     },
@@ -176,7 +207,10 @@ export function authRoutes(app: App, deps: RouteDeps) {
       }
       const accessToken = await issueAccessToken(kit, r.userId, r.sessionId);
       setSessionCookies(reply, config, accessToken, kit.tokens.ttlSeconds, r.refreshToken);
-      return { success: true as const, data: { accessToken, expiresIn: kit.tokens.ttlSeconds } };
+      return {
+        success: true as const,
+        data: tokenFields(r.tokenDelivery, deliveryOf(request), accessToken, kit.tokens.ttlSeconds),
+      };
     },
   );
 
