@@ -56,6 +56,7 @@ beforeAll(async () => {
   merchant.email = `attacker-${Date.now()}@example.com`;
   const reg = await call(svc.urls.production, "/api/v1/auth/register", {
     json: { email: merchant.email, password: PASSWORD, companyName: "Mallory" },
+    headers: { "x-token-delivery": "bearer" },
   });
   expect(reg.status, reg.text).toBe(201);
   merchant.token = reg.body.data.accessToken;
@@ -64,6 +65,7 @@ beforeAll(async () => {
   await createAdmin(svc.database.db, { email: adminEmail, password: PASSWORD });
   const login = await call(svc.urls.production, "/api/v1/auth/login", {
     json: { email: adminEmail, password: PASSWORD },
+    headers: { "x-token-delivery": "bearer" },
   });
   expect(login.status, login.text).toBe(200);
   admin.token = login.body.data.accessToken;

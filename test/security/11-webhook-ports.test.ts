@@ -75,6 +75,7 @@ describe("set time: the service with the default WEBHOOK_ALLOWED_PORTS", () => {
         password: "a long passphrase 123",
         companyName: "Ports",
       },
+      headers: { "x-token-delivery": "bearer" },
     });
     expect(reg.status, reg.text).toBe(201);
     bearer = { authorization: `Bearer ${reg.body.data.accessToken}` };
