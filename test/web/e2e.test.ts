@@ -70,6 +70,20 @@ async function nav(label: string) {
 }
 
 const usedCodeMails = new Set<string>();
+/** The last TOTP time step the server accepted (a code is accepted once, at a later step each time). */
+let lastTotpStep = 0;
+
+/** A TOTP code of a later step than the last accepted one, within the server's ±1 step (waits for it). */
+async function freshTotp(seed: string): Promise<string> {
+  for (;;) {
+    const step = Math.floor(Date.now() / 30_000) + 1;
+    if (step > lastTotpStep) {
+      lastTotpStep = step;
+      return generate({ secret: seed, epoch: step * 30 });
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
 
 /** The code of the newest OTP mail in the development outbox not read before (waits for it). */
 async function latestCode(): Promise<string> {
@@ -512,6 +526,7 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       const seed = (globalThis as { totpSeed?: string }).totpSeed as string;
       // The enabling code's time step is spent (no replay): use the next step's, within the ±30 s tolerance.
       const next = await generate({ secret: seed, epoch: Math.floor(Date.now() / 1000) + 30 });
+      lastTotpStep = Math.floor((Date.now() + 30_000) / 30_000);
       await page.getByLabel("6-digit code from your authenticator app").fill(next);
       await page.getByRole("button", { name: "Verify and sign in" }).click();
       await pwExpect(page.getByRole("heading", { level: 1, name: "Overview" })).toBeVisible();
@@ -525,6 +540,44 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await page.getByRole("radio", { name: "Sandbox" }).check();
       await pwExpect(page.getByRole("note")).toBeVisible();
       await pwExpect(page.getByRole("table", { name: "Recent transactions" })).toContainText("order-tour-1");
+    });
+
+    // Waits up to one TOTP step (30 s) for a code the sign-in has not used.
+    it("production key pairs need a step-up dialog: the e-mailed code (a wrong one first) and the authenticator code", {
+      timeout: 120_000,
+    }, async () => {
+      await page.getByRole("radio", { name: "Production" }).check();
+      await nav("API keys");
+      await page.getByRole("button", { name: "Create production key pair" }).click();
+      const dialog = page.getByRole("dialog", { name: "Confirm it's you" });
+      await pwExpect(dialog).toBeVisible();
+      await dialog.getByRole("button", { name: "E-mail me a code" }).click();
+      await pwExpect(dialog.getByLabel("E-mailed code")).toBeVisible();
+      const code = await latestCode();
+      const seed = (globalThis as { totpSeed?: string }).totpSeed as string;
+      const totp = await freshTotp(seed);
+      await dialog.getByLabel("E-mailed code").fill(String((Number(code) + 1) % 1_000_000).padStart(6, "0"));
+      await dialog.getByLabel("Authenticator code").fill(totp);
+      await dialog.getByRole("button", { name: "Confirm" }).click();
+      await pwExpect(dialog.getByRole("alert")).toContainText("Code");
+      await shot("step-up-wrong-code");
+      // A wrong e-mailed code is refused before the authenticator code is looked at (its step stays
+      // unused); the dialog stays open with the authenticator field cleared.
+      await dialog.getByLabel("E-mailed code").fill(code);
+      await dialog.getByLabel("Authenticator code").fill(totp);
+      await dialog.getByRole("button", { name: "Confirm" }).click();
+      const pair = (await page.getByTestId("reveal-API key").textContent()) ?? "";
+      expect(pair).toMatch(/^ak_live_/);
+      await shot("step-up-production-key-pair");
+      await page.getByRole("button", { name: "I've saved them" }).click();
+      const listed = await (
+        await page.request.get(`${base}/api/v1/dashboard/api-keys`, {
+          headers: { "x-environment": "production" },
+        })
+      ).json();
+      expect(listed.data.map((k: { apiKey: string }) => k.apiKey)).toContain(pair);
+      await page.getByRole("radio", { name: "Sandbox" }).check();
+      await pwExpect(page.getByRole("note")).toBeVisible();
     });
 
     it("works at 375 px: every screen fits without horizontal scrolling and the menu is keyboard-usable", async () => {

@@ -3,7 +3,8 @@ import type { Pagination } from "../api/client";
 import { explain } from "../lib/errors";
 
 export function ErrorNotice({ error, context }: { error: unknown; context?: "login" }) {
-  if (!error) return null;
+  // A step-up dialog the user cancelled is no error to show.
+  if (!error || (error instanceof Error && error.name === "StepUpCancelled")) return null;
   const e = explain(error, context);
   return (
     <div className="notice notice-error" role="alert">

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { del, getList, post } from "../api/client";
 import type { ApiKey, KeyPair } from "../api/types";
+import { useStepUp } from "../components/StepUp";
 import {
   ConfirmDialog,
   Empty,
@@ -23,13 +24,16 @@ export default function ApiKeys() {
   const [pending, setPending] = useState<Pending>(null);
   const [revealed, setRevealed] = useState<KeyPair | null>(null);
   const [revokedNote, setRevokedNote] = useState<string | null>(null);
+  // Production key pairs need the e-mailed code (and TOTP); revoking does not.
+  const stepUp = useStepUp();
   const keys = useQuery({
     queryKey: useEnvKey("api-keys"),
     queryFn: () => getList<ApiKey>("/api/v1/dashboard/api-keys", { limit: 100 }),
   });
   const refresh = () => client.invalidateQueries({ queryKey: [environment, "api-keys"] });
   const create = useMutation({
-    mutationFn: () => post<KeyPair>("/api/v1/dashboard/api-keys", { environment }),
+    mutationFn: () =>
+      stepUp.run((codes) => post<KeyPair>("/api/v1/dashboard/api-keys", { environment, ...codes })),
     onSuccess: async (k) => {
       setRevealed(k);
       await refresh();
@@ -40,7 +44,9 @@ export default function ApiKeys() {
       p.kind === "rotate"
         ? {
             kind: "rotate" as const,
-            pair: await post<KeyPair>(`/api/v1/dashboard/api-keys/${p.key.id}/rotate`),
+            pair: await stepUp.run((codes) =>
+              post<KeyPair>(`/api/v1/dashboard/api-keys/${p.key.id}/rotate`, codes),
+            ),
           }
         : { kind: "revoke" as const, key: await del<ApiKey>(`/api/v1/dashboard/api-keys/${p.key.id}`) },
     onSuccess: async (r) => {
@@ -172,6 +178,7 @@ export default function ApiKeys() {
         </p>
         <ErrorNotice error={act.error} />
       </ConfirmDialog>
+      {stepUp.dialog}
     </>
   );
 }

@@ -25,6 +25,9 @@ export default function Payouts() {
     walletAddress: "",
   });
   const [otp, setOtp] = useState("");
+  const [totp, setTotp] = useState("");
+  // Production with 2FA on: the authenticator code too (CONTRACT §6.1).
+  const needsTotp = environment === "production" && me?.user.totpEnabled === true;
   const otpInput = useRef<HTMLInputElement>(null);
   useEffect(() => {
     if (step === "otp") otpInput.current?.focus();
@@ -45,7 +48,8 @@ export default function Payouts() {
     onSuccess: () => setStep("otp"),
   });
   const send = useMutation({
-    mutationFn: () => post<Payout>("/api/v1/dashboard/payouts", { ...form, otp }),
+    mutationFn: () =>
+      post<Payout>("/api/v1/dashboard/payouts", { ...form, otp, ...(needsTotp ? { totp } : {}) }),
     onSuccess: async () => {
       setStep("done");
       await client.invalidateQueries({ queryKey: [environment] });
@@ -57,6 +61,7 @@ export default function Payouts() {
   function restart() {
     setStep("form");
     setOtp("");
+    setTotp("");
     setForm({ ...form, amount: "", walletAddress: "" });
     requestOtp.reset();
     send.reset();
@@ -180,6 +185,21 @@ export default function Payouts() {
                 />
               )}
             </Field>
+            {needsTotp ? (
+              <Field label="Authenticator code">
+                {(id) => (
+                  <input
+                    id={id}
+                    required
+                    inputMode="numeric"
+                    pattern="[0-9]{6}"
+                    maxLength={6}
+                    value={totp}
+                    onChange={(e) => setTotp(e.target.value.trim())}
+                  />
+                )}
+              </Field>
+            ) : null}
             <ErrorNotice error={send.error} />
             <div className="form-actions">
               <button type="button" className="btn" onClick={restart}>

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { get, patch, post } from "../api/client";
 import { CURRENCIES, type Settings as SettingsData } from "../api/types";
+import { useStepUp } from "../components/StepUp";
 import { ErrorNotice, Field, Loading, Notice, PageHeader } from "../components/ui";
 import { currencyLabel } from "../lib/format";
 import { useEnvKey, useSession } from "../session";
@@ -17,6 +18,7 @@ function WithdrawalSettings() {
   const [thresholds, setThresholds] = useState<Record<string, string>>({});
   const [allowlist, setAllowlist] = useState("");
   const [tolerance, setTolerance] = useState("0");
+  const stepUp = useStepUp();
   useEffect(() => {
     const s = settings.data;
     if (!s) return;
@@ -27,15 +29,18 @@ function WithdrawalSettings() {
   }, [settings.data]);
   const save = useMutation({
     mutationFn: () =>
-      patch<SettingsData>("/api/v1/dashboard/settings", {
-        autoWithdraw,
-        autoApproveThreshold: thresholds,
-        ipAllowlist: allowlist
-          .split(/[\s,]+/)
-          .map((s) => s.trim())
-          .filter(Boolean),
-        underpaymentTolerancePercent: Number(tolerance),
-      }),
+      stepUp.run((codes) =>
+        patch<SettingsData>("/api/v1/dashboard/settings", {
+          ...codes,
+          autoWithdraw,
+          autoApproveThreshold: thresholds,
+          ipAllowlist: allowlist
+            .split(/[\s,]+/)
+            .map((s) => s.trim())
+            .filter(Boolean),
+          underpaymentTolerancePercent: Number(tolerance),
+        }),
+      ),
     onSuccess: (s) => client.setQueryData([environment, "settings"], s),
   });
 
@@ -112,6 +117,7 @@ function WithdrawalSettings() {
           {save.isPending ? "Saving…" : "Save settings"}
         </button>
       </form>
+      {stepUp.dialog}
     </section>
   );
 }
@@ -120,6 +126,8 @@ function TwoFactor() {
   const { me, signedIn } = useSession();
   const [setup, setSetup] = useState<{ secret: string; otpauthUri: string; qrCode: string } | null>(null);
   const [code, setCode] = useState("");
+  // Turning 2FA off is account-wide: the e-mailed code and the authenticator code, in any environment.
+  const stepUp = useStepUp({ always: true });
   const start = useMutation({
     mutationFn: () => post<{ secret: string; otpauthUri: string; qrCode: string }>("/api/v1/auth/2fa/setup"),
     onSuccess: setSetup,
@@ -133,9 +141,8 @@ function TwoFactor() {
     },
   });
   const disable = useMutation({
-    mutationFn: () => post("/api/v1/auth/2fa/disable", { code }),
+    mutationFn: () => stepUp.run((codes) => post("/api/v1/auth/2fa/disable", codes)),
     onSuccess: async () => {
-      setCode("");
       await signedIn();
     },
   });
@@ -210,32 +217,19 @@ function TwoFactor() {
         </form>
       ) : null}
       {enabled ? (
-        <form
-          className="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            disable.mutate();
-          }}
-        >
-          <Field label="Code from your app, to turn it off">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                pattern="[0-9]{6}"
-                maxLength={6}
-                required
-                value={code}
-                onChange={(e) => setCode(e.target.value.trim())}
-              />
-            )}
-          </Field>
-          <button type="submit" className="btn btn-danger" disabled={disable.isPending}>
-            Turn off
+        <div className="inline-form">
+          <button
+            type="button"
+            className="btn btn-danger"
+            onClick={() => disable.mutate()}
+            disabled={disable.isPending}
+          >
+            Turn off…
           </button>
           <ErrorNotice error={disable.error} />
-        </form>
+        </div>
       ) : null}
+      {stepUp.dialog}
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { useState } from "react";
 import { useSearchParams } from "react-router-dom";
 import { get, getList, post } from "../api/client";
 import type { DeliveryStatus, WebhookAttempt, WebhookEvent } from "../api/types";
+import { useStepUp } from "../components/StepUp";
 import {
   ConfirmDialog,
   Empty,
@@ -106,6 +107,8 @@ export default function Webhooks() {
   const [confirmRotate, setConfirmRotate] = useState(false);
   const [revealed, setRevealed] = useState<string | null>(null);
   const selected = params.get("event");
+  // Production: the URL and the secret rotation need the e-mailed code (and TOTP).
+  const stepUp = useStepUp();
 
   const secret = useQuery({
     queryKey: useEnvKey("webhook-secret"),
@@ -120,7 +123,10 @@ export default function Webhooks() {
   });
   const currentUrl = events.data?.data.find((e) => e.url)?.url;
   const saveUrl = useMutation({
-    mutationFn: () => post<{ webhookUrl: string }>("/api/v1/webhook/url", { webhookUrl: url.trim() }),
+    mutationFn: () =>
+      stepUp.run((codes) =>
+        post<{ webhookUrl: string }>("/api/v1/webhook/url", { webhookUrl: url.trim(), ...codes }),
+      ),
   });
   const test = useMutation({
     mutationFn: () =>
@@ -130,7 +136,8 @@ export default function Webhooks() {
     onSettled: () => client.invalidateQueries({ queryKey: [environment, "webhook-events"] }),
   });
   const rotate = useMutation({
-    mutationFn: () => post<{ webhookSecret: string }>("/api/v1/webhook/secret/rotate"),
+    mutationFn: () =>
+      stepUp.run((codes) => post<{ webhookSecret: string }>("/api/v1/webhook/secret/rotate", codes)),
     onSuccess: async (r) => {
       setConfirmRotate(false);
       setRevealed(r.webhookSecret);
@@ -148,6 +155,7 @@ export default function Webhooks() {
   return (
     <>
       <PageHeader title="Webhooks" />
+      {stepUp.dialog}
       <section className="card" aria-labelledby="endpoint-title">
         <h2 id="endpoint-title">Endpoint</h2>
         <p className="muted">
