@@ -42,6 +42,7 @@ export function lockDurationMs(failures: number, budget: ThrottleBudget): number
 /** The rows a sign-in attempt is counted in. */
 export interface ThrottleKeys {
   account: string;
+  /** The client: its address, an IPv6 client's /64 (the rate limiter's `clientKey`). */
   ip: string;
 }
 

@@ -95,7 +95,7 @@ async function assertNotThrottled(kit: AuthKit, keys: ThrottleKeys, now: Date): 
 }
 
 /**
- * Sign-in from the client address `ip`. Failures are throttled per (e-mail, IP) and per IP
+ * Sign-in from the client `ip` (its address; an IPv6 client's /64). Failures are throttled per (e-mail, IP) and per IP
  * (`auth/lockout.ts`), never per account: a throttled attempt is 429 before any password check.
  * Every credential failure gives the same 401 and costs the same argon2 work whether the e-mail
  * exists or the password is wrong. A correct password on an account with 2FA and no (or a wrong)

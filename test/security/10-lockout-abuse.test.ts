@@ -105,6 +105,16 @@ describe("failed sign-ins are throttled per (account, client IP)", () => {
     }
   });
 
+  it("an IPv6 attacker rotating addresses within one /64 is one client (CONTRACT §7)", async () => {
+    const email = await merchant();
+    const statuses: number[] = [];
+    for (let i = 1; i <= 7; i++)
+      statuses.push((await login(email, `wrong password ${i}`, `2001:db8:7:7::${i}`)).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+    // Another /64 is another client.
+    expect((await login(email, PASSWORD, "2001:db8:7:8::1")).status).toBe(200);
+  });
+
   it("an unknown e-mail is throttled exactly like a real account (no enumeration)", async () => {
     const real = await merchant();
     const ghost = `ghost${++n}-${Date.now()}@example.com`;

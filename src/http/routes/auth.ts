@@ -6,6 +6,7 @@ import { revokeSession, rotateRefreshToken, sessionOfRefreshToken } from "../../
 import { findUserById } from "../../auth/users.js";
 import type { TokenDelivery } from "../../db/tables/dashboard.js";
 import { AppError } from "../../domain/errors.js";
+import { clientKey } from "../../ratelimit/client-key.js";
 import { findMerchantById } from "../../repositories/merchants.js";
 import {
   changePassword,
@@ -20,6 +21,7 @@ import {
   setupTotp,
 } from "../../services/accounts.js";
 import type { App, RouteDeps } from "../app-types.js";
+import { clientIp } from "../client-ip.js";
 import { allowedOrigins, assertWriteOrigin } from "../plugins/cors.js";
 import {
   clearSessionCookies,
@@ -66,6 +68,14 @@ const TokenDeliveryHeaders = Type.Object({
     }),
   ),
 });
+
+/**
+ * The client a failed sign-in is counted against: its address as the rate limiter and the IP
+ * allowlist see it, an IPv6 client per /64 (CONTRACT §7) — one subscriber's /64 is one client.
+ */
+function throttleClient(request: FastifyRequest): string {
+  return clientKey(clientIp(request));
+}
 
 function deliveryOf(request: FastifyRequest): TokenDelivery {
   return request.headers["x-token-delivery"] === "bearer" ? "bearer" : "cookie";
@@ -169,7 +179,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       const asked = deliveryOf(request);
-      const r = await login(kit, request.body, request.ip, asked);
+      const r = await login(kit, request.body, throttleClient(request), asked);
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return {
         success: true as const,
@@ -366,7 +376,13 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      await changePassword(kit, p.userId, dashboardSession(request).sessionId, request.body, request.ip);
+      await changePassword(
+        kit,
+        p.userId,
+        dashboardSession(request).sessionId,
+        request.body,
+        throttleClient(request),
+      );
       return { success: true as const, data: { message: "Password changed." } };
     },
   );
