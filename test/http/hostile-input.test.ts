@@ -253,6 +253,13 @@ function fill(path: string, overrides: Record<string, string> = {}): string {
 
 function problem(r: Call, what: string): string | undefined {
   if (r.status >= 500) return `${what} → ${r.status} ${r.text.slice(0, 200)}`;
+  // CONTRACT §2: a throttled request has the rate-limit body and Retry-After (the sweep's many
+  // failed sign-ins from one address meet the login throttle, security #18 finding 10).
+  if (r.status === 429) {
+    if (r.body?.success !== false || typeof r.body?.message !== "string" || !r.headers.get("retry-after"))
+      return `${what} → 429 outside the contract's rate-limit body: ${r.text.slice(0, 200)}`;
+    return undefined;
+  }
   if (r.status >= 400 && r.status !== 404 && r.status !== 405) {
     const e = r.body?.error;
     if (r.body?.success !== false || typeof e?.code !== "string" || typeof e?.message !== "string")
