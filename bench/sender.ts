@@ -1,101 +1,133 @@
 /**
  * `npm run bench:sender` — transfers per second through the whole sending pipeline on a real anvil
- * node: queue (requestTransfer) → sign (signer) → store → broadcast → verify on-chain (receipt +
- * Transfer log) → outcome hook, one confirmation, anvil automining.
+ * node: queue (requestTransfer) → sign (signer, its transfer policy included) → store → broadcast →
+ * verify on-chain (receipt + Transfer log) → outcome hook, one confirmation, anvil automining.
  *
- * Run twice over BENCH_TRANSFERS (300) USDT-ERC20 withdrawals from one hot wallet:
- * 1. signer in-process (`serve`);
- * 2. signer as a separate process (`stablegate signer`: HTTP + HMAC with INTERNAL_SHARED_SECRET).
- * Prints transfers/s of each, the ratio, and the signer's own rate (sign calls/s in isolation).
+ * Run twice over BENCH_TRANSFERS (300) USDT-ERC20 withdrawals from one hot wallet, each run on a
+ * fresh database and anvil node, both signers built from the same configuration (the environment
+ * a `stablegate` process would get):
+ * 1. signer in-process (as `serve` runs it: `createLocalSigner`, its policy reading through the
+ *    sender's transaction);
+ * 2. signer as a separate process (`stablegate signer`, the real role: HTTP + HMAC with
+ *    INTERNAL_SHARED_SECRET, its policy reading the intents with its own DATABASE_URL connection).
+ * The signer signs only what the policy allows (signer/policy.ts): every measured signature is for
+ * a withdrawal intent recorded with `requestTransfer`, as the withdrawal service records them. Each
+ * run first checks that the signer refuses a transfer no intent backs, then measures the signer's
+ * own rate (sign calls/s over the open intents, 50 concurrent; nothing is broadcast), then the
+ * pipeline. Prints transfers/s of each and the ratio.
  *
- * Database: BENCH_DATABASE_URL (a `stablegate_bench_sender` database is recreated there), else
- * in-memory PGlite.
+ * Database: PostgreSQL only — the separate signer opens the database itself, and the embedded
+ * database serves one process (the signer role refuses to start without DATABASE_URL). A
+ * `stablegate_bench_sender` database is recreated on BENCH_DATABASE_URL (default
+ * postgres://postgres@127.0.0.1:5432/postgres) for each run.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import type { Hex } from "viem";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { encodeFunctionData, type Hex, parseAbi } from "viem";
 import { EvmChainWriter } from "../src/chains/evm/evm-writer.js";
+import { parseConfig } from "../src/config/config.js";
+import { type Database, openDatabase } from "../src/db/database.js";
+import { migrate } from "../src/db/migrate.js";
 import { systemClock } from "../src/lib/clock.js";
 import { createLogger } from "../src/observability/logger.js";
 import { requestTransfer } from "../src/sender/intents.js";
 import { TransferOutcomes } from "../src/sender/outcomes.js";
 import { Sender } from "../src/sender/sender.js";
 import { HttpSignerClient } from "../src/signer/http-client.js";
-import { LocalSigner } from "../src/signer/local-signer.js";
-import type { Signer } from "../src/signer/protocol.js";
-import { startSignerServer } from "../src/signer/server.js";
+import { createLocalSigner } from "../src/signer/local-signer.js";
+import { type Signer, SignerRejectedError } from "../src/signer/protocol.js";
 import { AddressDeriver } from "../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../src/wallet/derivation-path.js";
 import { deployTestUsdt, mintTestUsdt, startAnvil } from "../test/support/chain/anvil.js";
-import { freshDatabase } from "./support.js";
+import { freePort, MAIN, ROOT, recreateDatabase, stopChild } from "./support.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const SECRET = "bench-internal-shared-secret-0123456789abcdef";
 const N = Number(process.env.BENCH_TRANSFERS ?? 300);
-const ADMIN_URL = process.env.BENCH_DATABASE_URL;
+const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const DB_NAME = "stablegate_bench_sender";
+const SIGN_CALLS = 1000;
+const CONCURRENCY = 50;
+const TRANSFER = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
 
-if (process.argv.includes("--signer-child")) {
-  // The separate signer process.
-  const server = await startSignerServer({
-    signer: LocalSigner.fromMnemonic(MNEMONIC),
-    secret: SECRET,
-    host: "127.0.0.1",
-    port: 0,
-    clock: systemClock,
-  });
-  process.stdout.write(`LISTENING ${server.url}\n`);
-  process.on("SIGTERM", () => void server.close().then(() => process.exit(0)));
-} else {
-  await main();
-}
+type Mode = "in-process" | "separate";
 
-function startSignerProcess(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", fileURLToPath(import.meta.url), "--signer-child"],
-    {
-      stdio: ["ignore", "pipe", "inherit"],
-    },
+/** The i-th withdrawal of a run: its destination and amount (base units). */
+const withdrawal = (i: number) => ({
+  to: `0x${(0xbe0000 + i).toString(16).padStart(40, "0")}` as Hex,
+  amount: BigInt(1_000 + i),
+});
+
+await main();
+
+async function main(): Promise<void> {
+  console.log(
+    `bench:sender — ${N} USDT-ERC20 transfers on anvil, database PostgreSQL (${new URL(ADMIN_URL).host})`,
   );
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /LISTENING (\S+)/.exec(out);
-      if (m?.[1]) resolve({ url: m[1], child });
-    });
-    child.on("exit", (code) => reject(new Error(`signer exited with ${code}`)));
-  });
+  const a = await run("in-process");
+  const b = await run("separate");
+  console.log(`ratio separate / in-process: ${(b / a).toFixed(2)}`);
 }
 
-async function run(label: string, signer: Signer): Promise<number> {
+/** The environment of a `stablegate` process for this run (sandbox USDT-ERC20 on the anvil token). */
+function signerEnv(dataDir: string, databaseUrl: string, token: Hex, port: number): Record<string, string> {
+  return {
+    NODE_ENV: "development",
+    LOG_LEVEL: "error",
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    MASTER_MNEMONIC: MNEMONIC,
+    INTERNAL_SHARED_SECRET: SECRET,
+    SANDBOX_USDT_ERC20_CONTRACT: token,
+    SIGNER_HOST: "127.0.0.1",
+    SIGNER_PORT: String(port),
+  };
+}
+
+/** `stablegate signer` as a child process, once its `/healthz` answers. */
+async function startSignerRole(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "signer"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  let exited: number | null | undefined;
+  child.once("exit", (code) => {
+    exited = code;
+  });
+  const url = `http://${env.SIGNER_HOST}:${env.SIGNER_PORT}`;
+  for (let i = 0; i < 600; i++) {
+    if (exited !== undefined) throw new Error(`the signer role exited with ${exited}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return { url, child };
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error("the signer role did not start");
+}
+
+async function run(mode: Mode): Promise<number> {
+  const label = mode === "in-process" ? "signer in-process" : "signer separate process";
   const node = await startAnvil();
-  const database = await freshDatabase(ADMIN_URL, "stablegate_bench_sender");
+  const databaseUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
+  const database: Database = await openDatabase({ kind: "postgres", url: databaseUrl, poolSize: 5 });
+  const dataDir = await mkdtemp(path.join(tmpdir(), "stablegate-bench-sender-"));
+  let child: ChildProcess | undefined;
+  let remote: HttpSignerClient | undefined;
   try {
+    await migrate(database.db);
     const token = await deployTestUsdt(node);
     const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
     const hot = wallet.address("USDT-ERC20", "sandbox", HOT_WALLET_INDEX) as Hex;
     await mintTestUsdt(node, token, hot, 10n ** 15n);
     await node.testClient.setBalance({ address: hot, value: 10n ** 22n });
-    const outcomes = new TransferOutcomes();
-    let confirmed = 0;
-    outcomes.register("withdrawal", async (_trx, o) => {
-      if (o.status === "confirmed") confirmed++;
-    });
-    const sender = new Sender({
-      db: database.db,
-      network: "USDT-ERC20",
-      environment: "sandbox",
-      writer: new EvmChainWriter({ rpcUrl: node.rpcUrl, tokenAddress: token }),
-      signer,
-      address: (i) => wallet.address("USDT-ERC20", "sandbox", i),
-      outcomes,
-      confirmations: 1,
-      logger: createLogger("silent"),
-      clock: systemClock,
-      recheckMs: 0,
-      batchSize: 50,
-    });
+
+    // The withdrawals, queued (and committed) as the withdrawal service queues them.
     await database.db.transaction().execute(async (trx) => {
       for (let i = 0; i < N; i++) {
         await requestTransfer(trx, {
@@ -103,67 +135,125 @@ async function run(label: string, signer: Signer): Promise<number> {
           kind: "withdrawal",
           network: "USDT-ERC20",
           environment: "sandbox",
-          to: `0x${(0xbe0000 + i).toString(16).padStart(40, "0")}`,
-          amount: BigInt(1_000 + i),
+          ...withdrawal(i),
         });
       }
     });
-    const t0 = performance.now();
-    const open = await sender.drain(600_000, 0);
-    const seconds = (performance.now() - t0) / 1000;
-    if (open !== 0 || confirmed !== N)
-      throw new Error(`${label}: ${open} still open, ${confirmed}/${N} confirmed`);
-    const rate = N / seconds;
-    console.log(
-      `${label.padEnd(28)} ${N} transfers confirmed in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} transfers/s`,
-    );
-    return rate;
+
+    const env = signerEnv(dataDir, databaseUrl, token, await freePort());
+    let signer: Signer;
+    if (mode === "in-process") {
+      signer = await createLocalSigner(parseConfig(env), database.db, createLogger("error"));
+    } else {
+      const started = await startSignerRole(env);
+      child = started.child;
+      remote = new HttpSignerClient({ url: started.url, secret: SECRET });
+      signer = remote;
+    }
+    const chainId = await node.publicClient.getChainId();
+    const signRequest = (nonce: number, to: Hex, amount: bigint) => ({
+      chain: "evm" as const,
+      network: "USDT-ERC20" as const,
+      environment: "sandbox" as const,
+      index: HOT_WALLET_INDEX,
+      transaction: {
+        chainId,
+        nonce,
+        to: token,
+        value: "0",
+        data: encodeFunctionData({ abi: TRANSFER, functionName: "transfer", args: [to, amount] }),
+        gas: "60000",
+        maxFeePerGas: "2000000000",
+        maxPriorityFeePerGas: "1000000000",
+      },
+    });
+
+    await expectRefusal(label, signer, signRequest(0, withdrawal(0).to, withdrawal(0).amount + 1n));
+    await signRate(label, signer, (k) => {
+      const w = withdrawal(k % N);
+      return signRequest(k, w.to, w.amount);
+    });
+    return await pipeline(label, database, signer, node.rpcUrl, token, wallet);
   } finally {
+    await remote?.close();
+    if (child) await stopChild(child);
     await database.close();
     await node.stop();
+    await rm(dataDir, { recursive: true, force: true });
   }
 }
 
-async function signRate(label: string, signer: Signer): Promise<void> {
-  const req = (nonce: number) => ({
-    chain: "evm" as const,
-    network: "USDT-ERC20" as const,
-    environment: "sandbox" as const,
-    index: 0,
-    transaction: {
-      chainId: 31337,
-      nonce,
-      to: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-      value: "0",
-      data: `0xa9059cbb${"0".repeat(24)}${"ab".repeat(20)}${(1000).toString(16).padStart(64, "0")}`,
-      gas: "60000",
-      maxFeePerGas: "2000000000",
-      maxPriorityFeePerGas: "1000000000",
-    },
-  });
-  const n = 1000;
-  const t0 = performance.now();
-  for (let i = 0; i < n; i += 50)
-    await Promise.all(Array.from({ length: 50 }, (_, j) => signer.sign(req(i + j))));
-  const s = (performance.now() - t0) / 1000;
-  console.log(`${label.padEnd(28)} ${(n / s).toFixed(0)} signatures/s (50 concurrent)`);
-}
-
-async function main(): Promise<void> {
-  console.log(
-    `bench:sender — ${N} USDT-ERC20 transfers on anvil, database ${ADMIN_URL ? "PostgreSQL" : "PGlite (in memory)"}`,
-  );
-  const local = LocalSigner.fromMnemonic(MNEMONIC);
-  const { url, child } = await startSignerProcess();
-  const remote = new HttpSignerClient({ url, secret: SECRET });
+/** The policy is live in the measured signer: a transfer no open intent backs is refused. */
+async function expectRefusal(
+  label: string,
+  signer: Signer,
+  request: Parameters<Signer["sign"]>[0],
+): Promise<void> {
   try {
-    await signRate("signer in-process", local);
-    await signRate("signer separate process", remote);
-    const a = await run("pipeline, signer in-process", local);
-    const b = await run("pipeline, signer separate", remote);
-    console.log(`ratio separate / in-process: ${(b / a).toFixed(2)}`);
-  } finally {
-    await remote.close();
-    child.kill("SIGTERM");
+    await signer.sign(request);
+  } catch (err) {
+    if (err instanceof SignerRejectedError) {
+      console.log(`${label.padEnd(28)} refuses a transfer without an intent (${err.message})`);
+      return;
+    }
+    throw err;
   }
+  throw new Error(`${label}: signed a transfer no intent backs`);
+}
+
+/** The signer's own rate: SIGN_CALLS calls for open intents, CONCURRENCY at a time. */
+async function signRate(
+  label: string,
+  signer: Signer,
+  request: (k: number) => Parameters<Signer["sign"]>[0],
+): Promise<void> {
+  const t0 = performance.now();
+  for (let i = 0; i < SIGN_CALLS; i += CONCURRENCY)
+    await Promise.all(
+      Array.from({ length: Math.min(CONCURRENCY, SIGN_CALLS - i) }, (_, j) => signer.sign(request(i + j))),
+    );
+  const s = (performance.now() - t0) / 1000;
+  console.log(
+    `${label.padEnd(28)} ${(SIGN_CALLS / s).toFixed(0)} signatures/s (${CONCURRENCY} concurrent, policy checked)`,
+  );
+}
+
+/** The N queued withdrawals through the sender until all are confirmed; transfers/s. */
+async function pipeline(
+  label: string,
+  database: Database,
+  signer: Signer,
+  rpcUrl: string,
+  token: Hex,
+  wallet: AddressDeriver,
+): Promise<number> {
+  const outcomes = new TransferOutcomes();
+  let confirmed = 0;
+  outcomes.register("withdrawal", async (_trx, o) => {
+    if (o.status === "confirmed") confirmed++;
+  });
+  const sender = new Sender({
+    db: database.db,
+    network: "USDT-ERC20",
+    environment: "sandbox",
+    writer: new EvmChainWriter({ rpcUrl, tokenAddress: token }),
+    signer,
+    address: (i) => wallet.address("USDT-ERC20", "sandbox", i),
+    outcomes,
+    confirmations: 1,
+    logger: createLogger("silent"),
+    clock: systemClock,
+    recheckMs: 0,
+    batchSize: 50,
+  });
+  const t0 = performance.now();
+  const open = await sender.drain(600_000, 0);
+  const seconds = (performance.now() - t0) / 1000;
+  if (open !== 0 || confirmed !== N)
+    throw new Error(`pipeline, ${label}: ${open} still open, ${confirmed}/${N} confirmed`);
+  const rate = N / seconds;
+  console.log(
+    `${`pipeline, ${label}`.padEnd(28)} ${N} transfers confirmed in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} transfers/s`,
+  );
+  return rate;
 }
