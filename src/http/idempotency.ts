@@ -8,6 +8,7 @@ import {
   completeIdempotencyKey,
   type IdempotencyScope,
   releaseIdempotencyKey,
+  renewIdempotencyClaim,
 } from "../repositories/idempotency-keys.js";
 import type { Principal } from "./context.js";
 
@@ -18,7 +19,8 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
  * What `idempotentCreate` needs: the database, the clock, and `leaseMs` (`IDEMPOTENCY_LEASE_SECONDS`):
  * a `running` claim not renewed for this long belongs to a request that died before committing
  * (the claim and the operation's result are written together, so a finished request is never
- * `running`).
+ * `running`). A live request renews its claim every third of the lease, so however long it runs
+ * the key stays 409 for the others; a dead one's claim is taken over once the lease has passed.
  */
 export interface IdempotencyContext {
   db: Db;
@@ -103,17 +105,68 @@ async function respond(
     case "claimed":
       break;
   }
+  const { claimedAt } = claim;
+  const stopHeartbeat = heartbeat(ctx, request, scope, claimedAt);
   try {
     await beforeRun?.();
     return await ctx.db.transaction().execute(async (trx) => {
       const body = serialize(reply, await run(trx));
-      await completeIdempotencyKey(trx, scope, { status, body });
+      if (!(await completeIdempotencyKey(trx, scope, claimedAt, { status, body }))) {
+        // Stalled past the lease and taken over: this request's work rolls back with the transaction.
+        throw new AppError(
+          "IDEMPOTENCY_CONFLICT",
+          "Another request with this Idempotency-Key took over while this one was stalled; retry for its answer.",
+        );
+      }
       return body;
     });
   } catch (err) {
-    await releaseIdempotencyKey(ctx.db, scope);
+    stopHeartbeat();
+    await releaseIdempotencyKey(ctx.db, scope, claimedAt);
     throw err;
+  } finally {
+    stopHeartbeat();
   }
+}
+
+/**
+ * Renews the claim's lease every third of it until stopped (the answer stored or the request
+ * failed) or until the claim is found lost. A renewal that fails (a database hiccup) is logged and
+ * tried again at the next beat: the lease outlasts two missed beats. Returns the stop function.
+ */
+function heartbeat(
+  ctx: IdempotencyContext,
+  request: FastifyRequest,
+  scope: IdempotencyScope,
+  claimedAt: Date,
+): () => void {
+  let stopped = false;
+  let renewing = false;
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  const timer = setInterval(
+    () => {
+      if (stopped || renewing) return;
+      renewing = true;
+      renewIdempotencyClaim(ctx.db, scope, claimedAt, new Date(ctx.clock.now()))
+        .then((held) => {
+          if (!held) stop();
+        })
+        .catch((err: unknown) => {
+          if (!stopped)
+            request.log.warn({ err }, "idempotency claim renewal failed; retrying at the next beat");
+        })
+        .finally(() => {
+          renewing = false;
+        });
+    },
+    Math.max(1, Math.floor(ctx.leaseMs / 3)),
+  );
+  // Never what keeps a process alive (a stopping server waits for its requests, not for this).
+  timer.unref();
+  return stop;
 }
 
 /** The route's response serializer for the status set on the reply (unknown fields never leak). */

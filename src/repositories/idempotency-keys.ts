@@ -9,8 +9,14 @@ export interface IdempotencyScope {
   key: string;
 }
 
+/**
+ * `claimed` carries the claim's `created_at`: the fencing token of this claim. Renewal, completion
+ * and release only touch the row while it still holds that token, so a request that lost its lease
+ * (stalled past it while another request re-claimed the key) can neither renew, store its answer
+ * nor free the key of the request that took over.
+ */
 export type IdempotencyClaim =
-  | { kind: "claimed" }
+  | { kind: "claimed"; claimedAt: Date }
   | { kind: "replay"; status: number; body: string }
   | { kind: "mismatch" }
   | { kind: "in_flight" };
@@ -18,8 +24,8 @@ export type IdempotencyClaim =
 /**
  * Claims `key` for a request whose (method, route, body) hash is `requestHash`, in one short
  * transaction of its own: a new key (or one older than `retainedSince`, or a `running` claim not
- * renewed since `abandonedBefore` — its request died without committing) becomes `running` for
- * this request; a finished one with the same hash replays; a different hash is a mismatch; a live
+ * renewed since `abandonedBefore` — its request died without committing, since a live request
+ * renews its claim, `renewIdempotencyClaim`) becomes `running` for this request; a finished one with the same hash replays; a different hash is a mismatch; a live
  * claim is in flight. Concurrent first uses race on the primary key: exactly one claims.
  */
 export async function claimIdempotencyKey(
@@ -43,7 +49,7 @@ export async function claimIdempotencyKey(
       .onConflict((oc) => oc.doNothing())
       .returning("key")
       .executeTakeFirst();
-    if (inserted) return { kind: "claimed" };
+    if (inserted) return { kind: "claimed", claimedAt: at.now };
     const row = await trx
       .selectFrom("idempotency_keys")
       .selectAll()
@@ -77,7 +83,7 @@ export async function claimIdempotencyKey(
           }),
         )
         .execute();
-      return { kind: "claimed" };
+      return { kind: "claimed", claimedAt: at.now };
     }
     if (row.request_hash !== requestHash) return { kind: "mismatch" };
     if (row.state === "done" && row.response_status !== null && row.response_body !== null) {
@@ -87,29 +93,59 @@ export async function claimIdempotencyKey(
   });
 }
 
-/** Stores the response of a claimed key, in the transaction of the operation it answers. */
+/**
+ * Extends the lease of a running claim (its heartbeat): `locked_at` = `now`. False when the claim
+ * is no longer this request's (answered, released, or re-claimed after its lease ran out).
+ */
+export async function renewIdempotencyClaim(
+  db: Db,
+  scope: IdempotencyScope,
+  claimedAt: Date,
+  now: Date,
+): Promise<boolean> {
+  const r = await db
+    .updateTable("idempotency_keys")
+    .set({ locked_at: now })
+    .where("merchant_id", "=", scope.merchantId)
+    .where("environment", "=", scope.environment)
+    .where("key", "=", scope.key)
+    .where("state", "=", "running")
+    .where("created_at", "=", claimedAt)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * Stores the response of a claimed key, in the transaction of the operation it answers. False when
+ * the claim is no longer this request's: the caller must then roll the operation back.
+ */
 export async function completeIdempotencyKey(
   trx: Db,
   scope: IdempotencyScope,
+  claimedAt: Date,
   response: { status: number; body: string },
-): Promise<void> {
-  await trx
+): Promise<boolean> {
+  const r = await trx
     .updateTable("idempotency_keys")
     .set({ state: "done", response_status: response.status, response_body: response.body })
     .where("merchant_id", "=", scope.merchantId)
     .where("environment", "=", scope.environment)
     .where("key", "=", scope.key)
-    .execute();
+    .where("state", "=", "running")
+    .where("created_at", "=", claimedAt)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
 }
 
 /** Frees a claim whose request failed (nothing was created): the client may retry with the key. */
-export async function releaseIdempotencyKey(db: Db, scope: IdempotencyScope): Promise<void> {
+export async function releaseIdempotencyKey(db: Db, scope: IdempotencyScope, claimedAt: Date): Promise<void> {
   await db
     .deleteFrom("idempotency_keys")
     .where("merchant_id", "=", scope.merchantId)
     .where("environment", "=", scope.environment)
     .where("key", "=", scope.key)
     .where("state", "=", "running")
+    .where("created_at", "=", claimedAt)
     .execute();
 }
 
