@@ -11,7 +11,11 @@ export const CreateCheckoutSessionBody = Type.Object(
     amount: AmountInput,
     currencyType: CurrencyTypeSchema,
     callbackUrl: Type.Optional(
-      Type.String({ maxLength: 2048, description: "https URL; the same validation as webhookUrl" }),
+      Type.String({
+        maxLength: 2048,
+        description:
+          "https URL; the same validation as webhookUrl (ports in WEBHOOK_ALLOWED_PORTS). Setting it needs x-api-secret on the API-key channel (401 INVALID_AUTH without it)",
+      }),
     ),
     orderId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     expiresInMinutes: Type.Optional(
