@@ -29,6 +29,26 @@ async function watch(database: Database, count: number): Promise<void> {
   await sql`analyze watched_addresses`.execute(database.db);
 }
 
+/** Waits (10 s at most) for the observation of `txHash` to have `column` set; returns it. */
+async function waitRow(
+  database: Database,
+  txHash: string,
+  column: "observed_at" | "handed_off_at",
+): Promise<Date> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const row = await database.db
+      .selectFrom("chain_observations")
+      .select(column)
+      .where("tx_hash", "=", txHash)
+      .executeTakeFirst();
+    const at = row?.[column];
+    if (at) return at;
+    if (Date.now() > deadline) throw new Error(`observation ${column} not set within 10 s`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
 async function main() {
   const anvil = await startAnvil();
   const token = await deployTestUsdt(anvil);
@@ -59,16 +79,14 @@ async function main() {
     });
 
   // --- 1. cost per block -------------------------------------------------------------------
-  const first = Number(await anvil.publicClient.getBlockNumber()) + 1;
-  for (let i = 0; i < 200; i++) {
-    const to =
-      i % 4 === 0
-        ? synthetic(1 + ((i * 7919) % 1000))
-        : (`0x${"ab".repeat(19)}${(i % 256).toString(16).padStart(2, "0")}` as Hex);
-    await mintTestUsdt(anvil, token, to, 1_000_000n + BigInt(i));
-  }
-  const last = first + 199;
-  const cost: Record<number, { msPerBlock: number; callsPerBlock: number; observed: number }> = {};
+  // At the tip with 12 confirmations: each tick scans the one new block (stores its transfers to
+  // watched addresses at once), follows the transfers still confirming and hands off those that
+  // reached 12 confirmations. Only the ticks are timed; the mints between them are not.
+  const FOLLOW_CONFIRMATIONS = 12;
+  const cost: Record<
+    number,
+    { msPerBlock: number; callsPerBlock: number; observed: number; following: number }
+  > = {};
   // The first pass warms up the JIT and anvil's caches and is not reported.
   for (const [run, size] of [1_000, 1_000, 1_000_000].entries()) {
     const database = await freshDatabase(ADMIN_URL, "stablegate_bench_watcher");
@@ -77,28 +95,47 @@ async function main() {
     if (run > 0) console.log(`watched ${size.toLocaleString("en")} addresses (insert ${Date.now() - t0} ms)`);
     await database.db
       .insertInto("chain_cursors")
-      .values({ network: "USDT-ERC20", environment: "production", cursor_block: first - 1 })
+      .values({
+        network: "USDT-ERC20",
+        environment: "production",
+        cursor_block: Number(await anvil.publicClient.getBlockNumber()),
+      })
       .execute();
-    const w = newWatcher(database, 1);
-    // Steady state: one new block per tick. The head is beyond `last`, so stop each tick after one range.
-    const steady = new ChainWatcher({ ...w.options, maxRangesPerTick: 1 });
+    const steady = newWatcher(database, FOLLOW_CONFIRMATIONS);
     proxy.resetCount();
     handed = 0;
-    const start = performance.now();
-    for (let n = first; n <= last; n++) {
+    let ms = 0;
+    let following = 0;
+    for (let i = 0; i < 200; i++) {
+      const to =
+        i % 4 === 0
+          ? synthetic(1 + ((i * 7919) % 1000))
+          : (`0x${"ab".repeat(19)}${(i % 256).toString(16).padStart(2, "0")}` as Hex);
+      // The mint goes to anvil directly: the proxy counts the watcher's calls only.
+      await mintTestUsdt(anvil, token, to, 1_000_000n + BigInt(i));
+      const start = performance.now();
       const out = await steady.tick();
+      ms += performance.now() - start;
       if (out.kind !== "scanned") throw new Error(`tick ${out.kind}`);
+      const waiting = await database.db
+        .selectFrom("chain_observations")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("status", "=", "observed")
+        .executeTakeFirstOrThrow();
+      following = Math.max(following, Number(waiting.n));
     }
-    const ms = performance.now() - start;
-    cost[size] = { msPerBlock: ms / 200, callsPerBlock: proxy.count / 200, observed: handed };
+    const calls = proxy.count;
+    cost[size] = { msPerBlock: ms / 200, callsPerBlock: calls / 200, observed: handed, following };
     await database.close();
   }
   const small = cost[1_000]!;
   const large = cost[1_000_000]!;
-  console.log("\n1. cost per scanned block (one block per tick, 200 blocks, 50 with watched transfers)");
+  console.log(
+    `\n1. cost per scanned block at the tip (one block per tick, 200 blocks, 50 with watched transfers, ${FOLLOW_CONFIRMATIONS} confirmations: unconfirmed transfers followed)`,
+  );
   for (const [size, c] of Object.entries(cost)) {
     console.log(
-      `   ${Number(size).toLocaleString("en").padStart(9)} watched: ${c.msPerBlock.toFixed(2)} ms/block, ${c.callsPerBlock.toFixed(2)} RPC calls/block, ${c.observed} handed off`,
+      `   ${Number(size).toLocaleString("en").padStart(9)} watched: ${c.msPerBlock.toFixed(2)} ms/block, ${c.callsPerBlock.toFixed(2)} RPC calls/block, ${c.observed} handed off, up to ${c.following} followed unconfirmed`,
     );
   }
   console.log(
@@ -151,30 +188,24 @@ async function main() {
       }
     })();
     const latencies: number[] = [];
+    const seen: number[] = [];
     for (let i = 0; i < 100; i++) {
+      // Automining: the block is mined when the transaction is sent (the receipt is polled later).
+      const mined = Date.now();
       const receipt = await mintTestUsdt(anvil, token, synthetic(1 + i), 5n);
+      const detected = await waitRow(database, receipt.transactionHash, "observed_at");
+      seen.push(detected.getTime() - mined);
       await mineBlocks(anvil, 1); // the confirming block
       const available = Date.now();
-      const deadline = available + 10_000;
-      for (;;) {
-        const row = await database.db
-          .selectFrom("chain_observations")
-          .select("observed_at")
-          .where("tx_hash", "=", receipt.transactionHash)
-          .executeTakeFirst();
-        if (row) {
-          latencies.push(row.observed_at.getTime() - available);
-          break;
-        }
-        if (Date.now() > deadline) throw new Error("observation not stored within 10 s");
-        await new Promise((r) => setTimeout(r, 2));
-      }
+      const handedAt = await waitRow(database, receipt.transactionHash, "handed_off_at");
+      latencies.push(handedAt.getTime() - available);
     }
     running = false;
     await loop;
     latencies.sort((a, b) => a - b);
+    seen.sort((a, b) => a - b);
     console.log(
-      `\n3. latency confirming block → stored observation (poll every ${POLL_MS} ms, ${latencies.length} transfers): p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms (goal p50 ≤ 100 ms)`,
+      `\n3. latency (poll every ${POLL_MS} ms, ${latencies.length} transfers, 2 confirmations): sent and mined → stored (detected) p50 ${percentile(seen, 50)} ms, p99 ${percentile(seen, 99)} ms; confirming block → handed off p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms (goal p50 ≤ 100 ms)`,
     );
     await database.close();
   }
