@@ -139,7 +139,7 @@ export class ChainWatcher {
     return this.range;
   }
 
-  /** One poll: lease, scan to the safe block (or `maxTickMs`), hand off. Never throws. */
+  /** One poll: lease, scan to the head block (or `maxTickMs`), hand off what is confirmed. Never throws. */
   async tick(signal?: AbortSignal): Promise<TickOutcome> {
     const now = this.clock.now();
     if (this.refused !== null) return { kind: "failed", error: this.refused };
