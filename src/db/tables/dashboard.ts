@@ -6,7 +6,7 @@ import type { Timestamp } from "./common.js";
 export type DashboardRole = "merchant" | "admin";
 export type OtpPurpose = "payout" | "password_change" | "sensitive";
 export type SessionRevokedReason = "logout" | "reuse" | "password_change" | "password_reset";
-/** How a session receives access tokens: the httpOnly cookie only, or also the JSON body (0016). */
+/** How a session receives access tokens: the httpOnly cookie only, or also the JSON body (0014). */
 export type TokenDelivery = "cookie" | "bearer";
 
 export interface DashboardUsersTable {
@@ -18,9 +18,9 @@ export interface DashboardUsersTable {
   totp_secret: string | null;
   totp_enabled: Generated<boolean>;
   totp_last_step: bigint | null;
-  /** Unused since migration 0015 (login_throttles): the account itself is never locked. */
+  /** Unused since migration 0013 (login_throttles): the account itself is never locked. */
   failed_logins: Generated<number>;
-  /** Unused since migration 0015 (login_throttles). */
+  /** Unused since migration 0013 (login_throttles). */
   locked_until: Date | null;
   password_changed_at: Timestamp;
   created_at: Timestamp;
@@ -64,7 +64,7 @@ export interface DashboardPasswordResetsTable {
   created_at: Timestamp;
 }
 
-/** Migration 0015: failed sign-ins per (account, client IP) and per client IP (`auth/lockout.ts`). */
+/** Migration 0013: failed sign-ins per (account, client IP) and per client IP (`auth/lockout.ts`). */
 export interface LoginThrottlesTable {
   /** SHA-256 (hex) of the e-mail tried, or '*' for the per-IP budget across accounts. */
   subject: string;

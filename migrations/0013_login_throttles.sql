@@ -20,5 +20,5 @@ create table login_throttles (
 -- The pruning of quiet rows (done a few at a time by the failures that write new ones).
 create index login_throttles_last_failure_idx on login_throttles (last_failure_at);
 
-comment on column dashboard_users.failed_logins is 'unused since 0015 (login_throttles); to be dropped';
-comment on column dashboard_users.locked_until is 'unused since 0015 (login_throttles); to be dropped';
+comment on column dashboard_users.failed_logins is 'unused since 0013 (login_throttles); to be dropped';
+comment on column dashboard_users.locked_until is 'unused since 0013 (login_throttles); to be dropped';
