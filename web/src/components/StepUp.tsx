@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useId, useRef, useState } from "react";
 import { ApiError, post } from "../api/client";
 import { useSession } from "../session";
-import { ErrorNotice, Field } from "./ui";
+import { ErrorNotice, Field, SIX_DIGIT_CODE } from "./ui";
 
 /**
  * Step-up for sensitive production writes (CONTRACT §6.1): key pair create and rotate, settings,
@@ -160,11 +160,7 @@ function StepUpDialog({
                 {(id) => (
                   <input
                     id={id}
-                    inputMode="numeric"
-                    autoComplete="one-time-code"
-                    pattern="[0-9]{6}"
-                    maxLength={6}
-                    required
+                    {...SIX_DIGIT_CODE}
                     value={otp}
                     onChange={(e) => setOtp(e.target.value.trim())}
                   />
@@ -175,10 +171,7 @@ function StepUpDialog({
                   {(id) => (
                     <input
                       id={id}
-                      inputMode="numeric"
-                      pattern="[0-9]{6}"
-                      maxLength={6}
-                      required
+                      {...SIX_DIGIT_CODE}
                       value={code}
                       onChange={(e) => setCode(e.target.value.trim())}
                     />

@@ -229,6 +229,15 @@ export function ConfirmDialog({
   );
 }
 
+/** The attributes every six-digit code input shares: e-mailed OTPs and authenticator codes. */
+export const SIX_DIGIT_CODE = {
+  inputMode: "numeric",
+  autoComplete: "one-time-code",
+  pattern: "[0-9]{6}",
+  maxLength: 6,
+  required: true,
+} as const;
+
 export function Field({
   label,
   hint,

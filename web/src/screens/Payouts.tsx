@@ -3,7 +3,17 @@ import { useEffect, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import { get, getList, post } from "../api/client";
 import { type Balance, CURRENCIES, type CurrencyType, type Payout } from "../api/types";
-import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, Pager, StatusBadge } from "../components/ui";
+import {
+  Empty,
+  ErrorNotice,
+  Field,
+  Loading,
+  Notice,
+  PageHeader,
+  Pager,
+  SIX_DIGIT_CODE,
+  StatusBadge,
+} from "../components/ui";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
 import { useEnvKey, useSession } from "../session";
@@ -173,12 +183,8 @@ export default function Payouts() {
               {(id, hint) => (
                 <input
                   id={id}
+                  {...SIX_DIGIT_CODE}
                   ref={otpInput}
-                  required
-                  inputMode="numeric"
-                  autoComplete="one-time-code"
-                  pattern="[0-9]{6}"
-                  maxLength={6}
                   aria-describedby={hint}
                   value={otp}
                   onChange={(e) => setOtp(e.target.value.trim())}
@@ -190,10 +196,7 @@ export default function Payouts() {
                 {(id) => (
                   <input
                     id={id}
-                    required
-                    inputMode="numeric"
-                    pattern="[0-9]{6}"
-                    maxLength={6}
+                    {...SIX_DIGIT_CODE}
                     value={totp}
                     onChange={(e) => setTotp(e.target.value.trim())}
                   />

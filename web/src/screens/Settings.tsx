@@ -3,7 +3,7 @@ import { useEffect, useState } from "react";
 import { get, patch, post } from "../api/client";
 import { CURRENCIES, type Settings as SettingsData } from "../api/types";
 import { useStepUp } from "../components/StepUp";
-import { ErrorNotice, Field, Loading, Notice, PageHeader } from "../components/ui";
+import { ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
 import { currencyLabel } from "../lib/format";
 import { useEnvKey, useSession } from "../session";
 
@@ -198,11 +198,7 @@ function TwoFactor() {
                 {(id) => (
                   <input
                     id={id}
-                    inputMode="numeric"
-                    autoComplete="one-time-code"
-                    pattern="[0-9]{6}"
-                    maxLength={6}
-                    required
+                    {...SIX_DIGIT_CODE}
                     value={code}
                     onChange={(e) => setCode(e.target.value.trim())}
                   />
@@ -301,11 +297,7 @@ function PasswordChange() {
               {(id, hint) => (
                 <input
                   id={id}
-                  inputMode="numeric"
-                  autoComplete="one-time-code"
-                  pattern="[0-9]{6}"
-                  maxLength={6}
-                  required
+                  {...SIX_DIGIT_CODE}
                   aria-describedby={hint}
                   value={form.otp}
                   onChange={set("otp")}

@@ -2,7 +2,7 @@ import { useMutation } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation, useNavigate } from "react-router-dom";
 import { ApiError, post } from "../api/client";
-import { ErrorNotice, Field, PageHeader } from "../components/ui";
+import { ErrorNotice, Field, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
 import { useSession } from "../session";
 
 export default function SignIn() {
@@ -78,12 +78,8 @@ export default function SignIn() {
             {(id, hint) => (
               <input
                 id={id}
+                {...SIX_DIGIT_CODE}
                 aria-describedby={hint}
-                inputMode="numeric"
-                autoComplete="one-time-code"
-                pattern="[0-9]{6}"
-                maxLength={6}
-                required
                 ref={totpInput}
                 value={totp}
                 onChange={(e) => setTotp(e.target.value.trim())}
