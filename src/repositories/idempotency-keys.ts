@@ -1,4 +1,6 @@
+import type { ExpressionBuilder } from "kysely";
 import type { Db } from "../db/database.js";
+import type { DB } from "../db/schema.js";
 import type { Environment } from "../domain/environment.js";
 
 /** SQL of `Idempotency-Key` records (CONTRACT §4): one per merchant × environment × key. */
@@ -93,6 +95,21 @@ export async function claimIdempotencyKey(
   });
 }
 
+/** The row of `scope` while it still holds this claim (running, same fencing token `claimedAt`). */
+function stillClaimed(
+  eb: ExpressionBuilder<DB, "idempotency_keys">,
+  scope: IdempotencyScope,
+  claimedAt: Date,
+) {
+  return eb.and([
+    eb("merchant_id", "=", scope.merchantId),
+    eb("environment", "=", scope.environment),
+    eb("key", "=", scope.key),
+    eb("state", "=", "running"),
+    eb("created_at", "=", claimedAt),
+  ]);
+}
+
 /**
  * Extends the lease of a running claim (its heartbeat): `locked_at` = `now`. False when the claim
  * is no longer this request's (answered, released, or re-claimed after its lease ran out).
@@ -106,11 +123,7 @@ export async function renewIdempotencyClaim(
   const r = await db
     .updateTable("idempotency_keys")
     .set({ locked_at: now })
-    .where("merchant_id", "=", scope.merchantId)
-    .where("environment", "=", scope.environment)
-    .where("key", "=", scope.key)
-    .where("state", "=", "running")
-    .where("created_at", "=", claimedAt)
+    .where((eb) => stillClaimed(eb, scope, claimedAt))
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
@@ -128,11 +141,7 @@ export async function completeIdempotencyKey(
   const r = await trx
     .updateTable("idempotency_keys")
     .set({ state: "done", response_status: response.status, response_body: response.body })
-    .where("merchant_id", "=", scope.merchantId)
-    .where("environment", "=", scope.environment)
-    .where("key", "=", scope.key)
-    .where("state", "=", "running")
-    .where("created_at", "=", claimedAt)
+    .where((eb) => stillClaimed(eb, scope, claimedAt))
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
@@ -141,11 +150,7 @@ export async function completeIdempotencyKey(
 export async function releaseIdempotencyKey(db: Db, scope: IdempotencyScope, claimedAt: Date): Promise<void> {
   await db
     .deleteFrom("idempotency_keys")
-    .where("merchant_id", "=", scope.merchantId)
-    .where("environment", "=", scope.environment)
-    .where("key", "=", scope.key)
-    .where("state", "=", "running")
-    .where("created_at", "=", claimedAt)
+    .where((eb) => stillClaimed(eb, scope, claimedAt))
     .execute();
 }
 

@@ -1,7 +1,7 @@
-import { useCallback, useEffect, useId, useRef, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { ApiError, post } from "../api/client";
 import { useSession } from "../session";
-import { ErrorNotice, Field, SIX_DIGIT_CODE } from "./ui";
+import { ConfirmDialog, ErrorNotice, Field, SIX_DIGIT_CODE } from "./ui";
 
 /**
  * Step-up for sensitive production writes (CONTRACT §6.1): key pair create and rotate, settings,
@@ -64,25 +64,19 @@ function StepUpDialog({
   totp: boolean;
   onClose(): void;
 }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  const titleId = useId();
   const [sent, setSent] = useState(false);
   const [otp, setOtp] = useState("");
   const [code, setCode] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
 
+  // Each request starts afresh (ConfirmDialog opens and closes the native dialog).
   useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (pending && !d.open) {
-      setSent(false);
-      setOtp("");
-      setCode("");
-      setError(null);
-      d.showModal();
-    }
-    if (!pending && d.open) d.close();
+    if (!pending) return;
+    setSent(false);
+    setOtp("");
+    setCode("");
+    setError(null);
   }, [pending]);
 
   const cancel = () => {
@@ -130,75 +124,49 @@ function StepUpDialog({
   };
 
   return (
-    <dialog
-      ref={ref}
-      className="dialog"
-      aria-labelledby={titleId}
-      onCancel={(e) => {
-        e.preventDefault();
-        cancel();
-      }}
+    <ConfirmDialog
+      open={pending !== null}
+      title="Confirm it's you"
+      confirmLabel={sent ? "Confirm" : "E-mail me a code"}
+      busy={busy}
+      onConfirm={() => void (sent ? confirm() : requestCode())}
+      onCancel={cancel}
     >
-      <form
-        method="dialog"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (sent) void confirm();
-          else void requestCode();
-        }}
-      >
-        <h2 id={titleId}>Confirm it's you</h2>
-        <div className="dialog-body">
-          <p>
-            This change protects your live money, so it needs a one-time code we e-mail you
-            {totp ? " and a code from your authenticator app" : ""}.
-          </p>
-          {sent ? (
-            <>
-              <p className="hint">We sent a code to your e-mail. It works once, for 10 minutes.</p>
-              <Field label="E-mailed code">
-                {(id) => (
-                  <input
-                    id={id}
-                    {...SIX_DIGIT_CODE}
-                    value={otp}
-                    onChange={(e) => setOtp(e.target.value.trim())}
-                  />
-                )}
-              </Field>
-              {totp ? (
-                <Field label="Authenticator code">
-                  {(id) => (
-                    <input
-                      id={id}
-                      {...SIX_DIGIT_CODE}
-                      value={code}
-                      onChange={(e) => setCode(e.target.value.trim())}
-                    />
-                  )}
-                </Field>
-              ) : null}
-              <button
-                type="button"
-                className="btn btn-small"
-                onClick={() => void requestCode()}
-                disabled={busy}
-              >
-                Send a new code
-              </button>
-            </>
+      <p>
+        This change protects your live money, so it needs a one-time code we e-mail you
+        {totp ? " and a code from your authenticator app" : ""}.
+      </p>
+      {sent ? (
+        <>
+          <p className="hint">We sent a code to your e-mail. It works once, for 10 minutes.</p>
+          <Field label="E-mailed code">
+            {(id) => (
+              <input
+                id={id}
+                {...SIX_DIGIT_CODE}
+                value={otp}
+                onChange={(e) => setOtp(e.target.value.trim())}
+              />
+            )}
+          </Field>
+          {totp ? (
+            <Field label="Authenticator code">
+              {(id) => (
+                <input
+                  id={id}
+                  {...SIX_DIGIT_CODE}
+                  value={code}
+                  onChange={(e) => setCode(e.target.value.trim())}
+                />
+              )}
+            </Field>
           ) : null}
-          <ErrorNotice error={error} />
-        </div>
-        <div className="dialog-actions">
-          <button type="button" className="btn" onClick={cancel}>
-            Cancel
+          <button type="button" className="btn btn-small" onClick={() => void requestCode()} disabled={busy}>
+            Send a new code
           </button>
-          <button type="submit" className="btn btn-primary" disabled={busy}>
-            {busy ? "Working…" : sent ? "Confirm" : "E-mail me a code"}
-          </button>
-        </div>
-      </form>
-    </dialog>
+        </>
+      ) : null}
+      <ErrorNotice error={error} />
+    </ConfirmDialog>
   );
 }
