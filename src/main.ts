@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 import { findCliCommand, isCliGroup } from "./cli/commands.js";
 import { ConfigError } from "./config/config.js";
+import { keyMaterialForRole } from "./config/key-custody.js";
 import { loadConfig } from "./config/load.js";
 import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
 import { createLogger } from "./observability/logger.js";
 import { RemoteCommandError } from "./operator/control-client.js";
 import { tightenDataDir } from "./roles/data-dir.js";
-import { ROLES, type Role, type RunningProcess, startRole } from "./roles/processes.js";
+import { ROLES, type RunningProcess, runMigrations, type ServiceRole, startRole } from "./roles/processes.js";
 import { StartupError } from "./roles/startup-error.js";
+import { exportAccountXpubs } from "./signer/export-xpubs.js";
 import { SignerStartupError, startSignerRole } from "./signer/role.js";
 
 const USAGE = `usage: stablegate [role] | stablegate <command>
@@ -20,6 +22,9 @@ roles (default: serve)
   migrate    apply database migrations and exit
   signer     the transaction signer: the only process holding the mnemonic (HTTP on
              SIGNER_HOST:SIGNER_PORT, HMAC with INTERNAL_SHARED_SECRET; workers use SIGNER_URL)
+  signer export-xpubs
+             print MASTER_XPUBS=… (the account public keys) for api and worker hosts, which
+             derive addresses without the mnemonic; run it where the signer's mnemonic is
 
 operator commands
   merchant create --email <email> --company <name> [--json]
@@ -57,9 +62,15 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${USAGE}\n`);
       return 2;
     }
+    // Operator commands hold no key material: in production mode they refuse the mnemonic.
+    keyMaterialForRole(config, argv.slice(0, 2).join(" "));
     return found.command.run(config, found.flags);
   }
 
+  if (first === "signer" && argv[1] === "export-xpubs") {
+    process.stdout.write(`${await exportAccountXpubs(config)}\n`);
+    return 0;
+  }
   if (first === "signer") {
     const logger = createLogger(config.logLevel);
     await tightenDataDir(config.dataDir, logger);
@@ -101,15 +112,13 @@ async function main(argv: string[]): Promise<number> {
     }
     if (proc) void stop(proc);
   };
-  if (first !== "migrate") {
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
-  }
-  proc = await startRole(first as Role, config);
   if (first === "migrate") {
-    await proc.stop();
+    await runMigrations(config);
     return 0;
   }
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  proc = await startRole(first as ServiceRole, config);
   if (signals > 0) void stop(proc);
   return exited;
 }

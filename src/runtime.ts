@@ -2,7 +2,7 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import { buildChainRegistry, type ChainRegistry } from "./chains/registry.js";
 import type { Config } from "./config/config.js";
-import { resolveMnemonic } from "./config/mnemonic.js";
+import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
@@ -21,7 +21,8 @@ import { registerSendingMetrics, sendingReadinessChecks } from "./sender/status.
 import type { Signer } from "./signer/protocol.js";
 import { createRoleSigner } from "./signer/role-signer.js";
 import { registerSweepOutcomes } from "./sweep/sweeper.js";
-import { AddressDeriver } from "./wallet/address-deriver.js";
+import { type AccountKeys, resolveAccountKeys } from "./wallet/account-keys.js";
+import type { AddressDeriver } from "./wallet/address-deriver.js";
 import { DepositHandoff } from "./watcher/handoff.js";
 import { chainReadinessChecks } from "./watcher/status.js";
 import { registerWebhookMetrics, webhookReadinessCheck } from "./webhooks/status.js";
@@ -36,8 +37,10 @@ export interface Runtime extends RouteDeps {
   controlSocket: string | null;
   /** Every (network, environment) chain; production chains without an endpoint are "unavailable". */
   chains: ChainRegistry;
-  /** Watch-only HD address derivation from `MASTER_MNEMONIC` (`allocateDepositAddress`). */
+  /** Watch-only HD address derivation (`allocateDepositAddress`): from `MASTER_XPUBS`, or the mnemonic. */
   addressDeriver: AddressDeriver;
+  /** Where `addressDeriver`'s keys came from (CONTRACT §9 key custody), for the start-up log. */
+  accountKeysSource: AccountKeys["source"];
   /** Where the deposit logic registers the handler of confirmed transfers (the watcher calls it). */
   depositHandoff: DepositHandoff;
   /** Where withdrawals/payouts (and the sweeper) register for the final state of their transfers. */
@@ -62,36 +65,64 @@ export function controlSocketPath(dataDir: string): string {
   return path.join(dataDir, "control.sock");
 }
 
+/**
+ * The database of a process: `DATABASE_URL`'s PostgreSQL, or the embedded PGlite under `DATA_DIR`
+ * (which one process holds at a time: the lock, and the operator control socket for the others).
+ */
+export async function openRoleDatabase(
+  config: Config,
+  role: string,
+): Promise<{ database: Database; controlSocket: string | null; close(): Promise<void> }> {
+  if (config.database.url) {
+    const database = await openDatabase({
+      kind: "postgres",
+      url: config.database.url,
+      poolSize: config.database.poolSize,
+      applicationName: `stablegate-${role}`,
+    });
+    return { database, controlSocket: null, close: () => database.close() };
+  }
+  const controlSocket = controlSocketPath(config.dataDir);
+  const lock = await acquireEmbeddedLock(config.dataDir, { role, controlSocket });
+  let database: Database;
+  try {
+    database = await openDatabase({ kind: "pglite", dataDir: path.join(config.dataDir, "pglite") });
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+  return {
+    database,
+    controlSocket,
+    async close() {
+      try {
+        await database.close();
+      } finally {
+        await lock.release();
+      }
+    },
+  };
+}
+
 export async function createRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   const secrets = await resolveSecrets(config, options.role);
-  const addressDeriver = AddressDeriver.fromMnemonic((await resolveMnemonic(config)).mnemonic);
+  // CONTRACT §9 key custody: production refuses the mnemonic where it is not needed.
+  const keyMaterial = keyMaterialForRole(config, options.role);
+  if (keyMaterial === "none")
+    throw new Error(`the ${options.role} role derives no addresses: it has no runtime`);
+  const accountKeys = await resolveAccountKeys(config, keyMaterial);
+  const addressDeriver = accountKeys.deriver;
   const closers: (() => Promise<void>)[] = [];
 
   let database = options.database;
   let controlSocket: string | null = null;
   if (!database) {
-    if (config.database.url) {
-      database = await openDatabase({
-        kind: "postgres",
-        url: config.database.url,
-        poolSize: config.database.poolSize,
-        applicationName: `stablegate-${options.role}`,
-      });
-    } else {
-      controlSocket = controlSocketPath(config.dataDir);
-      const lock = await acquireEmbeddedLock(config.dataDir, { role: options.role, controlSocket });
-      try {
-        database = await openDatabase({ kind: "pglite", dataDir: path.join(config.dataDir, "pglite") });
-      } catch (err) {
-        await lock.release();
-        throw err;
-      }
-      closers.push(() => lock.release());
-    }
-    const db = database;
-    closers.unshift(() => db.close());
+    const opened = await openRoleDatabase(config, options.role);
+    database = opened.database;
+    controlSocket = opened.controlSocket;
+    closers.unshift(() => opened.close());
   }
 
   let redis: Redis | undefined;
@@ -204,6 +235,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     controlSocket,
     chains,
     addressDeriver,
+    accountKeysSource: accountKeys.source,
     depositHandoff,
     // The sending pipeline (chains part 2): queues the intent in the caller's transaction.
     requestTransfer,

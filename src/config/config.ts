@@ -2,6 +2,7 @@ import path from "node:path";
 import { DEFAULT_FEE_SCHEDULE, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
 import { parseAmount } from "../domain/money.js";
 import { envSchema } from "./schema.js";
+import { type AccountXpubs, parseAccountXpubs } from "./xpubs.js";
 
 export const RATE_LIMIT_TIERS = [
   "auth",
@@ -61,6 +62,8 @@ export interface Config {
     sandbox: ChainEndpoints;
   };
   mnemonic: { value: string | undefined; file: string | undefined };
+  /** `MASTER_XPUBS`: what the roles that never sign derive addresses from (`config/key-custody.ts`). */
+  accountXpubs: AccountXpubs | undefined;
   /** Secrets as configured; `resolveSecrets` fills the generated ones outside production. */
   secrets: Record<GeneratedSecretName, string | undefined>;
   docs: { user: string | undefined; password: string | undefined };
@@ -132,12 +135,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       if (!e[name])
         problems.push({ variable: name, message: "required in production mode (no generated secrets)" });
     }
-    if (!e.MASTER_MNEMONIC && !e.MASTER_MNEMONIC_FILE) {
-      problems.push({
-        variable: "MASTER_MNEMONIC",
-        message: "MASTER_MNEMONIC or MASTER_MNEMONIC_FILE is required in production mode",
-      });
-    }
+    // Which key material a role needs (the mnemonic, the account xpubs, or none) depends on the
+    // role: `keyMaterialForRole` in key-custody.ts (CONTRACT §9).
     if (!e.METRICS_TOKEN) {
       problems.push({
         variable: "METRICS_TOKEN",
@@ -148,6 +147,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
   if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
+  }
+  let accountXpubs: AccountXpubs | undefined;
+  if (e.MASTER_XPUBS) {
+    const parsedXpubs = parseAccountXpubs(e.MASTER_XPUBS);
+    if ("error" in parsedXpubs) problems.push({ variable: "MASTER_XPUBS", message: parsedXpubs.error });
+    else accountXpubs = parsedXpubs.xpubs;
   }
   let fees = DEFAULT_FEE_SCHEDULE;
   if (e.FEE_SCHEDULE) {
@@ -232,6 +237,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       },
     },
     mnemonic: { value: e.MASTER_MNEMONIC, file: e.MASTER_MNEMONIC_FILE },
+    accountXpubs,
     secrets: {
       SECRET_ENCRYPTION_KEY: e.SECRET_ENCRYPTION_KEY,
       JWT_SECRET: e.JWT_SECRET,

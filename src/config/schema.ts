@@ -99,6 +99,8 @@ export const envSchema = z.object({
 
   MASTER_MNEMONIC: z.string().optional(),
   MASTER_MNEMONIC_FILE: z.string().optional(),
+  /** Account extended public keys for the roles that do not sign (CONTRACT §9; `config/xpubs.ts`). */
+  MASTER_XPUBS: z.string().optional(),
   SECRET_ENCRYPTION_KEY: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, "must be 32 bytes as 64 hex characters")

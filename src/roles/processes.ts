@@ -1,18 +1,45 @@
-import type { Config } from "../config/config.js";
+import { type Config, ConfigError } from "../config/config.js";
+import { keyMaterialForRole } from "../config/key-custody.js";
 import { configForRole } from "../config/secrets.js";
 import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
 import { type Listeners, listen } from "../http/listeners.js";
-import { createLogger } from "../observability/logger.js";
+import { createLogger, type Logger } from "../observability/logger.js";
 import { startControlServer } from "../operator/control-server.js";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { pinAccountKeys } from "../repositories/account-keys.js";
+import { createRuntime, openRoleDatabase, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { accountXpubsOf } from "../wallet/account-keys.js";
 import { tightenDataDir } from "./data-dir.js";
 import { StartupError } from "./startup-error.js";
 import { startWorker } from "./worker.js";
 
 export type Role = "serve" | "api" | "worker" | "migrate";
 export const ROLES: readonly Role[] = ["serve", "api", "worker", "migrate"];
+/** The roles that run a service (`migrate` runs `runMigrations` and exits). */
+export type ServiceRole = Exclude<Role, "migrate">;
+
+/**
+ * `stablegate migrate`: applies the migrations and returns. It holds no key material (CONTRACT §9:
+ * in production mode it refuses the mnemonic) and builds no runtime: the database is all it needs.
+ */
+export async function runMigrations(
+  configured: Config,
+  options: { logger?: Logger } = {},
+): Promise<string[]> {
+  const { config } = configForRole(configured, "migrate");
+  keyMaterialForRole(config, "migrate");
+  const logger = options.logger ?? createLogger(config.logLevel);
+  await tightenDataDir(config.dataDir, logger);
+  const opened = await openRoleDatabase(config, "migrate");
+  try {
+    const { applied } = await migrate(opened.database.db);
+    logger.info({ applied }, applied.length > 0 ? "migrations applied" : "schema up to date");
+    return applied;
+  } finally {
+    await opened.close();
+  }
+}
 
 export interface RunningProcess {
   role: Role;
@@ -33,7 +60,7 @@ export interface StartOptions extends Omit<RuntimeOptions, "role"> {
  * migrations and returns.
  */
 export async function startRole(
-  role: Role,
+  role: ServiceRole,
   configured: Config,
   options: StartOptions = {},
 ): Promise<RunningProcess> {
@@ -57,7 +84,7 @@ export async function startRole(
   const log = runtime.logger;
   try {
     const db = runtime.database.db;
-    if (role === "serve" || role === "migrate") {
+    if (role === "serve") {
       const { applied } = await migrate(db);
       if (applied.length > 0) log.info({ applied }, "migrations applied");
     } else {
@@ -68,9 +95,20 @@ export async function startRole(
         );
       }
     }
-    if (role === "migrate") {
-      return { role, runtime, app: undefined, listeners: undefined, stop: () => runtime.close() };
+    // Every process derives addresses from the same account keys, or it does not start.
+    const differ = await pinAccountKeys(db, accountXpubsOf(runtime.addressDeriver));
+    if (differ.length > 0) {
+      throw new ConfigError([
+        {
+          variable: runtime.accountKeysSource === "MASTER_XPUBS" ? "MASTER_XPUBS" : "MASTER_MNEMONIC",
+          message:
+            `the account keys of this process (${runtime.accountKeysSource}) differ from the ones this database's ` +
+            `addresses were derived from (${differ.join(", ")}): its addresses would be ones the signer cannot spend. ` +
+            "Give every process the keys of the one signer (`stablegate signer export-xpubs`).",
+        },
+      ]);
     }
+    log.info({ role, accountKeys: runtime.accountKeysSource }, "account keys checked against the database");
 
     let app: App | undefined;
     let listeners: Listeners | undefined;

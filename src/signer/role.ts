@@ -1,9 +1,12 @@
 import type { Config } from "../config/config.js";
+import { keyMaterialForRole } from "../config/key-custody.js";
 import { configForRole, resolveSecrets } from "../config/secrets.js";
 import { type Database, openDatabase } from "../db/database.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { systemClock } from "../lib/clock.js";
 import { createLogger, type Logger } from "../observability/logger.js";
+import { pinAccountKeys } from "../repositories/account-keys.js";
+import { accountXpubsOf, resolveAccountKeys } from "../wallet/account-keys.js";
 import { createLocalSigner } from "./local-signer.js";
 import { type RunningSignerServer, startSignerServer } from "./server.js";
 
@@ -31,6 +34,7 @@ export async function startSignerRole(
 ): Promise<RunningSignerServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const { config: roleConfig } = configForRole(config, "signer");
+  keyMaterialForRole(roleConfig, "signer");
   if (!options.database && !roleConfig.database.url) {
     throw new SignerStartupError(
       "the signer role needs DATABASE_URL: its policy checks every transfer against the recorded " +
@@ -52,6 +56,16 @@ export async function startSignerRole(
     if (pending.length > 0)
       throw new SignerStartupError(
         `the database schema is behind this build (${pending.join(", ")}); run \`stablegate migrate\``,
+      );
+    // The signer checks its mnemonic against the account keys the database's addresses come from:
+    // a signer with another seed would sign for none of them (or the api/worker hosts' MASTER_XPUBS
+    // are not this signer's).
+    const { deriver } = await resolveAccountKeys(roleConfig, "mnemonic");
+    const differ = await pinAccountKeys(database.db, accountXpubsOf(deriver));
+    if (differ.length > 0)
+      throw new SignerStartupError(
+        `the mnemonic's account keys differ from the ones this database's addresses were derived from (${differ.join(", ")}): ` +
+          "this signer could not spend them; start it with the mnemonic the deployment was set up with",
       );
     const signer = await createLocalSigner(roleConfig, database.db, logger);
     const server = await startSignerServer({

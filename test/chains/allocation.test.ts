@@ -4,6 +4,7 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
+import { keyMaterialForRole } from "../../src/config/key-custody.js";
 import { generatedMnemonicPath, resolveMnemonic } from "../../src/config/mnemonic.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
@@ -246,7 +247,9 @@ describe("resolveMnemonic", () => {
       INTERNAL_SHARED_SECRET: "c".repeat(64),
       METRICS_TOKEN: "m".repeat(32),
     };
-    expect(() => parseConfig(prodEnv)).toThrow(/MASTER_MNEMONIC/);
+    // The signing roles need it (CONTRACT §9 key custody: the others refuse it, test/signer/key-custody).
+    expect(() => keyMaterialForRole(parseConfig(prodEnv), "signer")).toThrow(/MASTER_MNEMONIC/);
+    expect(() => keyMaterialForRole(parseConfig(prodEnv), "serve")).toThrow(/MASTER_MNEMONIC/);
     const ok = parseConfig({ ...prodEnv, MASTER_MNEMONIC: MNEMONIC });
     expect((await resolveMnemonic(ok)).source).toBe("MASTER_MNEMONIC");
     await expect(readFile(generatedMnemonicPath(path.join(dir, "prod")))).rejects.toThrow();

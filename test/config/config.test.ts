@@ -60,8 +60,8 @@ describe("configuration", () => {
     expect(vars).toEqual([
       "SECRET_ENCRYPTION_KEY",
       "JWT_SECRET",
-      // INTERNAL_SHARED_SECRET depends on the role (api must not hold it): test/security/07.
-      "MASTER_MNEMONIC",
+      // INTERNAL_SHARED_SECRET depends on the role (api must not hold it): test/security/07; so
+      // does the key material (the mnemonic on the signer only): test/signer/key-custody.
       "METRICS_TOKEN",
     ]);
     const ok = parseConfig({
@@ -69,7 +69,6 @@ describe("configuration", () => {
       SECRET_ENCRYPTION_KEY: "a".repeat(64),
       JWT_SECRET: "j".repeat(40),
       METRICS_TOKEN: "m".repeat(32),
-      MASTER_MNEMONIC_FILE: "/run/secrets/mnemonic",
     });
     expect(ok.production).toBe(true);
   });

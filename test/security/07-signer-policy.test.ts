@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Network } from "../../src/chains/network.js";
 import { tronAddressFromHex, tronAddressToHex } from "../../src/chains/tron/address.js";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
+import { formatAccountXpubs } from "../../src/config/xpubs.js";
 import type { Db } from "../../src/db/database.js";
 import type { Environment } from "../../src/domain/environment.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -18,6 +19,7 @@ import { LocalSigner } from "../../src/signer/local-signer.js";
 import { type Signer, SignerRejectedError, type SignRequest } from "../../src/signer/protocol.js";
 import { startSignerRole } from "../../src/signer/role.js";
 import type { RunningSignerServer } from "../../src/signer/server.js";
+import { accountXpubsOf } from "../../src/wallet/account-keys.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { openTestDatabase } from "../support/db.js";
@@ -467,7 +469,8 @@ describe("the api role and INTERNAL_SHARED_SECRET (finding 7)", () => {
     SECRET_ENCRYPTION_KEY: "a".repeat(64),
     JWT_SECRET: "j".repeat(40),
     METRICS_TOKEN: "m".repeat(32),
-    MASTER_MNEMONIC: MNEMONIC,
+    // api and worker derive addresses from the account public keys only (CONTRACT §9).
+    MASTER_XPUBS: formatAccountXpubs(accountXpubsOf(wallet)),
     DATA_DIR: `/tmp/sg-policy-api-${process.pid}`,
   };
 

@@ -78,6 +78,14 @@ export interface ChainObservationsTable {
   handed_off_at: NullableTimestamp;
 }
 
+/** Migration 0015: the account public keys this database's addresses are derived from. */
+export interface AccountKeysTable {
+  network: Network;
+  environment: Environment;
+  xpub: string;
+  recorded_at: Generated<Date>;
+}
+
 export interface SimChainsTable {
   network: Network;
   environment: Environment;
@@ -109,6 +117,7 @@ export interface SimTransactionsTable {
 }
 
 export interface ChainsTables {
+  account_keys: AccountKeysTable;
   watched_addresses: WatchedAddressesTable;
   chain_cursors: ChainCursorsTable;
   chain_blocks: ChainBlocksTable;
