@@ -20,7 +20,10 @@ export async function pinAccountKeys(db: Db, xpubs: AccountXpubs): Promise<Accou
     .onConflict((oc) => oc.columns(["network", "environment"]).doNothing())
     .execute();
   const recorded = await db.selectFrom("account_keys").select(["network", "environment", "xpub"]).execute();
-  return recorded
-    .filter((r) => xpubs[`${r.network}/${r.environment}`] !== r.xpub)
-    .map((r) => `${r.network}/${r.environment}` as AccountKeyName);
+  const differ = new Set(
+    recorded
+      .filter((r) => xpubs[`${r.network}/${r.environment}`] !== r.xpub)
+      .map((r) => `${r.network}/${r.environment}`),
+  );
+  return ACCOUNT_KEY_NAMES.filter((name) => differ.has(name));
 }
