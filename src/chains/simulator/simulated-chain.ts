@@ -48,6 +48,16 @@ export interface SimWriteOptions {
   trx?: Db;
 }
 
+export interface SimTransferOptions extends SimWriteOptions {
+  /**
+   * The faucet first pays `from` whatever it lacks of `amount`, as its own block, under the same
+   * chain lock as the transfer (the sandbox hot wallet always has funds). The balance is read
+   * after the lock is taken: a balance read before it may miss another process's transfer that
+   * commits in between, and the transfer would then be mined failed (issue 25).
+   */
+  fundShortfall?: boolean;
+}
+
 /**
  * The sandbox USDT chain (CONTRACT §1), kept in the database (`sim_chains`, `sim_blocks`,
  * `sim_transactions`): every api and worker process of a deployment sees the same chain, and a
@@ -61,7 +71,8 @@ export interface SimWriteOptions {
  * - `reorg(depth)` replaces the last blocks by a longer fork, for testing reorg handling.
  *
  * Writers serialise on the `sim_chains` row (`select … for update`), so concurrent payments from
- * several processes get distinct, consecutive blocks.
+ * several processes get distinct, consecutive blocks. What a write decides from (a balance) is read
+ * after that lock is taken, never before (see `SimTransferOptions.fundShortfall`).
  */
 export class SimulatedChain {
   readonly network: Network;
@@ -223,7 +234,12 @@ export class SimulatedChain {
   }
 
   /** A token transfer from a tracked balance, in a new block. */
-  transfer(from: string, to: string, amount: bigint, options: SimWriteOptions = {}): Promise<SimTransaction> {
+  transfer(
+    from: string,
+    to: string,
+    amount: bigint,
+    options: SimTransferOptions = {},
+  ): Promise<SimTransaction> {
     return this.execute(normalizeAddress(this.network, from), to, amount, options);
   }
 
@@ -267,39 +283,56 @@ export class SimulatedChain {
     from: string,
     toInput: string,
     amount: bigint,
-    options: SimWriteOptions,
+    options: SimTransferOptions,
   ): Promise<SimTransaction> {
     if (typeof amount !== "bigint" || amount <= 0n)
       throw new RangeError("Amount must be positive base units.");
     const to = normalizeAddress(this.network, toInput);
     return this.write(options, async (trx, chain) => {
-      chain.nonce += 1;
-      const txHash = this.hash(`tx|${chain.nonce}|${from}|${to}|${amount}`);
-      let failureReason: string | undefined;
-      if (to === this.failureAddress) failureReason = "test failure address";
-      else if (from !== this.faucetAddress && (await this.balanceOf(from, trx)) < amount) {
-        failureReason = "insufficient balance";
+      // Read with the chain row locked: every transfer committed before is counted, and none can
+      // commit before this one does.
+      if (options.fundShortfall && from !== this.faucetAddress) {
+        const balance = await this.balanceOf(from, trx);
+        if (balance < amount) await this.mineTransfer(trx, chain, this.faucetAddress, from, amount - balance);
       }
-      const tx = {
-        txHash,
-        from,
-        to,
-        amount,
-        status: failureReason ? "failed" : "success",
-        failureReason,
-      } as const;
-      const block = await this.seal(trx, chain, tx);
-      return {
-        txHash,
-        blockNumber: block.number,
-        blockHash: block.hash,
-        from,
-        to,
-        amount,
-        status: tx.status,
-        ...(failureReason ? { failureReason } : {}),
-      };
+      return this.mineTransfer(trx, chain, from, to, amount);
     });
+  }
+
+  /** Mines one transfer as its own block; the caller holds the chain row lock (`write`). */
+  private async mineTransfer(
+    trx: Db,
+    chain: { head: number; fork: number; nonce: number },
+    from: string,
+    to: string,
+    amount: bigint,
+  ): Promise<SimTransaction> {
+    chain.nonce += 1;
+    const txHash = this.hash(`tx|${chain.nonce}|${from}|${to}|${amount}`);
+    let failureReason: string | undefined;
+    if (to === this.failureAddress) failureReason = "test failure address";
+    else if (from !== this.faucetAddress && (await this.balanceOf(from, trx)) < amount) {
+      failureReason = "insufficient balance";
+    }
+    const tx = {
+      txHash,
+      from,
+      to,
+      amount,
+      status: failureReason ? "failed" : "success",
+      failureReason,
+    } as const;
+    const block = await this.seal(trx, chain, tx);
+    return {
+      txHash,
+      blockNumber: block.number,
+      blockHash: block.hash,
+      from,
+      to,
+      amount,
+      status: tx.status,
+      ...(failureReason ? { failureReason } : {}),
+    };
   }
 
   /** Runs `fn` with the chain row locked, in the caller's transaction or a new one. */

@@ -30,18 +30,19 @@ export class SimulatorChainWriter implements DatabaseChainWriter {
     this.hotWallet = normalizeAddress(chain.network, options.hotWallet);
   }
 
-  tokenBalance(address: string): Promise<bigint> {
-    return this.chain.balanceOf(address);
+  tokenBalance(address: string, trx?: Db): Promise<bigint> {
+    return this.chain.balanceOf(address, trx);
   }
 
   async execute(trx: Db, spec: TransferSpec): Promise<{ hash: string }> {
     if (spec.asset !== "token") throw new Error("the simulator has no native coin (no gas)");
     const from = normalizeAddress(this.network, spec.from);
-    if (from === this.hotWallet) {
-      const balance = await this.chain.balanceOf(from, trx);
-      if (balance < spec.amount) await this.chain.pay(from, spec.amount - balance, { trx });
-    }
-    const tx = await this.chain.transfer(from, spec.to, spec.amount, { trx });
+    // The hot wallet's shortfall is read and paid under the chain lock the transfer takes: read
+    // before it, another worker's transfer committing in between would make this one fail.
+    const tx = await this.chain.transfer(from, spec.to, spec.amount, {
+      trx,
+      fundShortfall: from === this.hotWallet,
+    });
     return { hash: tx.txHash };
   }
 
