@@ -100,7 +100,8 @@ export interface SignedChainWriter {
 export interface DatabaseChainWriter {
   readonly kind: "database";
   readonly network: Network;
-  tokenBalance(address: string): Promise<bigint>;
+  /** `trx`: read inside the caller's transaction (after the locks it holds; PGlite has one connection). */
+  tokenBalance(address: string, trx?: Db): Promise<bigint>;
   /** Executes (mines) the transfer inside `trx`; a failed transfer is mined too. Returns its hash. */
   execute(trx: Db, spec: TransferSpec): Promise<{ hash: string }>;
   check(hash: string, expected: ExpectedTransfer): Promise<TransferCheck>;

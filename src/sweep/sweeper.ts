@@ -36,6 +36,10 @@ export interface SweeperOptions {
  * each with its buffer) and the native coin the address already has, and the sweep itself, which
  * the sender signs only after the top-up is confirmed. Both are ordinary outgoing transfers (same
  * crash safety). The simulator has no gas: its sweeps have no top-up.
+ *
+ * Several workers may sweep at once: each look at an address runs in one transaction that locks
+ * the address's `sweep_checks` row before it reads the balance (`skip locked`: a worker passes an
+ * address another is looking at), so an address gets one sweep however many workers see it.
  */
 export class Sweeper {
   constructor(private readonly o: SweeperOptions) {}
@@ -97,20 +101,28 @@ export class Sweeper {
 
   private async sweep(address: string, index: number): Promise<boolean> {
     const { db, network, environment, writer } = this.o;
-    // Taken before the balance is read: a deposit handed off after this is looked at again.
-    const checkedAt = new Date(this.o.clock.now());
-    const balance = await writer.tokenBalance(address);
     const hot = this.o.address(HOT_WALLET_INDEX);
-    let topUp = 0n;
-    if (balance >= this.o.threshold && writer.kind === "signed") {
-      const [cost, native] = await Promise.all([
-        writer.tokenTransferCost(address, hot, balance),
-        writer.nativeBalance(address),
-      ]);
-      topUp = cost > native ? cost - native : 0n;
-    }
-    const swept = balance >= this.o.threshold;
-    await db.transaction().execute(async (trx) => {
+    // One look at an address at a time, across workers: its `sweep_checks` row is locked BEFORE
+    // the balance is read, and the sweep is queued under that lock. Read before it, two workers
+    // would both see the balance and both queue a sweep of it (and a gas top-up), the second of
+    // which can never be paid.
+    const queued = await db.transaction().execute(async (trx) => {
+      if (!(await this.lockForLook(trx, address, index))) return null;
+      // Taken before the balance is read: a deposit handed off after this is looked at again.
+      const checkedAt = new Date(this.o.clock.now());
+      const balance =
+        writer.kind === "database"
+          ? await writer.tokenBalance(address, trx)
+          : await writer.tokenBalance(address);
+      const swept = balance >= this.o.threshold;
+      let topUp = 0n;
+      if (swept && writer.kind === "signed") {
+        const [cost, native] = await Promise.all([
+          writer.tokenTransferCost(address, hot, balance),
+          writer.nativeBalance(address),
+        ]);
+        topUp = cost > native ? cost - native : 0n;
+      }
       let afterIntentId: string | undefined;
       if (swept && topUp > 0n) {
         afterIntentId = `gas_${base62(randomBytes(16))}`;
@@ -138,19 +150,56 @@ export class Sweeper {
         });
       }
       await trx
-        .insertInto("sweep_checks")
-        .values({ network, environment, address, checked_at: checkedAt })
-        .onConflict((oc) =>
-          oc.columns(["network", "environment", "address"]).doUpdateSet({ checked_at: checkedAt }),
-        )
+        .updateTable("sweep_checks")
+        .set({ checked_at: checkedAt })
+        .where("network", "=", network)
+        .where("environment", "=", environment)
+        .where("address", "=", address)
         .execute();
+      return swept ? { balance, topUp } : null;
     });
-    if (swept)
+    if (queued)
       this.o.logger.info(
-        { network, environment, address, amount: balance.toString(), topUp: topUp.toString() },
+        { network, environment, address, amount: queued.balance.toString(), topUp: queued.topUp.toString() },
         "sweep queued",
       );
-    return swept;
+    return queued !== null;
+  }
+
+  /**
+   * Locks the address's `sweep_checks` row in `trx` (created at the epoch, "never looked at", if
+   * missing) and re-checks under the lock that no sweep from it is open: another worker may have
+   * queued one since the candidates were listed. False when another worker holds the row (it is
+   * looking at the address now) or a sweep is open.
+   */
+  private async lockForLook(trx: Db, address: string, index: number): Promise<boolean> {
+    const { network, environment } = this.o;
+    await trx
+      .insertInto("sweep_checks")
+      .values({ network, environment, address, checked_at: new Date(0) })
+      .onConflict((oc) => oc.columns(["network", "environment", "address"]).doNothing())
+      .execute();
+    const locked = await trx
+      .selectFrom("sweep_checks")
+      .select("address")
+      .where("network", "=", network)
+      .where("environment", "=", environment)
+      .where("address", "=", address)
+      .forUpdate()
+      .skipLocked()
+      .executeTakeFirst();
+    if (!locked) return false;
+    const open = await trx
+      .selectFrom("outgoing_transfers")
+      .select("intent_id")
+      .where("network", "=", network)
+      .where("environment", "=", environment)
+      .where("kind", "=", "sweep")
+      .where("from_index", "=", index)
+      .where("status", "in", ["queued", "signed", "broadcast"])
+      .limit(1)
+      .executeTakeFirst();
+    return !open;
   }
 }
 
