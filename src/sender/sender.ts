@@ -467,6 +467,11 @@ export class Sender {
   private async progress(r: Row): Promise<void> {
     const writer = this.o.writer;
     const from = this.o.address(r.from_index);
+    // EVM: read the account's mined nonce BEFORE the attempts and their receipts. An attempt is
+    // stored before it is broadcast, so one mined by then (say another worker's replacement) is
+    // in the list read after: "nonce used, no receipt of ours" is then never a race with our own
+    // transaction being stored or mined in between.
+    const minedNonce = writer.kind === "signed" && r.nonce !== null ? await writer.minedNonce(from) : null;
     const attempts = (await this.db
       .selectFrom("outgoing_transfer_attempts")
       .select(["seq", "tx_hash", "raw", "fee", "expires_at", "broadcast_at", "created_at"])
@@ -485,9 +490,6 @@ export class Sender {
       to: r.to_address,
       amount: BigInt(r.amount),
     };
-    // EVM: read the account's mined nonce BEFORE the receipts, so that "nonce used, no receipt of
-    // ours" cannot be a race with our own transaction being mined in between.
-    const minedNonce = writer.kind === "signed" && r.nonce !== null ? await writer.minedNonce(from) : null;
     let anyPending = false;
     for (const a of attempts) {
       const c: TransferCheck = await writer.check(a.tx_hash, expected);
