@@ -1,10 +1,11 @@
 import { PGlite } from "@electric-sql/pglite";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
-import { Kysely, PostgresDialect, sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import pg from "pg";
 import { makePrivate } from "../lib/private-files.js";
 import { PGlitePool } from "./pglite-pool.js";
 import { PreparingClient } from "./prepared.js";
+import { CommitAwarePostgresDialect, RetryingKysely } from "./retrying-kysely.js";
 import type { DB } from "./schema.js";
 import { TYPE_PARSERS } from "./types.js";
 
@@ -50,9 +51,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // An idle client that loses its connection emits 'error' on the pool; without a listener
     // that would crash the process. The next query reconnects.
     pool.on("error", () => {});
+    // A client checked out of the pool has no listener of the pool's: when its backend is ended
+    // between two statements of a transaction (pg_terminate_backend, a failover), its 'error'
+    // event would be an uncaught exception that ends the process. The error reaches the code
+    // anyway: the running statement fails with it, the next one with "not queryable" (a transient
+    // fault, retried: db/transient.ts), and the pool drops the client when it is released.
+    pool.on("connect", (client) => {
+      client.on("error", () => {});
+    });
     const url = options.url;
     return {
-      ...wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), "postgres"),
+      ...wrap(new RetryingKysely<DB>({ dialect: new CommitAwarePostgresDialect({ pool }) }), "postgres"),
       listen: (channel, onNotify) => listenPostgres(url, channel, onNotify),
     };
   }
@@ -62,7 +71,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ...(options.snapshot ? { loadDataDir: options.snapshot } : {}),
   });
   const pglitePool = new PGlitePool(pglite);
-  const wrapped = wrap(new Kysely<DB>({ dialect: new PostgresDialect({ pool: pglitePool }) }), "pglite");
+  const wrapped = wrap(
+    new RetryingKysely<DB>({ dialect: new CommitAwarePostgresDialect({ pool: pglitePool }) }),
+    "pglite",
+  );
   const dataDir = options.dataDir;
   // PGlite's file system layer (Emscripten's NODEFS) unpacks a new data folder with explicit
   // 0666/0755 modes, whatever the umask: make it private (CONTRACT §9) once open, and again once

@@ -12,6 +12,10 @@ export const ERROR_CODES = [
   "IDEMPOTENCY_MISMATCH",
   "INSUFFICIENT_BALANCE",
   "CHAIN_UNAVAILABLE",
+  // 503 with Retry-After: a transient fault of the database (a lost connection, a failover, a
+  // deadlock) that its retries did not get past. Nothing of the request stands unless its commit's
+  // outcome was unknown, and then a retry with the same Idempotency-Key replays it.
+  "SERVICE_UNAVAILABLE",
   // 429 in the contract's rate-limit body (`{ success: false, message }`, no code on the wire) with
   // Retry-After: a throttle decided in the domain (failed sign-ins), not by the per-tier limiter.
   "RATE_LIMITED",
@@ -51,6 +55,15 @@ export class AppError extends Error {
 
   static notFound(message = "Not found."): AppError {
     return new AppError("NOT_FOUND", message);
+  }
+
+  static serviceUnavailable(): AppError {
+    return new AppError(
+      "SERVICE_UNAVAILABLE",
+      "The service is briefly unavailable; retry shortly.",
+      {},
+      true,
+    );
   }
 
   static rateLimited(message: string, retryAfterSeconds: number): AppError {

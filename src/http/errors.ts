@@ -1,5 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { isTransientDatabaseError } from "../db/transient.js";
 import { AppError, type ErrorCode, type FieldError } from "../domain/errors.js";
+
+/** `Retry-After` of a 503 SERVICE_UNAVAILABLE: a failover or a reconnect takes about this long. */
+export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 /** The one mapping from error code to HTTP status (CONTRACT §2). Exhaustive by construction. */
 export function codeToStatus(code: ErrorCode): number {
@@ -21,6 +25,7 @@ export function codeToStatus(code: ErrorCode): number {
     case "RATE_LIMITED":
       return 429;
     case "CHAIN_UNAVAILABLE":
+    case "SERVICE_UNAVAILABLE":
       return 503;
     case "INTERNAL_ERROR":
       return 500;
@@ -75,6 +80,8 @@ export function fieldErrors(issues: AjvIssue[], part: string | undefined): Field
 /** Translates anything thrown during a request into an AppError. Unknown errors become INTERNAL_ERROR. */
 export function toAppError(err: unknown, bodyLimit: number): AppError {
   if (err instanceof AppError) return err;
+  // Retried already where that was safe (db/retrying-kysely.ts): the client may try again.
+  if (isTransientDatabaseError(err)) return AppError.serviceUnavailable();
   const fe = err as Partial<FastifyError> & { validation?: AjvIssue[]; validationContext?: string };
   if (Array.isArray(fe.validation)) {
     return AppError.validation(fieldErrors(fe.validation, fe.validationContext));
@@ -112,7 +119,11 @@ export function makeErrorHandler(bodyLimit: number) {
   return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
     const appErr = toAppError(err, bodyLimit);
     const status = codeToStatus(appErr.code);
-    if (status >= 500) {
+    if (appErr.code === "SERVICE_UNAVAILABLE") {
+      // A fault of the moment (the database), not a bug: warn, and tell the client when to retry.
+      request.log.warn({ err, code: appErr.code }, "request failed on a transient database fault");
+      reply.header("Retry-After", String(SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS));
+    } else if (status >= 500) {
       request.log.error({ err, code: appErr.code }, "request failed");
     } else {
       request.log.info({ code: appErr.code, msg: appErr.message }, "request rejected");

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Db } from "../db/database.js";
+import { CommitOutcomeUnknownError, retryTransient } from "../db/transient.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
 import {
@@ -83,11 +84,19 @@ async function respond(
   }
   const scope: IdempotencyScope = { merchantId: who.merchantId, environment: who.environment, key: header };
   const now = ctx.clock.now();
-  const claim = await claimIdempotencyKey(ctx.db, scope, requestHash(request), {
-    now: new Date(now),
-    retainedSince: new Date(now - IDEMPOTENCY_RETENTION_MS),
-    abandonedBefore: new Date(now - ctx.leaseMs),
-  });
+  let claim: Awaited<ReturnType<typeof claimIdempotencyKey>>;
+  try {
+    claim = await claimIdempotencyKey(ctx.db, scope, requestHash(request), {
+      now: new Date(now),
+      retainedSince: new Date(now - IDEMPOTENCY_RETENTION_MS),
+      abandonedBefore: new Date(now - ctx.leaseMs),
+    });
+  } catch (err) {
+    // The claim's COMMIT may have gone through: then the key would stay `running` (409 for the
+    // client's retry) until its lease ran out. Nothing ran under it yet, so it is given up.
+    if (err instanceof CommitOutcomeUnknownError) await release(request, ctx, scope, new Date(now));
+    throw err;
+  }
   switch (claim.kind) {
     case "replay":
       reply.code(claim.status).header("idempotent-replayed", "true");
@@ -122,10 +131,31 @@ async function respond(
     });
   } catch (err) {
     stopHeartbeat();
-    await releaseIdempotencyKey(ctx.db, scope, claimedAt);
+    await release(request, ctx, scope, claimedAt);
     throw err;
   } finally {
     stopHeartbeat();
+  }
+}
+
+/**
+ * Frees the claim of a request that failed, so that the client's retry runs at once (a 503 on a
+ * database fault says "retry"; a key left `running` would answer 409 until its lease ran out). The
+ * release is fenced by `claimedAt` and idempotent, so it is retried on a transient fault; if the
+ * database stays away, the lease frees the key later and the request's own error is what the client
+ * gets. After a COMMIT of unknown outcome it is right either way: a committed request's key is
+ * `done` and is left alone.
+ */
+async function release(
+  request: FastifyRequest,
+  ctx: IdempotencyContext,
+  scope: IdempotencyScope,
+  claimedAt: Date,
+): Promise<void> {
+  try {
+    await retryTransient(() => releaseIdempotencyKey(ctx.db, scope, claimedAt));
+  } catch (err) {
+    request.log.warn({ err }, "idempotency claim not released; it lapses with its lease");
   }
 }
 

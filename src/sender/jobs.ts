@@ -1,3 +1,4 @@
+import { retriedFailureLevel } from "../db/transient.js";
 import { Wakeup } from "../lib/wakeup.js";
 import type { Runtime } from "../runtime.js";
 import { Sweeper } from "../sweep/sweeper.js";
@@ -95,7 +96,7 @@ export function senderJobs(runtime: Runtime, _instanceId: string, options: Sende
             try {
               busy = await sender.tick(signal);
             } catch (err) {
-              runtime.logger.error({ err, network, environment }, "sender round failed");
+              runtime.logger[retriedFailureLevel(err)]({ err, network, environment }, "sender round failed");
             }
             await wake.wait(busy || !unlisten ? activeMs : idleMs, signal);
           }

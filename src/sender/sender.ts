@@ -14,6 +14,7 @@ import {
 } from "../chains/writer.js";
 import type { Db } from "../db/database.js";
 import type { OutgoingTransfersTable } from "../db/tables/sending.js";
+import { retriedFailureLevel } from "../db/transient.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -270,11 +271,16 @@ export class Sender {
     if (unfunded.length > 0) await this.waitForFunds(unfunded, from, "token");
     if (fundable.length === 0) return;
 
-    let native = await writer.nativeBalance(from);
-    native -= await this.inFlight(index, "native");
+    const nativeAvailable = (await writer.nativeBalance(from)) - (await this.inFlight(index, "native"));
+    let native = nativeAvailable;
     const signed: { intentId: string; raw: string }[] = [];
     const poor: Row[] = [];
     await this.db.transaction().execute(async (trx) => {
+      // The transaction runs again after a transient database fault (db/retrying-kysely.ts): what
+      // a rolled-back attempt counted or signed must not be broadcast or spent twice.
+      native = nativeAvailable;
+      signed.length = 0;
+      poor.length = 0;
       const claimed = await trx
         .selectFrom("outgoing_transfers")
         .select("intent_id")
@@ -555,6 +561,7 @@ export class Sender {
     let raw: string | null = null;
     const seq = latest.seq + 1;
     await this.db.transaction().execute(async (trx) => {
+      raw = null; // a rolled-back attempt's signature is never broadcast (the transaction may run again)
       const row = await trx
         .selectFrom("outgoing_transfers")
         .select("status")
@@ -722,7 +729,7 @@ export class Sender {
 
   private async recordError(intentIds: string[], err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
-    const level = err instanceof ChainUnavailableError ? "warn" : "error";
+    const level = err instanceof ChainUnavailableError ? "warn" : retriedFailureLevel(err);
     this.o.logger[level](
       { err, intents: intentIds.slice(0, 10) },
       "outgoing transfer step failed; will retry",

@@ -9,6 +9,7 @@ import { ChainTimeError, ChainUnavailableError } from "../chains/errors.js";
 import type { Network } from "../chains/network.js";
 import type { ScanSettings } from "../chains/registry.js";
 import type { Db } from "../db/database.js";
+import { retriedFailureLevel } from "../db/transient.js";
 import type { Environment } from "../domain/environment.js";
 import { newId } from "../domain/ids.js";
 import { type Clock, systemClock } from "../lib/clock.js";
@@ -160,7 +161,7 @@ export class ChainWatcher {
       if (err instanceof ChainUnavailableError) {
         this.log.warn({ err: message, retryInMs: delay }, "chain endpoint failed; backing off");
       } else {
-        this.log.error({ err, retryInMs: delay }, "watcher tick failed; backing off");
+        this.log[retriedFailureLevel(err)]({ err, retryInMs: delay }, "watcher tick failed; backing off");
       }
       await this.leaveError(message);
       return { kind: "failed", error: message };
@@ -623,7 +624,10 @@ export class ChainWatcher {
       } catch (err) {
         const attempts = r.attempts + 1;
         const delayMs = Math.min(600_000, 1_000 * 2 ** Math.min(attempts, 20));
-        this.log.error({ err, observation: r.id, attempts }, "deposit handler failed; will retry");
+        this.log[retriedFailureLevel(err)](
+          { err, observation: r.id, attempts },
+          "deposit handler failed; will retry",
+        );
         await this.db
           .updateTable("chain_observations")
           .set({

@@ -6,6 +6,7 @@ import type { Agent, Dispatcher } from "undici";
 import type { Db } from "../db/database.js";
 import { PREPARED } from "../db/prepared.js";
 import type { WebhookEndpointRow, WebhookEventRow } from "../db/tables/webhooks.js";
+import { retriedFailureLevel } from "../db/transient.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
@@ -274,7 +275,7 @@ export class WebhookDelivery {
         await this.drain(signal);
         if (!signal.aborted && !this.#woken) sleepMs = Math.min(pollMs, await this.msUntilNextDue());
       } catch (err) {
-        this.#log.error({ err }, "webhook delivery failed; retrying at the next poll");
+        this.#log[retriedFailureLevel(err)]({ err }, "webhook delivery failed; retrying at the next poll");
       }
       if (signal.aborted || this.#woken) continue;
       await this.#idle.wait(sleepMs, signal);
@@ -339,7 +340,7 @@ export class WebhookDelivery {
             (err: unknown) => {
               claiming = false;
               exhausted = true;
-              this.#log.error({ err }, "webhook claim failed");
+              this.#log[retriedFailureLevel(err)]({ err }, "webhook claim failed");
               pump();
             },
           );

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { isTransientDatabaseError } from "../db/transient.js";
 
 /** A periodic background job. `run` should return promptly once `signal` is aborted. */
 export interface Job {
@@ -33,7 +34,13 @@ export class JobRunner {
     const timer = setTimeout(() => {
       const run = job
         .run(this.#abort.signal)
-        .catch((err: unknown) => this.log.error({ err, job: job.name }, "job failed"))
+        .catch((err: unknown) => {
+          // A database fault of the moment (a failover, a lost connection): the job runs again at
+          // its next interval, as after any failure; an operator needs no alert for it.
+          if (isTransientDatabaseError(err))
+            this.log.warn({ err, job: job.name }, "job interrupted by a transient database fault");
+          else this.log.error({ err, job: job.name }, "job failed");
+        })
         .finally(() => {
           this.#running.delete(run);
           this.#schedule(job, job.everyMs);
