@@ -1,26 +1,44 @@
 import { randomBytes } from "node:crypto";
-import { parseArgs } from "node:util";
 import type { Config } from "../config/config.js";
-import { formatLedgerReport, type LedgerReport } from "../ledger/verify.js";
+import type { LedgerReport } from "../ledger/verify.js";
 import type { CreatedMerchant } from "../services/merchants.js";
-import { printCreatedMerchant, runOperator } from "./merchant-create.js";
+import type { CliOptions, Flags } from "./args.js";
 
-type Flags = Record<string, string | boolean | undefined>;
-
-/** One operator command line (`stablegate <group> <name> [flags]`): its flags and what it does. */
-interface CliCommand {
-  options: Record<string, { type: "string" | "boolean" }>;
+/**
+ * One operator command line (`stablegate <group> <name> [options]`): its usage (built from
+ * `summary` and `options`, so the help cannot drift from what is parsed) and what it does.
+ */
+export interface CliCommand {
+  /** What it does, for the usage (lines of at most ~90 characters). */
+  summary: string;
+  options: CliOptions;
+  /**
+   * Whose key material the command may hold (CONTRACT §9 key custody, `config/key-custody.ts`).
+   * Unset: the command's own name, which holds none, so in production mode it refuses the
+   * mnemonic; `signer export-xpubs` reads the mnemonic as the signer does.
+   */
+  custodyRole?: string;
   /** Runs the command; the result is the process's exit code. */
   run(config: Config, flags: Flags): Promise<number>;
 }
 
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v : "");
 
-/** Every operator command, keyed `"<group> <name>"`. Add new ones here (and to the usage text). */
+/**
+ * Every operator command, keyed `"<group> <name>"`. Add new ones here: the usage follows. Each
+ * `run` imports what it uses: those modules take seconds to load, which `--help` and a refused
+ * command line (answered from this table) need not wait for.
+ */
 export const CLI_COMMANDS: Record<string, CliCommand> = {
   "merchant create": {
-    options: { email: { type: "string" }, company: { type: "string" }, json: { type: "boolean" } },
+    summary: "create a merchant and print one API key pair per environment",
+    options: {
+      email: { type: "string", value: "email", required: true, help: "the merchant's sign-in e-mail" },
+      company: { type: "string", value: "name", required: true, help: "the merchant's company name" },
+      json: { type: "boolean", help: "print the merchant and its keys as JSON" },
+    },
     async run(config, flags) {
+      const { printCreatedMerchant, runOperator } = await import("./merchant-create.js");
       const created = (await runOperator(config, "merchant.create", {
         email: str(flags.email),
         companyName: str(flags.company),
@@ -32,18 +50,16 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     },
   },
 
-  "ledger verify": {
-    options: { json: { type: "boolean" } },
-    async run(config, flags) {
-      const report = (await runOperator(config, "ledger.verify", {})) as LedgerReport;
-      process.stdout.write(`${flags.json ? JSON.stringify(report, null, 2) : formatLedgerReport(report)}\n`);
-      return report.ok ? 0 : 1;
-    },
-  },
-
   "admin create": {
-    options: { email: { type: "string" }, "password-stdin": { type: "boolean" } },
+    summary:
+      "create a read-only platform admin for the dashboard; without --password-stdin\n" +
+      "a password is generated and printed once",
+    options: {
+      email: { type: "string", value: "email", required: true, help: "the admin's sign-in e-mail" },
+      "password-stdin": { type: "boolean", help: "read the password from standard input" },
+    },
     async run(config, flags) {
+      const { runOperator } = await import("./merchant-create.js");
       const generated = !flags["password-stdin"];
       const password = generated
         ? randomBytes(18).toString("base64url")
@@ -59,15 +75,38 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
       return 0;
     },
   },
+
+  "ledger verify": {
+    summary:
+      "recompute every balance from the journal and check every posting balances;\n" +
+      "exits 1 with a report on any mismatch",
+    options: { json: { type: "boolean", help: "print the report as JSON" } },
+    async run(config, flags) {
+      const { runOperator } = await import("./merchant-create.js");
+      const { formatLedgerReport } = await import("../ledger/verify.js");
+      const report = (await runOperator(config, "ledger.verify", {})) as LedgerReport;
+      process.stdout.write(`${flags.json ? JSON.stringify(report, null, 2) : formatLedgerReport(report)}\n`);
+      return report.ok ? 0 : 1;
+    },
+  },
+
+  "signer export-xpubs": {
+    summary:
+      "print MASTER_XPUBS=… (the account public keys) for the api and worker hosts, which\n" +
+      "derive addresses without the mnemonic; run it where the signer's mnemonic is",
+    options: {},
+    custodyRole: "signer",
+    async run(config) {
+      const { exportAccountXpubs } = await import("../signer/export-xpubs.js");
+      process.stdout.write(`${await exportAccountXpubs(config)}\n`);
+      return 0;
+    },
+  },
 };
 
-/** The command of `argv` (`["merchant", "create", …flags]`), or null when it names none. */
-export function findCliCommand(argv: string[]): { command: CliCommand; flags: Flags } | null {
-  const [group, name, ...rest] = argv;
-  const command = CLI_COMMANDS[`${group} ${name}`];
-  if (!command) return null;
-  const { values } = parseArgs({ args: rest, options: command.options });
-  return { command, flags: values };
+/** The command `<group> <name>`, or null when there is none. */
+export function findCliCommand(group: string, name: string | undefined): CliCommand | null {
+  return CLI_COMMANDS[`${group} ${name}`] ?? null;
 }
 
 /** Whether `word` starts an operator command (so that a wrong second word prints the usage). */
