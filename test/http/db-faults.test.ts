@@ -26,8 +26,9 @@ import { balance, expectLedgerOk, type Funded, fundedMerchant } from "../withdra
 const TRC = "USDT-TRC20";
 const TRON_TO = "TJCnKsPa7y5okkXvQAidZBzqx3QyQ6sxMW";
 const FUNDS = 1000;
-/** Rounds of terminations at least, and waves of requests at most. */
+/** Rounds of terminations at least; waves of requests at least and at most. */
 const MIN_ROUNDS = 8;
+const MIN_WAVES = 12;
 const MAX_WAVES = 40;
 
 describe("a transient database fault that outlasts the retries (both drivers)", () => {
@@ -127,7 +128,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database backends terminated un
     database = await openTestDatabase(10);
     svc = await startTestService({
       database,
-      env: { SSRF_ALLOW_CIDRS: "127.0.0.0/8", RATE_LIMIT_ENABLED: "false" },
+      // A claim whose release met the fault too lapses after its lease: 3 s rather than 120, so
+      // that the client's retries (10 s of them) see it free.
+      env: { SSRF_ALLOW_CIDRS: "127.0.0.0/8", RATE_LIMIT_ENABLED: "false", IDEMPOTENCY_LEASE_SECONDS: "3" },
     });
     receiver = await startReceiver();
     m = await fundedMerchant(svc, receiver, { [TRC]: FUNDS });
@@ -219,7 +222,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database backends terminated un
     const keys: string[] = [];
     const races: { id: string; approve: Call | undefined; reject: Call | undefined }[] = [];
     const creations: { key: string; calls: (Call | undefined)[] }[] = [];
-    for (let wave = 0; wave < MAX_WAVES && (wave < 4 || rounds < MIN_ROUNDS); wave++) {
+    for (let wave = 0; wave < MAX_WAVES && (wave < MIN_WAVES || rounds < MIN_ROUNDS); wave++) {
       const work: Promise<void>[] = [];
       for (let j = 0; j < 3; j++) {
         const key = `wave-${wave}-${j}`;
@@ -314,7 +317,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database backends terminated un
         .where("status", "=", "processing")
         .execute();
       return open.length === 0;
-    }, 30_000);
+    }, 90_000); // a transfer step that failed during the faults backs off (up to 16 s after four)
     await expectLedgerOk(svc);
     const done = await svc.database.db
       .selectFrom("transactions")
