@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { generateMnemonic } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
-import { erc20Abi, getAddress, type Hex } from "viem";
+import { getAddress, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { formatAccountXpubs, parseAccountXpubs } from "../../src/config/xpubs.js";
@@ -16,9 +16,10 @@ import {
   ANVIL_DEPLOYER_KEY,
   type AnvilNode,
   deployTestUsdt,
-  mineBlocks,
+  keepMining,
   mintTestUsdt,
   startAnvil,
+  testUsdtBalance,
   transferTestUsdt,
 } from "../support/chain/anvil.js";
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL, TEST_REDIS_URL } from "../support/db.js";
@@ -121,20 +122,6 @@ describe.skipIf(!TEST_DATABASE_URL)(
     function started(p: RoleProcess): RoleProcess {
       processes.push(p);
       return p;
-    }
-
-    const tokenBalance = (address: string) =>
-      anvil.publicClient.readContract({
-        address: token,
-        abi: erc20Abi,
-        functionName: "balanceOf",
-        args: [address as Hex],
-      });
-
-    /** Mines a block every 300 ms so that transfers get their confirmations while the test waits. */
-    function keepMining(): () => void {
-      const timer = setInterval(() => void mineBlocks(anvil, 1).catch(() => {}), 300);
-      return () => clearInterval(timer);
     }
 
     function dumpLogsOnFailure() {
@@ -266,7 +253,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         BigInt(DEPOSIT) * 1_000_000n,
       );
       expect(paid.status).toBe("success");
-      const stopMining = keepMining();
+      const stopMining = keepMining(anvil);
       let confirmed: Record<string, unknown>;
       try {
         confirmed = await waitFor(
@@ -307,7 +294,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
       });
       expect(request.status, request.text).toBe(201);
       expect(request.body.data.status).toBe("processing");
-      const stop = keepMining();
+      const stop = keepMining(anvil);
       let done: Record<string, unknown>;
       try {
         done = await waitFor(
@@ -329,7 +316,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
       const receipt = await anvil.publicClient.getTransactionReceipt({ hash: txHash });
       expect(receipt.status).toBe("success");
       expect(receipt.from.toLowerCase()).toBe(hot.toLowerCase());
-      expect(await tokenBalance(RECIPIENT)).toBe(BigInt(WITHDRAWAL - 5) * 1_000_000n);
+      expect(await testUsdtBalance(anvil, token, RECIPIENT)).toBe(BigInt(WITHDRAWAL - 5) * 1_000_000n);
       expect(await balanceOf(keys)).toEqual({ available: 198 - WITHDRAWAL, held: 0 });
       // The separate signer process signed exactly that transaction (the worker holds no key).
       expect(signer.logged("signed")).toContainEqual(

@@ -1,13 +1,14 @@
-import { erc20Abi, type Hex } from "viem";
+import type { Hex } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import {
   type AnvilNode,
   deployTestUsdt,
-  mineBlocks,
+  keepMining,
   mintTestUsdt,
   startAnvil,
+  testUsdtBalance,
 } from "../support/chain/anvil.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
@@ -25,20 +26,6 @@ let svc: TestService;
 let receiver: Receiver;
 let api: Record<string, string>;
 let bearer: Record<string, string>;
-
-const tokenBalance = (address: string) =>
-  anvil.publicClient.readContract({
-    address: token,
-    abi: erc20Abi,
-    functionName: "balanceOf",
-    args: [address as Hex],
-  });
-
-/** Mines blocks in the background so transfers get their confirmations while the test waits. */
-function keepMining(): () => void {
-  const timer = setInterval(() => void mineBlocks(anvil, 1).catch(() => {}), 300);
-  return () => clearInterval(timer);
-}
 
 beforeAll(async () => {
   anvil = await startAnvil();
@@ -79,7 +66,7 @@ beforeAll(async () => {
     json: { amount: 500, currencyType: ERC },
   });
   await mintTestUsdt(anvil, token, s.body.data.walletAddress, 500_000_000n);
-  const stop = keepMining();
+  const stop = keepMining(anvil);
   try {
     await waitFor(async () => (await balance(svc, api, ERC)).available === 500, 30_000);
   } finally {
@@ -98,7 +85,7 @@ afterEach(async () => {
 });
 
 async function settled(id: string) {
-  const stop = keepMining();
+  const stop = keepMining(anvil);
   try {
     return await waitFor(async () => {
       const r = await call(svc.urls.sandbox, `/api/v1/public/withdrawal-requests/${id}`, { headers: api });
@@ -120,7 +107,7 @@ describe("withdrawals on anvil with real token transfers", () => {
     expect(r.body.data.status).toBe("processing");
     const done = await settled(r.body.data.id);
     expect(done.status).toBe("completed");
-    expect(await tokenBalance(to)).toBe(95_000_000n); // 100 − the 5 USDT ERC20 fee
+    expect(await testUsdtBalance(anvil, token, to)).toBe(95_000_000n); // 100 − the 5 USDT ERC20 fee
     const receipt = await anvil.publicClient.getTransactionReceipt({ hash: done.blockchainTxHash });
     expect(receipt.status).toBe("success");
     await waitFor(() => hookStatuses(receiver, done.id).length >= 1);
@@ -153,7 +140,7 @@ describe("withdrawals on anvil with real token transfers", () => {
     expect(ok.status, ok.text).toBe(200);
     const done = await settled(r.body.data.id);
     expect(done.status).toBe("completed");
-    expect(await tokenBalance(to)).toBe(45_000_000n);
+    expect(await testUsdtBalance(anvil, token, to)).toBe(45_000_000n);
     await waitFor(() => hookStatuses(receiver, done.id).length >= 2);
     expect(hookStatuses(receiver, done.id)).toEqual(["pending", "completed"]);
     expect(await balance(svc, api, ERC)).toEqual({ available: 350, held: 0 });

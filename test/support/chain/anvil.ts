@@ -169,3 +169,19 @@ export async function mineBlockAt(node: AnvilNode, timestampSec: number): Promis
   await node.testClient.mine({ blocks: 1 });
   return Number(await node.publicClient.getBlockNumber());
 }
+
+/** The test token's balance of `address`, read from the chain. */
+export function testUsdtBalance(node: AnvilNode, token: Hex, address: string): Promise<bigint> {
+  return node.publicClient.readContract({
+    address: token,
+    abi: TEST_USDT.abi,
+    functionName: "balanceOf",
+    args: [address as Hex],
+  }) as Promise<bigint>;
+}
+
+/** Mines a block every `everyMs` in the background (transfers get their confirmations while a test waits); returns the stop. */
+export function keepMining(node: AnvilNode, everyMs = 300): () => void {
+  const timer = setInterval(() => void mineBlocks(node, 1).catch(() => {}), everyMs);
+  return () => clearInterval(timer);
+}
