@@ -1,12 +1,10 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runToEnd } from "./support/processes.js";
 
-// The real CLI, spawned as test/cli.test.ts does: node running `src/main.ts` through tsx's loader.
-const ROOT = path.resolve(import.meta.dirname, "..");
-const MAIN = path.join(ROOT, "src", "main.ts");
+// The real CLI as an OS process (test/support/processes.ts): node running `src/main.ts` through tsx's loader.
 
 /** The operator commands and the options each one's usage must name. */
 const COMMANDS: Record<string, string[]> = {
@@ -33,23 +31,8 @@ function run(args: string[], extra: Record<string, string> = {}) {
     DATA_DIR: dataDir,
     ...extra,
   };
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { env, cwd: ROOT });
-    // A role that ignores its arguments (the old behaviour) would start and run on: never leave it.
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => {
-      stdout += c;
-    });
-    child.stderr.on("data", (c) => {
-      stderr += c;
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  // A role that ignores its arguments (the old behaviour) would start and run on: never leave it.
+  return runToEnd("stablegate", args, env, 60_000);
 }
 
 /** A stack frame line of a thrown error (`    at parseArgs (node:internal/…)`). */

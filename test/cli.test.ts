@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/harness.js";
+import { runToEnd } from "./support/processes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 /**
@@ -37,18 +38,7 @@ function env(extra: Record<string, string> = {}) {
 }
 
 function run(args: string[], extra: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), MAIN, ...args], { env: env(extra), cwd: ROOT });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => {
-      stdout += c;
-    });
-    child.stderr.on("data", (c) => {
-      stderr += c;
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runToEnd("stablegate", args, env(extra));
 }
 
 function startServe(): Promise<{

@@ -24,8 +24,8 @@ import {
 } from "../support/chain/anvil.js";
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL, TEST_REDIS_URL } from "../support/db.js";
 import { call } from "../support/harness.js";
+import { freePort, RoleProcess, runToEnd } from "../support/processes.js";
 import { waitFor } from "../webhooks/support.js";
-import { freePort, RoleProcess, runToEnd } from "./role-process.js";
 
 // Issue 25, key custody, end to end as an operator deploys it (CONTRACT §9): the mnemonic lives on
 // the signer host only. `stablegate signer export-xpubs` run there prints MASTER_XPUBS=…; the api
