@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import path from "node:path";
+import { runToEnd } from "../support/processes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const MAIN = path.join(ROOT, "src", "main.ts");
@@ -97,26 +98,11 @@ export function roleEnv(
  * `stablegate signer export-xpubs` as an operator runs it on the signer host (the signer's
  * environment, the mnemonic): the `MASTER_XPUBS` value for the api and worker hosts.
  */
-export function exportXpubs(s: ClusterSettings): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", MAIN, "signer", "export-xpubs"], {
-      cwd: ROOT,
-      env: roleEnv("signer", "signer", s),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout?.on("data", (c: Buffer) => {
-      out += c.toString("utf8");
-    });
-    child.stderr?.on("data", (c: Buffer) => {
-      out += c.toString("utf8");
-    });
-    child.once("exit", (code) => {
-      const line = /^MASTER_XPUBS=(\S+)$/m.exec(out);
-      if (code === 0 && line?.[1]) resolve(line[1]);
-      else reject(new Error(`signer export-xpubs exited ${code}: ${out.slice(-2000)}`));
-    });
-  });
+export async function exportXpubs(s: ClusterSettings): Promise<string> {
+  const r = await runToEnd("signer export-xpubs", ["signer", "export-xpubs"], roleEnv("signer", "signer", s));
+  const line = /^MASTER_XPUBS=(\S+)$/m.exec(r.stdout);
+  if (r.code === 0 && line?.[1]) return line[1];
+  throw new Error(`signer export-xpubs exited ${r.code}: ${(r.stdout + r.stderr).slice(-2000)}`);
 }
 
 /** One OS process of the cluster: `node --import tsx src/main.ts <role>`, its log in a file. */
