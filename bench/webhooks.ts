@@ -307,6 +307,8 @@ async function main() {
                 SECRET_ENCRYPTION_KEY: KEY,
                 SSRF_ALLOW_CIDRS: "127.0.0.0/8",
                 LOG_LEVEL: "warn",
+                // One seed for every worker: the database refuses a process with other account keys.
+                MASTER_MNEMONIC: "test test test test test test test test test test test junk",
                 DATA_DIR: path.join(dataDir, `r${round}-w${workers}-${w}`),
               },
             },

@@ -34,6 +34,16 @@ export interface TestServiceOptions {
 }
 
 /** Starts the real service (both listeners on ephemeral ports) on a database of its own. */
+const TEST_MNEMONIC = "test test test test test test test test test test test junk";
+
+/** Whether a test's environment chooses the key material itself (or is production mode, which refuses a default). */
+function ownsKeyMaterial(env: Record<string, string> = {}): boolean {
+  return (
+    env.NODE_ENV === "production" ||
+    ["MASTER_MNEMONIC", "MASTER_MNEMONIC_FILE", "MASTER_XPUBS"].some((name) => env[name] !== undefined)
+  );
+}
+
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "stablegate-test-"));
   const config = parseConfig({
@@ -45,6 +55,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     DATA_DIR: dataDir,
     PRODUCTION_BASE_URL: "http://api.stablegate.test",
     SANDBOX_BASE_URL: "http://sandbox.stablegate.test",
+    // One seed for every test service outside production mode, so that several services on one
+    // database agree on the account keys it records (a process with other keys refuses to start).
+    ...(ownsKeyMaterial(options.env) ? {} : { MASTER_MNEMONIC: TEST_MNEMONIC }),
     ...options.env,
   });
   const ownDatabase = options.database ? undefined : await openTestDatabase();

@@ -39,6 +39,9 @@ function startWorker(name: string): ChildProcess {
       SSRF_ALLOW_CIDRS: "127.0.0.0/8",
       WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
       LOG_LEVEL: "warn",
+      // Each worker has its own DATA_DIR, so without this each would generate another seed, and the
+      // database refuses a process whose account keys differ from the ones it recorded (issue 25).
+      MASTER_MNEMONIC: "test test test test test test test test test test test junk",
     },
     stdio: ["ignore", "ignore", "pipe"],
   });
