@@ -5,6 +5,7 @@ import { fullUsage, isRoleName, roleUsage } from "./cli/usage.js";
 import { ConfigError } from "./config/config.js";
 import { keyMaterialForRole } from "./config/key-custody.js";
 import { loadConfig } from "./config/load.js";
+import { configForRole } from "./config/secrets.js";
 import { DataDirInUseError } from "./db/embedded-lock.js";
 import { AppError } from "./domain/errors.js";
 import { RemoteCommandError } from "./operator/control-client.js";
@@ -36,8 +37,9 @@ async function main(argv: string[]): Promise<number> {
     const name = `${first} ${second}`;
     if (wantsHelp(more)) return help([first, second]);
     const flags = parseCommandLine(name, command.options, more);
-    const config = loadConfig();
-    // Operator commands hold no key material: in production mode they refuse the mnemonic.
+    // Each command gets the secrets it uses (`signer export-xpubs` none of the service's) and, in
+    // production mode, refuses the mnemonic unless it is the signer's own command.
+    const { config } = configForRole(loadConfig(), name);
     keyMaterialForRole(config, command.custodyRole ?? name);
     return command.run(config, flags);
   }

@@ -128,23 +128,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     problems.push({ variable: "SANDBOX_PORT", message: "must differ from PORT" });
   }
   const production = e.NODE_ENV === "production";
-  if (production) {
-    for (const name of GENERATED_SECRET_NAMES) {
-      // INTERNAL_SHARED_SECRET depends on the role (CONTRACT §9): `configForRole` in secrets.ts.
-      if (name === "INTERNAL_SHARED_SECRET") continue;
-      if (!e[name])
-        problems.push({ variable: name, message: "required in production mode (no generated secrets)" });
-    }
-    // Which key material a role needs (the mnemonic, the account xpubs, or none) depends on the
-    // role: `keyMaterialForRole` in key-custody.ts (CONTRACT §9).
-    if (!e.METRICS_TOKEN) {
-      problems.push({
-        variable: "METRICS_TOKEN",
-        message:
-          "required in production mode: /metrics and the detail of /readyz answer only to Authorization: Bearer <METRICS_TOKEN>",
-      });
-    }
-  }
+  // In production mode the secrets and key material a process must be given depend on its role
+  // (CONTRACT §9: least privilege): `configForRole` in secrets.ts (SECRET_ENCRYPTION_KEY,
+  // JWT_SECRET, METRICS_TOKEN, INTERNAL_SHARED_SECRET) and `keyMaterialForRole` in key-custody.ts.
   if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
   }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ensurePrivateDir } from "../lib/private-files.js";
-import { type Config, ConfigError, GENERATED_SECRET_NAMES } from "./config.js";
+import { type Config, ConfigError, GENERATED_SECRET_NAMES, type GeneratedSecretName } from "./config.js";
 
 /** `INTERNAL_SHARED_SECRET` is absent in the roles that never call the signer (CONTRACT §9). */
 export type ResolvedSecrets = { SECRET_ENCRYPTION_KEY: string; JWT_SECRET: string } & {
@@ -19,23 +19,56 @@ export function holdsInternalSecret(role: string): boolean {
 }
 
 /**
- * The configuration a role runs with. A holder of `INTERNAL_SHARED_SECRET` needs it configured in
+ * The roles and commands that use none of the service's own secrets (SECRET_ENCRYPTION_KEY,
+ * JWT_SECRET, METRICS_TOKEN): the `signer` (it holds the mnemonic and INTERNAL_SHARED_SECRET only),
+ * `signer export-xpubs` on the signer's host, and `migrate`. In production mode they start
+ * without them, so the signer host never holds the key that forges dashboard sessions or the one
+ * that unseals webhook secrets and TOTP seeds.
+ */
+const WITHOUT_SERVICE_SECRETS = new Set(["signer", "signer export-xpubs", "migrate"]);
+
+export function usesServiceSecrets(role: string): boolean {
+  return !WITHOUT_SERVICE_SECRETS.has(role);
+}
+
+/** In production mode, the service secrets a role that uses them must be given (none generated). */
+function missingServiceSecrets(config: Config, role: string): { variable: string; message: string }[] {
+  if (!config.production || !usesServiceSecrets(role)) return [];
+  const problems: { variable: string; message: string }[] = [];
+  for (const name of ["SECRET_ENCRYPTION_KEY", "JWT_SECRET"] as const) {
+    if (!config.secrets[name])
+      problems.push({ variable: name, message: "required in production mode (no generated secrets)" });
+  }
+  if (!config.metricsToken) {
+    problems.push({
+      variable: "METRICS_TOKEN",
+      message:
+        "required in production mode: /metrics and the detail of /readyz answer only to Authorization: Bearer <METRICS_TOKEN>",
+    });
+  }
+  return problems;
+}
+
+/**
+ * The configuration a role runs with. In production mode a role that uses the service secrets
+ * (every role but the signer and migrate) must be given them. A holder of `INTERNAL_SHARED_SECRET` needs it configured in
  * production mode. The `api` role, internet-facing and never calling the signer, refuses to start
  * with it in production mode (whoever takes over an api process must not be able to ask the signer
  * for anything) and drops it otherwise (`ignored`: the caller logs it); other non-holders drop it.
  */
 export function configForRole(config: Config, role: string): { config: Config; ignored: boolean } {
   const configured = config.secrets.INTERNAL_SHARED_SECRET !== undefined;
+  const missing = missingServiceSecrets(config, role);
   if (holdsInternalSecret(role)) {
     if (config.production && !configured)
-      throw new ConfigError([
-        {
-          variable: "INTERNAL_SHARED_SECRET",
-          message: `required in production mode for the ${role} role (no generated secrets)`,
-        },
-      ]);
+      missing.push({
+        variable: "INTERNAL_SHARED_SECRET",
+        message: `required in production mode for the ${role} role (no generated secrets)`,
+      });
+    if (missing.length > 0) throw new ConfigError(missing);
     return { config, ignored: false };
   }
+  if (missing.length > 0) throw new ConfigError(missing);
   if (!configured) return { config, ignored: false };
   if (role === "api" && config.production)
     throw new ConfigError([
@@ -63,6 +96,21 @@ export async function resolveSecrets(config: Config, role?: string): Promise<Res
   const names = GENERATED_SECRET_NAMES.filter(
     (n) => n !== "INTERNAL_SHARED_SECRET" || role === undefined || holdsInternalSecret(role),
   );
+  return (await resolveNamed(config, names)) as ResolvedSecrets;
+}
+
+/**
+ * `INTERNAL_SHARED_SECRET` alone, for the signer role: it needs no other secret (and in production
+ * mode is not given the others: `usesServiceSecrets`).
+ */
+export async function resolveInternalSecret(config: Config): Promise<string> {
+  return (await resolveNamed(config, ["INTERNAL_SHARED_SECRET"])).INTERNAL_SHARED_SECRET as string;
+}
+
+async function resolveNamed(
+  config: Config,
+  names: readonly GeneratedSecretName[],
+): Promise<Partial<Record<GeneratedSecretName, string>>> {
   const missing = names.filter((n) => !config.secrets[n]);
   if (missing.length === 0) return pick(config.secrets as Record<string, string>, names);
   if (config.production) throw new Error(`refusing to generate ${missing.join(", ")} in production mode`);

@@ -1,6 +1,6 @@
 import type { Config } from "../config/config.js";
 import { keyMaterialForRole } from "../config/key-custody.js";
-import { configForRole, resolveSecrets } from "../config/secrets.js";
+import { configForRole, resolveInternalSecret } from "../config/secrets.js";
 import { type Database, openDatabase } from "../db/database.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { systemClock } from "../lib/clock.js";
@@ -42,7 +42,7 @@ export async function startSignerRole(
         "run `serve`, which signs in-process)",
     );
   }
-  const secrets = await resolveSecrets(roleConfig, "signer");
+  const internalSecret = await resolveInternalSecret(roleConfig);
   const database =
     options.database ??
     (await openDatabase({
@@ -70,7 +70,7 @@ export async function startSignerRole(
     const signer = await createLocalSigner(roleConfig, database.db, logger);
     const server = await startSignerServer({
       signer,
-      secret: secrets.INTERNAL_SHARED_SECRET as string,
+      secret: internalSecret,
       host: roleConfig.sending.signerHost,
       port: roleConfig.sending.signerPort,
       clock: systemClock,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
-import { resolveSecrets } from "../../src/config/secrets.js";
+import { configForRole, resolveSecrets } from "../../src/config/secrets.js";
 
 function problemsOf(env: Record<string, string>): { variable: string; message: string }[] {
   try {
@@ -56,21 +56,38 @@ describe("configuration", () => {
   });
 
   it("production mode refuses to start on generated secrets and names each missing one", () => {
-    const vars = problemsOf({ NODE_ENV: "production" }).map((p) => p.variable);
-    expect(vars).toEqual([
+    const prod = parseConfig({ NODE_ENV: "production" });
+    const missing = (role: string) => {
+      try {
+        configForRole(prod, role);
+      } catch (err) {
+        if (err instanceof ConfigError) return err.problems.map((p) => p.variable);
+        throw err;
+      }
+      return [];
+    };
+    // The key material depends on the role too (the mnemonic on the signer only):
+    // test/signer/key-custody.test.ts; INTERNAL_SHARED_SECRET (api must not hold it): test/security/07.
+    expect(missing("api")).toEqual(["SECRET_ENCRYPTION_KEY", "JWT_SECRET", "METRICS_TOKEN"]);
+    expect(missing("worker")).toEqual([
       "SECRET_ENCRYPTION_KEY",
       "JWT_SECRET",
-      // INTERNAL_SHARED_SECRET depends on the role (api must not hold it): test/security/07; so
-      // does the key material (the mnemonic on the signer only): test/signer/key-custody.
       "METRICS_TOKEN",
+      "INTERNAL_SHARED_SECRET",
     ]);
+    expect(missing("ledger verify")).toEqual(["SECRET_ENCRYPTION_KEY", "JWT_SECRET", "METRICS_TOKEN"]);
+    // Least privilege: the signer host holds INTERNAL_SHARED_SECRET and the mnemonic, never the key
+    // that forges dashboard sessions or the one that unseals webhook secrets; migrate needs none.
+    expect(missing("signer")).toEqual(["INTERNAL_SHARED_SECRET"]);
+    expect(missing("signer export-xpubs")).toEqual([]);
+    expect(missing("migrate")).toEqual([]);
     const ok = parseConfig({
       NODE_ENV: "production",
       SECRET_ENCRYPTION_KEY: "a".repeat(64),
       JWT_SECRET: "j".repeat(40),
       METRICS_TOKEN: "m".repeat(32),
     });
-    expect(ok.production).toBe(true);
+    expect(configForRole(ok, "api").config.production).toBe(true);
   });
 
   it("generates missing secrets outside production, once, into DATA_DIR with mode 0600", async () => {

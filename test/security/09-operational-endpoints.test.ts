@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
+import { configForRole } from "../../src/config/secrets.js";
 import { startTestService, type TestService } from "../support/harness.js";
 import { rawRequest } from "./support.js";
 
@@ -14,13 +15,12 @@ const PRODUCTION_ENV = {
   NODE_ENV: "production",
   SECRET_ENCRYPTION_KEY: "a".repeat(64),
   JWT_SECRET: "j".repeat(40),
-  INTERNAL_SHARED_SECRET: "i".repeat(40),
-  MASTER_MNEMONIC_FILE: "/run/secrets/mnemonic",
 };
 
+/** What refuses the configuration of an `api` process (parsing, then the role's requirements). */
 function problemsOf(env: Record<string, string>) {
   try {
-    parseConfig(env);
+    configForRole(parseConfig(env), "api");
   } catch (err) {
     if (err instanceof ConfigError) return err.problems;
     throw err;
@@ -33,7 +33,7 @@ describe("METRICS_TOKEN in production mode", () => {
     const problems = problemsOf(PRODUCTION_ENV);
     const p = problems.find((x) => x.variable === "METRICS_TOKEN");
     expect(p?.message).toMatch(/required in production mode/);
-    expect(() => parseConfig(PRODUCTION_ENV)).toThrow(/METRICS_TOKEN/);
+    expect(() => configForRole(parseConfig(PRODUCTION_ENV), "serve")).toThrow(/METRICS_TOKEN/);
     expect(problemsOf({ ...PRODUCTION_ENV, METRICS_TOKEN: TOKEN }).map((x) => x.variable)).not.toContain(
       "METRICS_TOKEN",
     );

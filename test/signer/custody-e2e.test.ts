@@ -92,9 +92,6 @@ describe.skipIf(!TEST_DATABASE_URL)(
         ...(TEST_REDIS_URL
           ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: `sg-custody-${process.pid}-${Date.now()}:` }
           : {}),
-        SECRET_ENCRYPTION_KEY: "e".repeat(64),
-        JWT_SECRET: "j".repeat(40),
-        METRICS_TOKEN: "m".repeat(32),
         FEE_SCHEDULE,
         ERC20_RPC_URL: anvil.rpcUrl,
         USDT_ERC20_CONTRACT: token,
@@ -104,6 +101,12 @@ describe.skipIf(!TEST_DATABASE_URL)(
         SWEEP_THRESHOLD_ERC20: "1000000",
       };
     }
+    /** What the service roles (api, worker, operator commands) hold and the signer host does not. */
+    const SERVICE_SECRETS = {
+      SECRET_ENCRYPTION_KEY: "e".repeat(64),
+      JWT_SECRET: "j".repeat(40),
+      METRICS_TOKEN: "m".repeat(32),
+    };
     const signerEnv = () => ({
       ...baseEnv("signer"),
       MASTER_MNEMONIC: MNEMONIC,
@@ -111,9 +114,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
       SIGNER_HOST: "127.0.0.1",
       SIGNER_PORT: String(signerPort),
     });
-    const apiEnv = () => ({ ...baseEnv("api"), MASTER_XPUBS: xpubsLine });
+    const apiEnv = () => ({ ...baseEnv("api"), ...SERVICE_SECRETS, MASTER_XPUBS: xpubsLine });
     const workerEnv = () => ({
       ...baseEnv("worker"),
+      ...SERVICE_SECRETS,
       MASTER_XPUBS: xpubsLine,
       SIGNER_URL: `http://127.0.0.1:${signerPort}`,
       INTERNAL_SHARED_SECRET,
@@ -183,7 +187,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         runToEnd(
           "merchant create",
           ["merchant", "create", "--email", "custody@example.com", "--company", "Custody Ltd", "--json"],
-          baseEnv("cli"),
+          { ...baseEnv("cli"), ...SERVICE_SECRETS },
         ),
         signer.waitForMsg("stablegate signer listening", START_TIMEOUT),
         api.waitForMsg("stablegate listening", START_TIMEOUT),
@@ -203,6 +207,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
       const apiVars = await api.environment();
       const workerVars = await worker.environment();
       expect(signerVars.MASTER_MNEMONIC).toBe(MNEMONIC);
+      // Least privilege the other way: the signer host holds none of the service's own secrets.
+      for (const name of Object.keys(SERVICE_SECRETS)) expect(signerVars[name], name).toBeUndefined();
       for (const [name, vars] of [
         ["api", apiVars],
         ["worker", workerVars],
