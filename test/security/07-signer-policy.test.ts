@@ -1,7 +1,4 @@
 import { Writable } from "node:stream";
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
-import { utils as tronUtils } from "tronweb";
 import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Network } from "../../src/chains/network.js";
@@ -22,6 +19,7 @@ import type { RunningSignerServer } from "../../src/signer/server.js";
 import { accountXpubsOf } from "../../src/wallet/account-keys.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+import { tronTransaction } from "../support/chain/tron-transaction.js";
 import { openTestDatabase } from "../support/db.js";
 
 // Security issue #18, finding 7: the signer signed any transfer to any destination, and the
@@ -129,23 +127,12 @@ function tron(index: number, to: string, amount: bigint, kind: "token" | "native
           data: `a9059cbb${tronAddressToHex(to).slice(2).padStart(64, "0")}${amount.toString(16).padStart(64, "0")}`,
         }
       : { owner_address: owner, to_address: tronAddressToHex(to), amount: Number(amount) };
-  const raw_data = {
-    contract: [{ parameter: { value, type_url: `type.googleapis.com/protocol.${type}` }, type }],
-    ref_block_bytes: "0001",
-    ref_block_hash: "0011223344556677",
-    expiration: 1_800_000_000_000,
-    fee_limit: 100_000_000,
-    timestamp: 1_799_999_940_000,
-  };
-  const raw_data_hex = tronUtils.transaction
-    .txPbToRawDataHex(tronUtils.transaction.txJsonToPb({ raw_data, visible: false } as never))
-    .toLowerCase();
   return {
     chain: "tron",
     network: "USDT-TRC20",
     environment: "sandbox",
     index,
-    transaction: { txID: bytesToHex(sha256(hexToBytes(raw_data_hex))), raw_data, raw_data_hex },
+    transaction: tronTransaction(type, value),
   };
 }
 

@@ -1,7 +1,5 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
-import { utils as tronUtils } from "tronweb";
+import { hexToBytes } from "@noble/hashes/utils.js";
 import { encodeFunctionData, type Hex, parseAbi, parseTransaction, recoverTransactionAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evmAddressFromPublicKey } from "../../src/chains/evm/address.js";
@@ -17,6 +15,7 @@ import { type EvmSignRequest, SignerRejectedError, type TronSignRequest } from "
 import { type RunningSignerServer, startSignerServer } from "../../src/signer/server.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+import { tronTransaction } from "../support/chain/tron-transaction.js";
 import { openTestDatabase } from "../support/db.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
@@ -87,7 +86,11 @@ function evmRequest(
 }
 
 /** A TRON TriggerSmartContract transaction encoded with tronweb's protobuf encoder (as a node builds it). */
-function tronRequest(owner: string, data: string, type = "TriggerSmartContract"): TronSignRequest {
+function tronRequest(
+  owner: string,
+  data: string,
+  type: "TriggerSmartContract" | "TransferContract" = "TriggerSmartContract",
+): TronSignRequest {
   const value: Record<string, unknown> =
     type === "TriggerSmartContract"
       ? {
@@ -100,24 +103,12 @@ function tronRequest(owner: string, data: string, type = "TriggerSmartContract")
           to_address: "41a614f803b6fd780986a42c78ec9c7f77e6ded13c",
           amount: 1000,
         };
-  const raw_data = {
-    contract: [{ parameter: { value, type_url: `type.googleapis.com/protocol.${type}` }, type }],
-    ref_block_bytes: "0001",
-    ref_block_hash: "0011223344556677",
-    expiration: 1_800_000_000_000,
-    fee_limit: 100_000_000,
-    timestamp: 1_799_999_940_000,
-  };
-  const raw_data_hex = tronUtils.transaction
-    .txPbToRawDataHex(tronUtils.transaction.txJsonToPb({ raw_data, visible: false } as never))
-    .toLowerCase();
-  const txID = bytesToHex(sha256(hexToBytes(raw_data_hex)));
   return {
     chain: "tron",
     network: "USDT-TRC20",
     environment: "sandbox",
     index: HOT_WALLET_INDEX,
-    transaction: { txID, raw_data, raw_data_hex },
+    transaction: tronTransaction(type, value),
   };
 }
 const transferData = (to20: string, amount: bigint) =>

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { ApiError, post } from "../api/client";
 import { useSession } from "../session";
-import { ConfirmDialog, ErrorNotice, Field, SIX_DIGIT_CODE } from "./ui";
+import { CodeField, ConfirmDialog, ErrorNotice } from "./ui";
 
 /**
  * Step-up for sensitive production writes (CONTRACT §6.1): key pair create and rotate, settings,
@@ -139,28 +139,8 @@ function StepUpDialog({
       {sent ? (
         <>
           <p className="hint">We sent a code to your e-mail. It works once, for 10 minutes.</p>
-          <Field label="E-mailed code">
-            {(id) => (
-              <input
-                id={id}
-                {...SIX_DIGIT_CODE}
-                value={otp}
-                onChange={(e) => setOtp(e.target.value.trim())}
-              />
-            )}
-          </Field>
-          {totp ? (
-            <Field label="Authenticator code">
-              {(id) => (
-                <input
-                  id={id}
-                  {...SIX_DIGIT_CODE}
-                  value={code}
-                  onChange={(e) => setCode(e.target.value.trim())}
-                />
-              )}
-            </Field>
-          ) : null}
+          <CodeField label="E-mailed code" value={otp} onChange={setOtp} />
+          {totp ? <CodeField label="Authenticator code" value={code} onChange={setCode} /> : null}
           <button type="button" className="btn btn-small" onClick={() => void requestCode()} disabled={busy}>
             Send a new code
           </button>

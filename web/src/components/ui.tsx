@@ -1,4 +1,4 @@
-import { type ReactNode, useEffect, useId, useRef, useState } from "react";
+import { type ReactNode, type Ref, useEffect, useId, useRef, useState } from "react";
 import type { Pagination } from "../api/client";
 import { explain } from "../lib/errors";
 
@@ -237,6 +237,39 @@ export const SIX_DIGIT_CODE = {
   maxLength: 6,
   required: true,
 } as const;
+
+/**
+ * A labelled six-digit code input (an e-mailed OTP or an authenticator code): the shared
+ * attributes, the hint wired to `aria-describedby`, and the typed value trimmed.
+ */
+export function CodeField({
+  label,
+  hint,
+  value,
+  onChange,
+  inputRef,
+}: {
+  label: string;
+  hint?: ReactNode;
+  value: string;
+  onChange: (value: string) => void;
+  inputRef?: Ref<HTMLInputElement>;
+}) {
+  return (
+    <Field label={label} hint={hint}>
+      {(id, describedBy) => (
+        <input
+          id={id}
+          {...SIX_DIGIT_CODE}
+          ref={inputRef}
+          aria-describedby={describedBy}
+          value={value}
+          onChange={(e) => onChange(e.target.value.trim())}
+        />
+      )}
+    </Field>
+  );
+}
 
 export function Field({
   label,

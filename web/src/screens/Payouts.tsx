@@ -4,6 +4,7 @@ import { Link } from "react-router-dom";
 import { get, getList, post } from "../api/client";
 import { type Balance, CURRENCIES, type CurrencyType, type Payout } from "../api/types";
 import {
+  CodeField,
   Empty,
   ErrorNotice,
   Field,
@@ -11,7 +12,6 @@ import {
   Notice,
   PageHeader,
   Pager,
-  SIX_DIGIT_CODE,
   StatusBadge,
 } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
@@ -167,7 +167,7 @@ export default function Payouts() {
               </strong>{" "}
               to <code className="break">{form.walletAddress}</code>.
             </p>
-            <Field
+            <CodeField
               label="6-digit code"
               hint={
                 <>
@@ -179,30 +179,11 @@ export default function Payouts() {
                   ) : null}
                 </>
               }
-            >
-              {(id, hint) => (
-                <input
-                  id={id}
-                  {...SIX_DIGIT_CODE}
-                  ref={otpInput}
-                  aria-describedby={hint}
-                  value={otp}
-                  onChange={(e) => setOtp(e.target.value.trim())}
-                />
-              )}
-            </Field>
-            {needsTotp ? (
-              <Field label="Authenticator code">
-                {(id) => (
-                  <input
-                    id={id}
-                    {...SIX_DIGIT_CODE}
-                    value={totp}
-                    onChange={(e) => setTotp(e.target.value.trim())}
-                  />
-                )}
-              </Field>
-            ) : null}
+              inputRef={otpInput}
+              value={otp}
+              onChange={setOtp}
+            />
+            {needsTotp ? <CodeField label="Authenticator code" value={totp} onChange={setTotp} /> : null}
             <ErrorNotice error={send.error} />
             <div className="form-actions">
               <button type="button" className="btn" onClick={restart}>

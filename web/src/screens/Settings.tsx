@@ -3,7 +3,7 @@ import { useEffect, useState } from "react";
 import { get, patch, post } from "../api/client";
 import { CURRENCIES, type Settings as SettingsData } from "../api/types";
 import { useStepUp } from "../components/StepUp";
-import { ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
+import { CodeField, ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
 import { currencyLabel } from "../lib/format";
 import { useEnvKey, useSession } from "../session";
 
@@ -194,16 +194,7 @@ function TwoFactor() {
               </p>
             </li>
             <li>
-              <Field label="Enter the 6-digit code it shows">
-                {(id) => (
-                  <input
-                    id={id}
-                    {...SIX_DIGIT_CODE}
-                    value={code}
-                    onChange={(e) => setCode(e.target.value.trim())}
-                  />
-                )}
-              </Field>
+              <CodeField label="Enter the 6-digit code it shows" value={code} onChange={setCode} />
             </li>
           </ol>
           <ErrorNotice error={enable.error} />

@@ -2,7 +2,7 @@ import { useMutation } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation, useNavigate } from "react-router-dom";
 import { ApiError, post } from "../api/client";
-import { ErrorNotice, Field, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
+import { CodeField, ErrorNotice, Field, PageHeader } from "../components/ui";
 import { useSession } from "../session";
 
 export default function SignIn() {
@@ -71,21 +71,13 @@ export default function SignIn() {
             </Field>
           </>
         ) : (
-          <Field
+          <CodeField
             label="6-digit code from your authenticator app"
             hint="Two-factor authentication is on for this account."
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                {...SIX_DIGIT_CODE}
-                aria-describedby={hint}
-                ref={totpInput}
-                value={totp}
-                onChange={(e) => setTotp(e.target.value.trim())}
-              />
-            )}
-          </Field>
+            inputRef={totpInput}
+            value={totp}
+            onChange={setTotp}
+          />
         )}
         <ErrorNotice error={login.error} context="login" />
         <button type="submit" className="btn btn-primary btn-block" disabled={login.isPending}>
