@@ -15,6 +15,7 @@ import { payRoutes } from "./pay.js";
 import { sandboxRoutes } from "./sandbox.js";
 import { staticWebRoutes } from "./static-web.js";
 import { transactionRoutes } from "./transactions.js";
+import { webhookStreamRoutes } from "./webhook-stream.js";
 import { webhookRoutes } from "./webhooks.js";
 import { withdrawalRoutes } from "./withdrawals.js";
 
@@ -33,6 +34,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   balanceRoutes,
   transactionRoutes,
   webhookRoutes,
+  webhookStreamRoutes,
   checkoutRoutes,
   sandboxRoutes,
   withdrawalRoutes,

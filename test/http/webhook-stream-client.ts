@@ -1,0 +1,57 @@
+import { SseParser } from "../../packages/sdk/src/cli/sse.js";
+
+/** One message of the webhook stream, its `data` parsed. */
+export interface Streamed {
+  id: string;
+  type: string;
+  transactionStatus: string;
+  transactionId: string;
+  isTest: boolean;
+  createdAt: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A real client of `GET /api/v1/webhook/stream` (undici fetch), collecting what it receives. */
+export async function openStream(base: string, headers: Record<string, string>, query = "") {
+  const controller = new AbortController();
+  const res = await fetch(`${base}/api/v1/webhook/stream${query}`, { headers, signal: controller.signal });
+  const messages: Streamed[] = [];
+  const raw: string[] = [];
+  const parser = new SseParser();
+  let ended = false;
+  const done = (async () => {
+    if (!res.ok || !res.body) return;
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body) {
+        const text = decoder.decode(chunk as Uint8Array, { stream: true });
+        raw.push(text);
+        for (const m of parser.push(text)) {
+          const data = JSON.parse(m.data) as Streamed;
+          if (m.id !== data.id) throw new Error(`SSE id ${m.id} is not the event id ${data.id}`);
+          messages.push(data);
+        }
+      }
+    } catch {
+      // aborted by the test, or the server closed the connection
+    } finally {
+      ended = true;
+    }
+  })();
+  return {
+    res,
+    messages,
+    raw,
+    parser,
+    get ended() {
+      return ended;
+    },
+    done,
+    async close() {
+      controller.abort();
+      await done;
+    },
+  };
+}
+export type OpenStream = Awaited<ReturnType<typeof openStream>>;
