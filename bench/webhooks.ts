@@ -152,7 +152,7 @@ async function main() {
 
   // ── the receiver's ceiling: a bare undici POST loop with a worker's exact bytes ──
   const bareTx = "tx_bench_000000";
-  const bareBody = serializeWebhookBody(webhookMessage("deposit", "confirmed"), sample(0), bareTx);
+  const bareBody = serializeWebhookBody(webhookMessage("deposit", "confirmed"), sample(0), bareTx, "sandbox");
   const bareHeaders = {
     "content-type": "application/json",
     "user-agent": "stablegate-webhooks/1.0",

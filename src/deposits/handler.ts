@@ -98,6 +98,7 @@ async function onSessionTransfer(
     checkoutSessionId: t.id,
     orderId: t.orderId,
     callbackUrl: session.callbackUrl,
+    metadata: session.metadata,
   });
 }
 

@@ -4,11 +4,12 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { computeFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
-import { presentTransaction, type TransactionRecord } from "../domain/transaction.js";
+import type { TransactionRecord } from "../domain/transaction.js";
 import { creditDeposit } from "../ledger/operations.js";
 import { closeCheckoutSession } from "../repositories/checkout-sessions.js";
 import { insertTransaction, updateTransaction } from "../repositories/transactions.js";
 import { enqueueWebhookEvent } from "../webhooks/outbox.js";
+import { webhookData } from "../webhooks/payload.js";
 
 /**
  * The writes that end a deposit, each in the caller's transaction together with its ledger posting
@@ -55,7 +56,7 @@ export async function closeSession(
     await creditDeposit(trx, postingContext(updated), outcome.received, fee);
   }
   await closeCheckoutSession(trx, t.id, outcome.now);
-  await notify(trx, updated, session.callbackUrl);
+  await notify(trx, updated, session.callbackUrl, session.metadata);
   return updated;
 }
 
@@ -82,6 +83,8 @@ export async function recordSingleTransferDeposit(
     externalUserId?: string | null;
     /** Where the webhook goes (a session's callbackUrl); else the environment's webhookUrl. */
     callbackUrl?: string | null;
+    /** The session's metadata (a late payment), sent in the webhook's `data.metadata`. */
+    metadata?: Record<string, unknown> | null;
   },
 ): Promise<TransactionRecord> {
   const fee = depositFee(deps.fees, d.currencyType, d.amount);
@@ -106,7 +109,7 @@ export async function recordSingleTransferDeposit(
     externalUserId: d.externalUserId ?? null,
   });
   await creditDeposit(trx, postingContext(record), d.amount, fee);
-  await notify(trx, record, d.callbackUrl ?? null);
+  await notify(trx, record, d.callbackUrl ?? null, d.metadata ?? null);
   return record;
 }
 
@@ -119,14 +122,19 @@ function postingContext(t: TransactionRecord) {
   };
 }
 
-async function notify(trx: Db, t: TransactionRecord, url: string | null): Promise<void> {
+async function notify(
+  trx: Db,
+  t: TransactionRecord,
+  url: string | null,
+  metadata: Record<string, unknown> | null,
+): Promise<void> {
   await enqueueWebhookEvent(trx, {
     merchantId: t.merchantId,
     environment: t.environment,
     transactionId: t.id,
     type: "deposit",
     transactionStatus: t.status,
-    data: presentTransaction(t),
+    data: webhookData(t, metadata),
     url,
   });
 }

@@ -8,13 +8,18 @@ import { parse } from "lossless-json";
  * the client sent instead of a rounded double. Written on `lossless-json` because `JSON.parse` on
  * Node 20 cannot expose a number's source text (and `isSafeNumber` of that library accepts some
  * rounding, so exactness is checked here).
+ *
+ * An empty body, with or without `Content-Type: application/json`, is `{}` (see below).
  */
 export function registerLosslessJson(app: FastifyInstance) {
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
     const text = body as string;
+    // An empty body is `{}` (clients often set `Content-Type: application/json` on every request,
+    // a bodiless POST included): a route whose fields are all optional accepts it, a route with a
+    // required field answers 400 VALIDATION_ERROR naming each missing field (its schema does).
     if (text.trim() === "") {
-      done(clientError("FST_ERR_CTP_EMPTY_JSON_BODY", "empty JSON body"), undefined);
+      done(null, {});
       return;
     }
     let value: unknown;
@@ -30,6 +35,12 @@ export function registerLosslessJson(app: FastifyInstance) {
       return;
     }
     done(null, value);
+  });
+  // The same for a bodiless request without any Content-Type (`curl -X POST …/approve`): Fastify
+  // leaves its body `undefined`, which a body schema would refuse as "must be object" without
+  // naming the missing fields. Registered before the routes, so it applies to every one of them.
+  app.addHook("preValidation", async (request) => {
+    if (request.body === undefined && request.routeOptions.schema?.body !== undefined) request.body = {};
   });
 }
 

@@ -13,7 +13,7 @@ export interface EnqueueWebhookInput {
   transactionId: string;
   type: TransactionType;
   transactionStatus: string;
-  /** The SPEC §2.2 transaction object, already formatted for JSON. */
+  /** The transaction object, already formatted for JSON (`webhookData`); `environment` is added. */
   data: Record<string, unknown>;
   /** Per-event destination (a checkout session's callbackUrl); else the environment's webhookUrl. */
   url?: string | null;
@@ -44,6 +44,7 @@ export async function enqueueWebhookEvent(
     webhookMessage(input.type, input.transactionStatus),
     input.data,
     input.transactionId,
+    input.environment,
   );
   const override = input.url || null;
   await sql`

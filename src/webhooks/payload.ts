@@ -1,8 +1,17 @@
 import { randomBytes } from "node:crypto";
 import type { Environment } from "../domain/environment.js";
 import { newId } from "../domain/ids.js";
+import { presentTransaction, type TransactionRecord } from "../domain/transaction.js";
 
-/** Webhook bodies (SPEC §6.2): `{ success: true, message, data }`, serialised once and stored. */
+/**
+ * Webhook bodies (SPEC §6.2): `{ success: true, message, data }`, serialised once and stored (the
+ * stored bytes are what every attempt sends and what the event log shows). `data` is the
+ * transaction object of the API plus three fields a receiver would otherwise fetch with a second
+ * request: `metadata` (a deposit's checkout-session metadata), `rejectionReason` (a withdrawal's)
+ * and `environment` (`sandbox` | `production`, like Stripe's `livemode`). Extra fields only, so a
+ * receiver written to the spec keeps working. The schema of these bytes, per type:
+ * `http/schemas/webhook-delivery.ts` (test/webhooks/delivery-shape.test.ts holds them together).
+ */
 
 export type TransactionType = "deposit" | "withdrawal" | "payout";
 
@@ -28,20 +37,39 @@ export function webhookMessage(type: TransactionType, status: string): string {
 }
 
 /**
- * Serialises the body. `data` is the SPEC §2.2 transaction object, already JSON-shaped (amounts as
- * exact numbers); `id` is forced to equal `transactionId`.
+ * The `data` of a transaction's webhook: the API's transaction object, `metadata` (deposits: the
+ * checkout session's, else null), `rejectionReason` (withdrawals; null otherwise). `environment`
+ * is added by `serializeWebhookBody`.
+ */
+export function webhookData(t: TransactionRecord, sessionMetadata: Record<string, unknown> | null = null) {
+  return {
+    ...presentTransaction(t),
+    metadata: t.type === "deposit" ? sessionMetadata : null,
+    rejectionReason: t.type === "withdrawal" ? t.rejectionReason : null,
+  };
+}
+
+/**
+ * Serialises the body. `data` is the transaction object, already JSON-shaped (amounts as exact
+ * numbers); `id` is forced to equal `transactionId`, `environment` to the event's environment.
  */
 export function serializeWebhookBody(
   message: string,
   data: Record<string, unknown>,
   transactionId: string,
+  environment: Environment,
 ): string {
-  return JSON.stringify({ success: true, message, data: { ...data, id: transactionId, transactionId } });
+  return JSON.stringify({
+    success: true,
+    message,
+    data: { ...data, id: transactionId, transactionId, environment },
+  });
 }
 
 /**
- * The test delivery's body (its content is ours to choose: SPEC §6 "not shown"): a complete
- * transaction-shaped object with `type: "test"` so that no receiver mistakes it for money.
+ * The test delivery's body (its content is ours to choose: SPEC §6 "not shown"): every field a real
+ * delivery's `data` has, with `type` and `status` both `"test"` and zero amounts, so that a
+ * receiver can parse it with the same code and no receiver mistakes it for money.
  */
 export function testWebhookBody(merchantId: string, environment: Environment, now: Date) {
   const transactionId = newId("tx");
@@ -54,17 +82,24 @@ export function testWebhookBody(merchantId: string, environment: Environment, no
     amount: 0,
     fee: 0,
     netAmount: 0,
+    actualBalance: null,
     currencyType: "USDT-TRC20",
     network: "USDT-TRC20",
     status: "test",
     createdAt: at,
+    updatedAt: at,
     confirmedAt: at,
     blockchainTxHash: randomBytes(32).toString("hex"),
     walletAddress: "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
-    environment,
+    orderId: null,
+    reference: null,
+    externalUserId: null,
+    checkoutSessionId: null,
+    metadata: null,
+    rejectionReason: null,
   };
   return {
     transactionId,
-    body: JSON.stringify({ success: true, message: "Test webhook from stablegate", data }),
+    body: serializeWebhookBody("Test webhook from stablegate", data, transactionId, environment),
   };
 }

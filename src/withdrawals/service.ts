@@ -7,12 +7,13 @@ import { AppError, type FieldError } from "../domain/errors.js";
 import { computeFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import { formatAmount } from "../domain/money.js";
-import { presentTransaction, type TransactionRecord } from "../domain/transaction.js";
+import type { TransactionRecord } from "../domain/transaction.js";
 import { withdrawalPolicy } from "../domain/withdrawal.js";
 import { holdFunds, releaseHold, requirePosted, settleHold } from "../ledger/operations.js";
 import { insertTransaction, lockTransaction, updateTransaction } from "../repositories/transactions.js";
 import { getSettings } from "../services/settings.js";
 import { enqueueWebhookEvent } from "../webhooks/outbox.js";
+import { webhookData } from "../webhooks/payload.js";
 
 /** One on-chain payment the sending pipeline must make exactly once (chains part 2). */
 export interface TransferIntent {
@@ -269,6 +270,6 @@ async function notify(trx: Db, t: TransactionRecord): Promise<void> {
     transactionId: t.id,
     type: t.type,
     transactionStatus: t.status,
-    data: presentTransaction(t),
+    data: webhookData(t),
   });
 }

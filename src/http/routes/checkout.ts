@@ -36,6 +36,17 @@ const IdempotencyHeaders = Type.Object({
 });
 
 /**
+ * A generated deposit address. `walletAddress` is the name every other object uses for it;
+ * `address` (the contract's first name for this field) carries the same value and stays for
+ * clients written against it.
+ */
+const GeneratedWalletSchema = Type.Object({
+  ...DepositWalletSchema.properties,
+  address: Type.String({ deprecated: true, description: "Deprecated: the same value as walletAddress" }),
+  walletAddress: Type.String({ description: "The permanent deposit address" }),
+});
+
+/**
  * Deposits (CONTRACT §4.1): `POST /checkout/session`, `GET /checkout/session/{id}`,
  * `POST /wallet/generate` — at the root, without `/api/v1` (SPEC §1). Both credential channels:
  * the API key of a merchant's server, or the dashboard session (its "create a test session").
@@ -171,7 +182,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
         tags,
         headers: IdempotencyHeaders,
         body: GenerateWalletBody,
-        response: { 201: ok(DepositWalletSchema), ...commonErrors },
+        response: { 201: ok(GeneratedWalletSchema), ...commonErrors },
       },
     },
     async (request, reply) => {
@@ -190,7 +201,10 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
           },
           new Date(clock.now()),
         );
-        return { success: true as const, data: { ...wallet, createdAt: wallet.createdAt.toISOString() } };
+        return {
+          success: true as const,
+          data: { ...wallet, walletAddress: wallet.address, createdAt: wallet.createdAt.toISOString() },
+        };
       });
     },
   );

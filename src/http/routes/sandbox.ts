@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { normalizeAddress } from "../../chains/address.js";
+import type { CurrencyType } from "../../domain/currency.js";
 import { AppError } from "../../domain/errors.js";
 import { amountField, formatAmount, parseAmount } from "../../domain/money.js";
 import { findCheckoutSession } from "../../repositories/checkout-sessions.js";
@@ -9,13 +10,37 @@ import { commonErrors, ok } from "../schemas/common.js";
 import { AmountInput } from "../schemas/deposits.js";
 import { CurrencyTypeSchema } from "../schemas/transaction.js";
 
+/**
+ * The simulator's payment. `blockchainTxHash` and `walletAddress` are the names every other
+ * object uses; `txHash` and `address` (the first names of this answer) carry the same values and
+ * stay for clients written against them.
+ */
 const SandboxPaymentSchema = Type.Object({
-  txHash: Type.String(),
+  blockchainTxHash: Type.String({ description: "The payment's transaction hash on the sandbox chain" }),
+  walletAddress: Type.String({ description: "The address paid" }),
   blockNumber: Type.Integer(),
-  address: Type.String(),
   amount: Type.Number(),
   currencyType: CurrencyTypeSchema,
+  txHash: Type.String({ deprecated: true, description: "Deprecated: the same value as blockchainTxHash" }),
+  address: Type.String({ deprecated: true, description: "Deprecated: the same value as walletAddress" }),
 });
+
+function payment(
+  tx: { txHash: string; blockNumber: number },
+  address: string,
+  units: bigint,
+  currencyType: CurrencyType,
+) {
+  return {
+    blockchainTxHash: tx.txHash,
+    walletAddress: address,
+    blockNumber: tx.blockNumber,
+    amount: formatAmount(units),
+    currencyType,
+    txHash: tx.txHash,
+    address,
+  };
+}
 
 /**
  * Sandbox payments (CONTRACT §4.1, 404 in production): the built-in simulator pays an address of
@@ -42,10 +67,8 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
         ),
         response: { 202: ok(SandboxPaymentSchema), ...commonErrors },
       },
-      // The body is optional (`curl -X POST …/pay` pays the full amount): no body is `{}`.
-      preValidation: async (request) => {
-        if (request.body === undefined) request.body = {};
-      },
+      // The body is optional (`curl -X POST …/pay` pays the full amount): an empty or missing body
+      // is `{}` (http/json-body.ts).
     },
     async (request, reply) => {
       const who = principal(request);
@@ -62,16 +85,7 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
       const chain = deps.chains.simulator(session.network, "sandbox");
       const tx = await chain.pay(session.address, units);
       reply.code(202);
-      return {
-        success: true as const,
-        data: {
-          txHash: tx.txHash,
-          blockNumber: tx.blockNumber,
-          address: session.address,
-          amount: formatAmount(units),
-          currencyType: session.network,
-        },
-      };
+      return { success: true as const, data: payment(tx, session.address, units, session.network) };
     },
   );
 
@@ -115,16 +129,7 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
       if (!watched) throw AppError.notFound("No deposit address of yours with this value in the sandbox.");
       const tx = await deps.chains.simulator(currencyType, "sandbox").pay(address, parsed.units);
       reply.code(202);
-      return {
-        success: true as const,
-        data: {
-          txHash: tx.txHash,
-          blockNumber: tx.blockNumber,
-          address,
-          amount: formatAmount(parsed.units),
-          currencyType,
-        },
-      };
+      return { success: true as const, data: payment(tx, address, parsed.units, currencyType) };
     },
   );
 }
