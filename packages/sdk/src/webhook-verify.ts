@@ -184,14 +184,15 @@ function standardKey(secret: string): Uint8Array {
 async function hmac(key: Uint8Array, data: Uint8Array): Promise<Uint8Array> {
   const subtle = globalThis.crypto?.subtle;
   if (!subtle) throw new Error("verifyWebhook needs Web Crypto (globalThis.crypto.subtle)");
+  // Copied into plain ArrayBuffer-backed arrays: Web Crypto's types refuse a view that may be shared.
   const cryptoKey = await subtle.importKey(
     "raw",
-    key as BufferSource,
+    new Uint8Array(key),
     { name: "HMAC", hash: "SHA-256" },
     false,
     ["sign"],
   );
-  return new Uint8Array(await subtle.sign("HMAC", cryptoKey, data as BufferSource));
+  return new Uint8Array(await subtle.sign("HMAC", cryptoKey, new Uint8Array(data)));
 }
 
 /**
