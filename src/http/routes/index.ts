@@ -10,6 +10,7 @@ import { dashboardReadRoutes } from "./dashboard-reads.js";
 import { dashboardSettingsRoutes } from "./dashboard-settings.js";
 import { disabledRoutes } from "./disabled.js";
 import { docsRoutes } from "./docs.js";
+import { guidesRoutes } from "./guides.js";
 import { healthRoutes } from "./health.js";
 import { payRoutes } from "./pay.js";
 import { sandboxRoutes } from "./sandbox.js";
@@ -23,6 +24,7 @@ import { withdrawalRoutes } from "./withdrawals.js";
 export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   healthRoutes,
   docsRoutes,
+  guidesRoutes,
   disabledRoutes,
   accountRoutes,
   authRoutes,
