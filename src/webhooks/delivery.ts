@@ -13,6 +13,7 @@ import { newId } from "../domain/ids.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { Wakeup } from "../lib/wakeup.js";
 import { AttemptSigner } from "./attempt-signer.js";
+import { deliveryHeaders } from "./headers.js";
 import { NO_URL_ERROR } from "./outbox.js";
 import { testWebhookBody } from "./payload.js";
 import { ensureEndpoint, openSecrets } from "./secrets.js";
@@ -49,7 +50,6 @@ import { createGuardedAgent, type Resolve, SsrfBlockedError, ssrfPolicy, systemR
 export const RESPONSE_BODY_LIMIT = 1024;
 /** Bytes of an answer we read at most (the rest is dropped with the connection). */
 const RESPONSE_READ_LIMIT = 64 * 1024;
-const USER_AGENT = "stablegate-webhooks/1.0";
 
 export interface DeliveryOptions {
   db: Db;
@@ -484,19 +484,13 @@ export class WebhookDelivery {
     } else {
       // The body's UTF-8 bytes once: both signatures and the request use the same buffer.
       const bytes = Buffer.from(event.body, "utf8");
-      const headers: Record<string, string> = {
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        "x-webhook-source": "stablegate",
-        "x-transaction-id": event.transaction_id,
-      };
+      const headers = deliveryHeaders({ transactionId: event.transaction_id, isTest: event.is_test });
       this.#signer(endpoint, startedAt).addHeaders(
         headers,
         event.id,
         Math.floor(startedAt.getTime() / 1000),
         bytes,
       );
-      if (event.is_test) headers["x-webhook-test"] = "true";
       outcome = await this.post(url, bytes, headers);
     }
     const record = this.#result(event, token, startedAt, outcome, options.manual);

@@ -4,6 +4,7 @@ import type { Database, Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { Wakeup } from "../lib/wakeup.js";
+import { deliveryHeaders } from "./headers.js";
 import { WEBHOOK_CHANNEL } from "./outbox.js";
 import { ensureEndpoint, openSecrets } from "./secrets.js";
 import { signatureHeaders } from "./signing.js";
@@ -47,8 +48,6 @@ export const SAFETY_MARGIN_MS = 500;
 export const HOLD_CAP_SECONDS = 60;
 /** Events per read (a stream far behind catches up in batches). */
 const BATCH = 100;
-/** Same as the delivery's (delivery.ts keeps its constant private). */
-const USER_AGENT = "stablegate-webhooks/1.0";
 
 /** Where a stream stands: after an emitted event, or (a new stream) from a database time. */
 export type StreamCursor = { afterEventId: string } | { fromTime: string };
@@ -147,13 +146,9 @@ export async function readAfter(
  */
 export function signedDelivery(row: EventRow, secrets: readonly string[], now: Date): StreamedDelivery {
   const headers: Record<string, string> = {
-    "content-type": "application/json",
-    "user-agent": USER_AGENT,
-    "x-webhook-source": "stablegate",
-    "x-transaction-id": row.transaction_id,
+    ...deliveryHeaders({ transactionId: row.transaction_id, isTest: row.is_test }),
     ...signatureHeaders(secrets, row.id, Math.floor(now.getTime() / 1000), Buffer.from(row.body, "utf8")),
   };
-  if (row.is_test) headers["x-webhook-test"] = "true";
   return {
     id: row.id,
     type: row.type,
