@@ -105,10 +105,8 @@ export function registerStepUp(app: FastifyInstance, kit: AuthKit) {
       );
   });
 
-  // A step-up route that takes no other input may be called without a body.
-  app.addHook("preValidation", async (request) => {
-    if (request.routeOptions.config?.stepUp && request.body === undefined) request.body = {};
-  });
+  // A step-up route that takes no other input may be called without a body: every route's
+  // bodiless request is `{}` (http/json-body.ts).
 
   app.addHook("preHandler", async (request) => {
     const rule = request.routeOptions.config?.stepUp;
