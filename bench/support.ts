@@ -109,3 +109,118 @@ export function cpuBetween(before: Map<number, number>, after: Map<number, numbe
   for (const [pid, t] of after) used += t - (before.get(pid) ?? 0);
   return used;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Comparing two things: alternate them, report every round, the median and the spread.
+//
+// A bench that measures A once and then B once puts the host's drift (another process, CPU
+// frequency, a warming cache) into the ratio. `alternate` measures A B A B … (`rounds` of each);
+// each round's A and B ran next to each other, so each round gives one ratio, and the median of
+// those ratios with their spread is the result. A drift then shows as a wide spread instead of
+// passing for a result.
+// ---------------------------------------------------------------------------------------------
+
+/** BENCH_ROUNDS (default 3): rounds of each side in a comparison; fewer than 3 is warned about. */
+export function benchRounds(fallback = 3): number {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? fallback);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`BENCH_ROUNDS must be an integer ≥ 1`);
+  if (rounds < 3)
+    console.warn(`BENCH_ROUNDS=${rounds}: fewer than 3 rounds per side is a smoke test, not a result`);
+  return rounds;
+}
+
+/** One round of a comparison: what `measure` returned for each side, measured back to back. */
+export interface Round<T> {
+  round: number;
+  a: T;
+  b: T;
+}
+
+/**
+ * Runs `measure` A B A B … — `rounds` times each side, strictly alternating, A first in every
+ * round — and returns the rounds in order. `variants` are passed to `measure` as they are (a
+ * label, a port, a configuration…); `onRound` sees each round as soon as it is done (to print it).
+ */
+export async function alternate<V, T>(
+  rounds: number,
+  variants: { a: V; b: V },
+  measure: (variant: V, side: "a" | "b", round: number) => Promise<T>,
+  onRound?: (round: Round<T>) => void,
+): Promise<Round<T>[]> {
+  const out: Round<T>[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    const a = await measure(variants.a, "a", round);
+    const b = await measure(variants.b, "b", round);
+    const r = { round, a, b };
+    out.push(r);
+    onRound?.(r);
+  }
+  return out;
+}
+
+/** Median, min–max and interquartile range of a sample (quartiles linearly interpolated). */
+export interface Spread {
+  n: number;
+  median: number;
+  min: number;
+  max: number;
+  q1: number;
+  q3: number;
+}
+
+export function ratioStats(values: readonly number[]): Spread {
+  if (values.length === 0) throw new Error("ratioStats of no values");
+  const s = [...values].sort((x, y) => x - y);
+  const q = (p: number) => {
+    const pos = (s.length - 1) * p;
+    const lo = Math.floor(pos);
+    const hi = Math.ceil(pos);
+    return (s[lo] as number) + ((s[hi] as number) - (s[lo] as number)) * (pos - lo);
+  };
+  return {
+    n: s.length,
+    median: q(0.5),
+    min: s[0] as number,
+    max: s.at(-1) as number,
+    q1: q(0.25),
+    q3: q(0.75),
+  };
+}
+
+/** "median 7.1 (min 5.0, max 9.3; IQR 6.0 to 8.2; n = 3)", each number through `format`. */
+export function formatSpread(s: Spread, format: (x: number) => string = (x) => x.toFixed(2)): string {
+  return `median ${format(s.median)} (min ${format(s.min)}, max ${format(s.max)}; IQR ${format(s.q1)} to ${format(s.q3)}; n = ${s.n})`;
+}
+
+/**
+ * Prints a markdown table of every round (A's and B's figure and the round's ratio) and a summary
+ * line with the median and spread of the ratio; returns the ratio's statistics.
+ * `ratio(a, b)` is the compared quantity of one round (e.g. `b / a`, or `1 − a / b` for a cost).
+ */
+export function reportRounds<T>(options: {
+  title: string;
+  /** Column headers of the two sides' figure, e.g. "limiter on req/s". */
+  a: string;
+  b: string;
+  ratioName: string;
+  rounds: readonly Round<T>[];
+  value: (t: T) => number;
+  ratio: (a: number, b: number) => number;
+  format?: (x: number) => string;
+  formatRatio?: (x: number) => string;
+}): Spread {
+  const f = options.format ?? ((x: number) => x.toFixed(0));
+  const fr = options.formatRatio ?? ((x: number) => x.toFixed(3));
+  const ratios = options.rounds.map((r) => options.ratio(options.value(r.a), options.value(r.b)));
+  console.log(`\n${options.title}\n`);
+  console.log(`| round | ${options.a} | ${options.b} | ${options.ratioName} |`);
+  console.log("|---:|---:|---:|---:|");
+  options.rounds.forEach((r, i) => {
+    console.log(
+      `| ${r.round} | ${f(options.value(r.a))} | ${f(options.value(r.b))} | ${fr(ratios[i] as number)} |`,
+    );
+  });
+  const stats = ratioStats(ratios);
+  console.log(`\n${options.ratioName}: ${formatSpread(stats, fr)}`);
+  return stats;
+}
