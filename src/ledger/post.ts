@@ -1,14 +1,10 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.js";
+import { PREPARED } from "../db/prepared.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
-import {
-  assertBalanced,
-  type MerchantAccountKind,
-  type Posting,
-  type SystemAccountKind,
-} from "../domain/ledger.js";
+import { assertBalanced, type MerchantAccountKind, type Posting } from "../domain/ledger.js";
 
 export interface PostingContext {
   merchantId: string;
@@ -22,7 +18,11 @@ export type PostResult =
   | { status: "already_posted"; postingId: string }
   | { status: "insufficient_balance"; account: MerchantAccountKind; balance: bigint; needed: bigint };
 
-/** Test seam: lets the crash test kill the process between the balance update and the journal insert. */
+/**
+ * Test seam: lets the crash test kill the process inside a posting transaction, after the posting's
+ * statement (balances and journal written, not committed). Before the posting became one statement
+ * it ran between the balance update and the journal insert; either way nothing may stand after the kill.
+ */
 export interface PostHooks {
   afterBalances?: () => Promise<void>;
 }
@@ -34,13 +34,26 @@ export class ConcurrentPostingError extends AppError {
   }
 }
 
+/** One row of `ledger_post(...)` (migration 0016). */
+interface PostRow {
+  r_status: "posted" | "already_posted" | "closed_otherwise" | "insufficient_balance" | "concurrent";
+  r_posting_id: string | null;
+  r_kind: string | null;
+  r_balance: string | null;
+  r_needed: string | null;
+}
+
 /**
- * Applies a posting inside the caller's transaction (with its status change and webhook event):
- *  1. lock the merchant accounts it touches, in id order (no deadlocks between postings);
+ * Applies a posting inside the caller's transaction (with its status change and webhook event), in
+ * ONE statement: the database function `ledger_post` (migration 0016) does, in this order,
+ *  1. lock the merchant accounts it touches, in id order (no deadlocks between postings), creating
+ *     them on the merchant's first movement in this currency;
  *  2. idempotency: a posting with the same business key returns `already_posted` (same kind) or
  *     fails with INVALID_STATE (a hold already closed the other way);
  *  3. refuse (as a value, nothing written) if a merchant account would go negative;
- *  4. update the running balances, write the posting and its entries.
+ *  4. write the posting, update the running balances, write the entries.
+ * Why one statement: the steps were ~6 round trips, all made while holding the merchant's row
+ * locks, so a busy account's postings queued behind each other's network waits (issue 23).
  * The database checks the rest even if this code had a bug: non-negative balances (CHECK), a
  * balanced posting (deferred constraint trigger), an append-only journal (triggers).
  */
@@ -51,142 +64,34 @@ export async function postLedger(
   hooks: PostHooks = {},
 ): Promise<PostResult> {
   assertBalanced(posting);
-  const merchantLines = posting.lines.filter((l) => l.account.owner === "merchant");
-  const accounts = await lockMerchantAccounts(
+  const accounts = posting.lines.map((l) => l.account.kind);
+  const amounts = posting.lines.map((l) => l.amount.toString());
+  // Fixed text (the lines are two array parameters): a named prepared statement on PostgreSQL.
+  const { rows } = await sql<PostRow>`select r_status, r_posting_id, r_kind, r_balance, r_needed
+    from ledger_post(${posting.businessKey}, ${posting.kind}, ${ctx.environment}, ${ctx.currencyType},
+      ${ctx.merchantId}, ${ctx.transactionId}, ${accounts}::text[], ${amounts}::numeric[]) ${PREPARED}`.execute(
     trx,
-    ctx,
-    merchantLines.map((l) => l.account.kind as MerchantAccountKind),
   );
-
-  const existing = await trx
-    .selectFrom("ledger_postings")
-    .select(["id", "kind"])
-    .where("business_key", "=", posting.businessKey)
-    .executeTakeFirst();
-  if (existing) {
-    if (existing.kind === posting.kind) return { status: "already_posted", postingId: String(existing.id) };
-    throw new AppError("INVALID_STATE", `This transaction's hold was already closed (${existing.kind}).`);
-  }
-
-  for (const line of merchantLines) {
-    const account = accounts.get(line.account.kind as MerchantAccountKind);
-    if (!account) throw new Error(`account ${line.account.kind} missing after lock`);
-    if (account.balance + line.amount < 0n) {
+  const row = rows[0];
+  if (!row) throw new Error(`ledger_post ${posting.businessKey} returned no row`);
+  switch (row.r_status) {
+    case "posted":
+      // Test seam: the posting is written but not committed (the crash test kills the process here).
+      await hooks.afterBalances?.();
+      return { status: "posted", postingId: String(row.r_posting_id) };
+    case "already_posted":
+      return { status: "already_posted", postingId: String(row.r_posting_id) };
+    case "closed_otherwise":
+      throw new AppError("INVALID_STATE", `This transaction's hold was already closed (${row.r_kind}).`);
+    case "insufficient_balance":
       return {
         status: "insufficient_balance",
-        account: line.account.kind as MerchantAccountKind,
-        balance: account.balance,
-        needed: -line.amount,
+        account: row.r_kind as MerchantAccountKind,
+        balance: BigInt(row.r_balance ?? "0"),
+        needed: BigInt(row.r_needed ?? "0"),
       };
-    }
+    case "concurrent":
+      throw new ConcurrentPostingError(posting.businessKey);
   }
-  for (const line of merchantLines) {
-    const account = accounts.get(line.account.kind as MerchantAccountKind);
-    await trx
-      .updateTable("ledger_accounts")
-      .set({ balance: sql`balance + ${line.amount.toString()}::numeric` })
-      .where("id", "=", account?.id as string)
-      .execute();
-  }
-  await hooks.afterBalances?.();
-
-  const inserted = await trx
-    .insertInto("ledger_postings")
-    .values({
-      business_key: posting.businessKey,
-      kind: posting.kind,
-      environment: ctx.environment,
-      transaction_id: ctx.transactionId,
-    })
-    .onConflict((oc) => oc.column("business_key").doNothing())
-    .returning("id")
-    .executeTakeFirst();
-  if (!inserted) throw new ConcurrentPostingError(posting.businessKey);
-
-  const systemIds = await systemAccountIds(trx, ctx.environment, ctx.currencyType);
-  await trx
-    .insertInto("ledger_entries")
-    .values(
-      posting.lines.map((line) => ({
-        posting_id: String(inserted.id),
-        account_id:
-          line.account.owner === "merchant"
-            ? (accounts.get(line.account.kind)?.id as string)
-            : (systemIds.get(line.account.kind) as string),
-        amount: line.amount.toString(),
-      })),
-    )
-    .execute();
-  return { status: "posted", postingId: String(inserted.id) };
-}
-
-interface LockedAccount {
-  id: string;
-  balance: bigint;
-}
-
-async function lockMerchantAccounts(
-  trx: Db,
-  ctx: PostingContext,
-  kinds: MerchantAccountKind[],
-): Promise<Map<MerchantAccountKind, LockedAccount>> {
-  const result = new Map<MerchantAccountKind, LockedAccount>();
-  if (kinds.length === 0) return result;
-  const select = () =>
-    trx
-      .selectFrom("ledger_accounts")
-      .select(["id", "kind", "balance"])
-      .where("owner", "=", ctx.merchantId)
-      .where("environment", "=", ctx.environment)
-      .where("currency_type", "=", ctx.currencyType)
-      .where("kind", "in", kinds)
-      .orderBy("id")
-      .forUpdate()
-      .execute();
-  let rows = await select();
-  if (rows.length < kinds.length) {
-    // First movement of this merchant in this currency: create its accounts (both kinds, always
-    // in the same order, so concurrent creators cannot deadlock), then lock.
-    await trx
-      .insertInto("ledger_accounts")
-      .values(
-        (["available", "held"] as const).map((kind) => ({
-          owner: ctx.merchantId,
-          environment: ctx.environment,
-          currency_type: ctx.currencyType,
-          kind,
-          balance: "0",
-        })),
-      )
-      .onConflict((oc) => oc.columns(["owner", "environment", "currency_type", "kind"]).doNothing())
-      .execute();
-    rows = await select();
-  }
-  for (const r of rows)
-    result.set(r.kind as MerchantAccountKind, { id: String(r.id), balance: BigInt(r.balance ?? "0") });
-  return result;
-}
-
-// System accounts are created by the migration and never change: cached per process.
-const systemCache = new Map<string, Map<SystemAccountKind, string>>();
-
-async function systemAccountIds(
-  trx: Db,
-  environment: Environment,
-  currencyType: CurrencyType,
-): Promise<Map<SystemAccountKind, string>> {
-  const key = `${environment}:${currencyType}`;
-  const cached = systemCache.get(key);
-  if (cached) return cached;
-  const rows = await trx
-    .selectFrom("ledger_accounts")
-    .select(["id", "kind"])
-    .where("owner", "=", "system")
-    .where("environment", "=", environment)
-    .where("currency_type", "=", currencyType)
-    .execute();
-  const map = new Map(rows.map((r) => [r.kind as SystemAccountKind, String(r.id)]));
-  if (map.size !== 3) throw new Error(`system accounts for ${key} are missing (migration 0002)`);
-  systemCache.set(key, map);
-  return map;
+  throw new Error(`ledger_post ${posting.businessKey}: unknown answer ${String(row.r_status)}`);
 }
