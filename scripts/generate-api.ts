@@ -29,8 +29,8 @@ export async function buildApiDocument(): Promise<Record<string, unknown>> {
     SANDBOX_PORT: "0",
     HOST: "127.0.0.1",
     DATA_DIR: dataDir,
-    PRODUCTION_BASE_URL: "https://api.example.com",
-    SANDBOX_BASE_URL: "https://sandbox.api.example.com",
+    PRODUCTION_BASE_URL: "https://api.stablegate.test",
+    SANDBOX_BASE_URL: "https://sandbox.stablegate.test",
     MASTER_MNEMONIC: "test test test test test test test test test test test junk",
   });
   const proc = await startRole("serve", config);

@@ -9,6 +9,7 @@ import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
 import { frameworkErrorHandler, makeErrorHandler, notFoundHandler } from "./errors.js";
 import { registerLosslessJson } from "./json-body.js";
+import { swaggerOptions } from "./openapi/document.js";
 import { registerAuth } from "./plugins/auth.js";
 import { registerCors } from "./plugins/cors.js";
 import { registerDashboardAuth } from "./plugins/dashboard-auth.js";
@@ -80,28 +81,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   registerStepUp(app, authKit(deps));
   registerMetrics(app, deps.metrics);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "stablegate API",
-        version: "1.0.0",
-        description: "Stablecoin payment gateway: checkout sessions, withdrawals, payouts, signed webhooks.",
-      },
-      servers: [
-        { url: config.http.productionBaseUrl, description: "production" },
-        { url: config.http.sandboxBaseUrl, description: "sandbox" },
-      ],
-      components: {
-        securitySchemes: {
-          apiKey: { type: "apiKey", in: "header", name: "apikey" },
-          apiSecret: { type: "apiKey", in: "header", name: "x-api-secret" },
-          dashboardBearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
-          dashboardCookie: { type: "apiKey", in: "cookie", name: "sg_access" },
-        },
-      },
-    },
-  });
+  // The OpenAPI document: from the route schemas, finished from each route's config (openapi/document.ts).
+  await app.register(swagger, swaggerOptions(config));
 
   app.register(async (scoped) => {
     const routes = scoped as unknown as App;

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { isTransientDatabaseError } from "../db/transient.js";
 import { AppError, type ErrorCode, type FieldError } from "../domain/errors.js";
+import { rateLimitedBody } from "./plugins/rate-limit.js";
 
 /** `Retry-After` of a 503 SERVICE_UNAVAILABLE: a failover or a reconnect takes about this long. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
@@ -129,13 +130,13 @@ export function makeErrorHandler(bodyLimit: number) {
       request.log.info({ code: appErr.code, msg: appErr.message }, "request rejected");
     }
     if (appErr.code === "RATE_LIMITED") {
-      // CONTRACT §2: a 429 has its own body (no error object) and Retry-After.
+      // A 429 has the contract's own body (`message`, plus the shared `error` object) and Retry-After.
       const retryAfter = Number(appErr.details.retryAfterSeconds);
       reply.header(
         "Retry-After",
         String(Number.isFinite(retryAfter) ? Math.max(1, Math.ceil(retryAfter)) : 60),
       );
-      return reply.code(429).send({ success: false, message: appErr.message });
+      return reply.code(429).send(rateLimitedBody(appErr.message, appErr.details));
     }
     return reply.code(status).send(errorBody(appErr));
   };

@@ -75,7 +75,12 @@ describe("rate limits, in memory", () => {
     }
     const r = await login(svc);
     expect(r.status).toBe(429);
-    expect(r.body).toEqual({ success: false, message: RATE_LIMIT_MESSAGE });
+    // The contract's `{ success: false, message }` exactly, plus the `error` object every error body shares.
+    expect(r.body).toEqual({
+      success: false,
+      message: RATE_LIMIT_MESSAGE,
+      error: { code: "RATE_LIMITED", message: RATE_LIMIT_MESSAGE, details: {} },
+    });
     expect(r.body.message).toMatch(/rate limit exceeded/i);
     expectHeaders(r, 15);
     expect(r.headers.get("ratelimit-remaining")).toBe("0");

@@ -54,7 +54,16 @@ async function merchant(): Promise<string> {
 
 function expectThrottled(r: Awaited<ReturnType<typeof call>>): number {
   expect(r.status, r.text).toBe(429);
-  expect(r.body).toEqual({ success: false, message: expect.any(String) });
+  // The contract's `{ success: false, message }`, plus the `error` object every error body shares.
+  expect(r.body).toEqual({
+    success: false,
+    message: expect.any(String),
+    error: {
+      code: "RATE_LIMITED",
+      message: r.body.message,
+      details: { retryAfterSeconds: expect.any(Number) },
+    },
+  });
   const retryAfter = Number(r.headers.get("retry-after"));
   expect(retryAfter).toBeGreaterThan(0);
   return retryAfter;

@@ -8,6 +8,14 @@ import { clientIp } from "../client-ip.js";
 export const RATE_LIMIT_MESSAGE = "API rate limit exceeded, please retry later.";
 
 /**
+ * The 429 body: the contract's `{ success: false, message }` (kept exactly), plus the `error`
+ * object every other error body has, so a client reads `error.code` on any failure.
+ */
+export function rateLimitedBody(message: string, details: Record<string, unknown> = {}) {
+  return { success: false as const, message, error: { code: "RATE_LIMITED" as const, message, details } };
+}
+
+/**
  * The tier of a request: the matched route's own `config.tier` (every authenticated route declares
  * one; `buildApp` refuses one that does not). Only a request no route declares a tier for — an
  * unknown path answered 404, a CORS preflight — is counted in the tier of the area its path names;
@@ -45,7 +53,7 @@ export function registerRateLimit(app: FastifyInstance, config: Config, store: R
     reply.header("RateLimit-Policy", `${limit};w=${windowSeconds}`);
     if (!result.allowed) {
       reply.header("Retry-After", String(Math.max(1, resetSeconds)));
-      return reply.code(429).send({ success: false, message: RATE_LIMIT_MESSAGE });
+      return reply.code(429).send(rateLimitedBody(RATE_LIMIT_MESSAGE));
     }
   });
 }

@@ -5,13 +5,16 @@ import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
-const Account = Type.Object({
-  clientId: Type.String({ description: "The merchant's identifier (clientId in webhooks)" }),
-  companyName: Type.String(),
-  email: Type.String(),
-  environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
-  apiKeyId: Type.String({ description: "The key pair that authenticated this request" }),
-});
+const Account = Type.Object(
+  {
+    clientId: Type.String({ description: "The merchant's identifier (clientId in webhooks)" }),
+    companyName: Type.String(),
+    email: Type.String(),
+    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+    apiKeyId: Type.String({ description: "The key pair that authenticated this request" }),
+  },
+  { title: "Account", description: "The merchant account and environment of the API key" },
+);
 
 /** `GET /api/v1/public/account`: who these credentials are — lets a merchant check a key pair. */
 export function accountRoutes(app: App, { database }: RouteDeps) {

@@ -10,14 +10,17 @@ import { commonErrors, list, ok } from "../schemas/common.js";
 import { TransactionSchema } from "../schemas/transaction.js";
 import { TransactionFilterFields, transactionFilter } from "../transaction-query.js";
 
-const AdminMerchant = Type.Object({
-  id: Type.String(),
-  email: Type.String(),
-  companyName: Type.String(),
-  status: Type.Union([Type.Literal("active"), Type.Literal("suspended")]),
-  createdAt: Type.String({ format: "date-time" }),
-  activeApiKeys: Type.Object({ production: Type.Integer(), sandbox: Type.Integer() }),
-});
+const AdminMerchant = Type.Object(
+  {
+    id: Type.String(),
+    email: Type.String(),
+    companyName: Type.String(),
+    status: Type.Union([Type.Literal("active"), Type.Literal("suspended")]),
+    createdAt: Type.String({ format: "date-time" }),
+    activeApiKeys: Type.Object({ production: Type.Integer(), sandbox: Type.Integer() }),
+  },
+  { title: "AdminMerchant" },
+);
 
 const AdminTransactionsQuery = Type.Composite([
   ListQuerySchema,
@@ -28,13 +31,16 @@ const AdminTransactionsQuery = Type.Composite([
   }),
 ]);
 
-const AdminTransactionSchema = Type.Composite([
-  TransactionSchema,
-  Type.Object({
-    merchantId: Type.String(),
-    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
-  }),
-]);
+const AdminTransactionSchema = Type.Composite(
+  [
+    TransactionSchema,
+    Type.Object({
+      merchantId: Type.String(),
+      environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+    }),
+  ],
+  { title: "AdminTransaction" },
+);
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 

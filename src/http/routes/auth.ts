@@ -35,15 +35,18 @@ import { commonErrors, ok } from "../schemas/common.js";
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-export const UserSchema = Type.Object({
-  id: Type.String(),
-  email: Type.String(),
-  role: Type.Union([Type.Literal("merchant"), Type.Literal("admin")]),
-  merchantId: Nullable(Type.String()),
-  companyName: Nullable(Type.String()),
-  totpEnabled: Type.Boolean(),
-  createdAt: Type.String({ format: "date-time" }),
-});
+export const UserSchema = Type.Object(
+  {
+    id: Type.String(),
+    email: Type.String(),
+    role: Type.Union([Type.Literal("merchant"), Type.Literal("admin")]),
+    merchantId: Nullable(Type.String()),
+    companyName: Nullable(Type.String()),
+    totpEnabled: Type.Boolean(),
+    createdAt: Type.String({ format: "date-time" }),
+  },
+  { title: "User" },
+);
 
 const SessionTokens = {
   accessToken: Type.Optional(
@@ -163,7 +166,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/login",
     {
-      config: { tier: "auth" },
+      config: { tier: "auth", errors: ["INVALID_AUTH"] },
       schema: {
         summary: "Sign in (sets the session cookies); `totp` is required once 2FA is enabled",
         description:
@@ -194,7 +197,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/refresh",
     {
-      config: { tier: "dashboard" },
+      config: { tier: "dashboard", errors: ["INVALID_AUTH"] },
       schema: {
         summary: "Rotate the refresh token (cookie) and get a new access token",
         description:
@@ -227,7 +230,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/logout",
     {
-      config: { tier: "dashboard" },
+      config: { tier: "dashboard", errors: ["INVALID_AUTH"] },
       schema: {
         summary: "Sign out: ends the session (refresh cookie or access token) and clears the cookies",
         tags: ["Dashboard auth"],
@@ -390,7 +393,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/setup",
     {
-      config: { auth: "dashboard", audience: "account", tier: "dashboard" },
+      config: { auth: "dashboard", audience: "account", tier: "dashboard", errors: ["INVALID_STATE"] },
       schema: {
         summary: "Start TOTP enrolment: a new seed as otpauth URI and QR code (not active until enabled)",
         tags: ["Dashboard auth"],
@@ -416,7 +419,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/enable",
     {
-      config: { auth: "dashboard", audience: "account", tier: "auth" },
+      config: { auth: "dashboard", audience: "account", tier: "auth", errors: ["INVALID_STATE"] },
       schema: {
         summary: "Enable TOTP with a valid code of the seed from setup",
         tags: ["Dashboard auth"],
@@ -434,7 +437,13 @@ export function authRoutes(app: App, deps: RouteDeps) {
     "/api/v1/auth/2fa/disable",
     {
       // Account-wide (it guards the production sign-in too): step-up whatever the environment.
-      config: { auth: "dashboard", audience: "account", tier: "auth", stepUp: { target: () => "account" } },
+      config: {
+        auth: "dashboard",
+        audience: "account",
+        tier: "auth",
+        errors: ["INVALID_STATE"],
+        stepUp: { target: () => "account" },
+      },
       schema: {
         summary: "Disable TOTP: an e-mailed `sensitive` code (`otp`) and the current TOTP code (`totp`)",
         tags: ["Dashboard auth"],

@@ -3,15 +3,8 @@ import { formatAmount } from "../../domain/money.js";
 import { getBalances } from "../../ledger/balances.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
+import { BalanceSchema } from "../schemas/balance.js";
 import { commonErrors, ok } from "../schemas/common.js";
-import { CurrencyTypeSchema } from "../schemas/transaction.js";
-
-const BalanceSchema = Type.Object({
-  currencyType: CurrencyTypeSchema,
-  available: Type.Number({ description: "Spendable, in USDT" }),
-  held: Type.Number({ description: "Reserved for withdrawals and payouts in flight" }),
-  total: Type.Number(),
-});
 
 /** `GET /api/v1/public/balance` (CONTRACT §4.4). */
 export function balanceRoutes(app: App, { database }: RouteDeps) {
@@ -22,7 +15,7 @@ export function balanceRoutes(app: App, { database }: RouteDeps) {
       schema: {
         summary: "Balances per currency type",
         tags: ["Account"],
-        response: { 200: ok(Type.Array(BalanceSchema)), ...commonErrors },
+        response: { 200: ok(Type.Array(BalanceSchema), { title: "BalanceListResponse" }), ...commonErrors },
       },
     },
     async (request) => {

@@ -40,11 +40,29 @@ const IdempotencyHeaders = Type.Object({
  * `address` (the contract's first name for this field) carries the same value and stays for
  * clients written against it.
  */
-const GeneratedWalletSchema = Type.Object({
-  ...DepositWalletSchema.properties,
-  address: Type.String({ deprecated: true, description: "Deprecated: the same value as walletAddress" }),
-  walletAddress: Type.String({ description: "The permanent deposit address" }),
-});
+const GeneratedWalletSchema = Type.Object(
+  {
+    ...DepositWalletSchema.properties,
+    address: Type.String({ deprecated: true, description: "Deprecated: the same value as walletAddress" }),
+    walletAddress: Type.String({ description: "The permanent deposit address" }),
+  },
+  {
+    title: "DepositWallet",
+    description: "A permanent deposit address: every payment to it is its own deposit",
+    examples: [
+      {
+        id: "dw_01JD81B2C3D4E5F6G7H8J9K0L1",
+        address: "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+        walletAddress: "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+        currencyType: "USDT-TRC20",
+        network: "USDT-TRC20",
+        label: "main",
+        externalUserId: "user-311",
+        createdAt: "2026-01-15T10:00:00.000Z",
+      },
+    ],
+  },
+);
 
 /**
  * Deposits (CONTRACT §4.1): `POST /checkout/session`, `GET /checkout/session/{id}`,
@@ -69,7 +87,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/checkout/session",
     {
-      config: { auth: "merchant", tier: "standard" },
+      config: { auth: "merchant", tier: "standard", errors: ["CHAIN_UNAVAILABLE"] },
       schema: {
         summary: "Create a checkout session",
         description:
@@ -173,7 +191,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/wallet/generate",
     {
-      config: { auth: "merchant", tier: "wallet" },
+      config: { auth: "merchant", tier: "wallet", errors: ["CHAIN_UNAVAILABLE"] },
       schema: {
         summary: "Generate a permanent deposit address",
         description:

@@ -16,28 +16,34 @@ import { commonErrors, list, ok } from "../schemas/common.js";
 
 const Env = Type.Union([Type.Literal("production"), Type.Literal("sandbox")]);
 
-const ApiKeySchema = Type.Object({
-  id: Type.String(),
-  environment: Env,
-  apiKey: Type.String(),
-  secretHint: Type.String({
-    description: "Last 4 characters of the secret; the secret itself is never shown again",
-  }),
-  status: Type.Union([Type.Literal("active"), Type.Literal("revoked")]),
-  revokedReason: Type.Union([Type.Literal("revoked"), Type.Literal("rotated"), Type.Null()]),
-  replacedBy: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String({ format: "date-time" }),
-  revokedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
-});
+const ApiKeySchema = Type.Object(
+  {
+    id: Type.String(),
+    environment: Env,
+    apiKey: Type.String(),
+    secretHint: Type.String({
+      description: "Last 4 characters of the secret; the secret itself is never shown again",
+    }),
+    status: Type.Union([Type.Literal("active"), Type.Literal("revoked")]),
+    revokedReason: Type.Union([Type.Literal("revoked"), Type.Literal("rotated"), Type.Null()]),
+    replacedBy: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Type.String({ format: "date-time" }),
+    revokedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+  },
+  { title: "ApiKey" },
+);
 
-const NewKeyPair = Type.Object({
-  id: Type.String(),
-  apiKey: Type.String(),
-  apiSecret: Type.String({
-    description: "Shown only in this response; store it in your server's secret store",
-  }),
-  environment: Env,
-});
+const NewKeyPair = Type.Object(
+  {
+    id: Type.String(),
+    apiKey: Type.String(),
+    apiSecret: Type.String({
+      description: "Shown only in this response; store it in your server's secret store",
+    }),
+    environment: Env,
+  },
+  { title: "NewApiKeyPair" },
+);
 
 function view(k: ApiKeyRow) {
   return {
@@ -116,6 +122,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
       // Step-up when the pair rotated is a production pair.
       config: {
         ...cfg,
+        errors: ["INVALID_STATE"],
         stepUp: {
           target: async (request) =>
             (
@@ -145,7 +152,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
   app.delete(
     "/api/v1/dashboard/api-keys/:id",
     {
-      config: cfg,
+      config: { ...cfg, errors: ["INVALID_STATE"] },
       schema: {
         summary: "Revoke a key pair",
         tags: ["Dashboard"],

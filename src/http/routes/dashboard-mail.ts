@@ -6,13 +6,16 @@ import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardSession } from "../plugins/dashboard-auth.js";
 import { commonErrors, list } from "../schemas/common.js";
 
-const MailSchema = Type.Object({
-  id: Type.String(),
-  to: Type.String(),
-  subject: Type.String(),
-  text: Type.String(),
-  createdAt: Type.String({ format: "date-time" }),
-});
+const MailSchema = Type.Object(
+  {
+    id: Type.String(),
+    to: Type.String(),
+    subject: Type.String(),
+    text: Type.String(),
+    createdAt: Type.String({ format: "date-time" }),
+  },
+  { title: "DevMail" },
+);
 
 /**
  * `GET /api/v1/dashboard/dev/mail`: the local outbox (development without SMTP_URL), the signed-in

@@ -9,6 +9,7 @@ import { findTransaction, listTransactions } from "../../repositories/transactio
 import type { App, RouteDeps } from "../app-types.js";
 import { listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
+import { BalanceSchema } from "../schemas/balance.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 import { CurrencyTypeSchema, TransactionSchema } from "../schemas/transaction.js";
 import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
@@ -20,26 +21,22 @@ import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
  * series behind the dashboard's overview chart. (The admin's cross-merchant views are in `admin.ts`.)
  */
 
-const BalanceSchema = Type.Object({
-  currencyType: CurrencyTypeSchema,
-  available: Type.Number({ description: "Spendable, in USDT" }),
-  held: Type.Number({ description: "Reserved for withdrawals and payouts in flight" }),
-  total: Type.Number(),
-});
-
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
 const VolumeQuery = Type.Object({
   days: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, default: 30 })),
 });
 
-const VolumePoint = Type.Object({
-  date: Type.String({ format: "date", description: "UTC day" }),
-  currencyType: CurrencyTypeSchema,
-  incoming: Type.Number({ description: "Credited by confirmed deposits, in USDT" }),
-  outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in USDT" }),
-  count: Type.Integer({ description: "Transactions counted in this day" }),
-});
+const VolumePoint = Type.Object(
+  {
+    date: Type.String({ format: "date", description: "UTC day" }),
+    currencyType: CurrencyTypeSchema,
+    incoming: Type.Number({ description: "Credited by confirmed deposits, in USDT" }),
+    outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in USDT" }),
+    count: Type.Integer({ description: "Transactions counted in this day" }),
+  },
+  { title: "VolumePoint" },
+);
 
 export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
   const db = database.db;
@@ -52,7 +49,7 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
       schema: {
         summary: "Balances per currency type (the dashboard's environment)",
         tags: ["Dashboard"],
-        response: { 200: ok(Type.Array(BalanceSchema)), ...commonErrors },
+        response: { 200: ok(Type.Array(BalanceSchema), { title: "BalanceListResponse" }), ...commonErrors },
       },
     },
     async (request) => {
@@ -123,7 +120,7 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
           "outgoing: completed withdrawals and payouts; each counted on the day it was confirmed.",
         tags: ["Dashboard"],
         querystring: VolumeQuery,
-        response: { 200: ok(Type.Array(VolumePoint)), ...commonErrors },
+        response: { 200: ok(Type.Array(VolumePoint), { title: "VolumeResponse" }), ...commonErrors },
       },
     },
     async (request) => {

@@ -9,23 +9,26 @@ import { commonErrors, ok } from "../schemas/common.js";
 
 const Amount = Type.Union([Type.Number(), Type.String()], { description: "USDT, at most 6 decimals" });
 
-const SettingsSchema = Type.Object({
-  environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
-  autoWithdraw: Type.Boolean(),
-  autoApproveThreshold: Type.Object(
-    Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Number()])) as Record<
-      string,
-      ReturnType<typeof Type.Number>
-    >,
-    { description: "Per currency type, in USDT" },
-  ),
-  ipAllowlist: Type.Array(Type.String()),
-  underpaymentTolerancePercent: Type.Number({
-    description:
-      "A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed",
-  }),
-  updatedAt: Type.String({ format: "date-time" }),
-});
+const SettingsSchema = Type.Object(
+  {
+    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+    autoWithdraw: Type.Boolean(),
+    autoApproveThreshold: Type.Object(
+      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Number()])) as Record<
+        string,
+        ReturnType<typeof Type.Number>
+      >,
+      { description: "Per currency type, in USDT" },
+    ),
+    ipAllowlist: Type.Array(Type.String()),
+    underpaymentTolerancePercent: Type.Number({
+      description:
+        "A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed",
+    }),
+    updatedAt: Type.String({ format: "date-time" }),
+  },
+  { title: "Settings" },
+);
 
 function view(s: MerchantSettings) {
   return {

@@ -15,15 +15,18 @@ import { CurrencyTypeSchema } from "../schemas/transaction.js";
  * object uses; `txHash` and `address` (the first names of this answer) carry the same values and
  * stay for clients written against them.
  */
-const SandboxPaymentSchema = Type.Object({
-  blockchainTxHash: Type.String({ description: "The payment's transaction hash on the sandbox chain" }),
-  walletAddress: Type.String({ description: "The address paid" }),
-  blockNumber: Type.Integer(),
-  amount: Type.Number(),
-  currencyType: CurrencyTypeSchema,
-  txHash: Type.String({ deprecated: true, description: "Deprecated: the same value as blockchainTxHash" }),
-  address: Type.String({ deprecated: true, description: "Deprecated: the same value as walletAddress" }),
-});
+const SandboxPaymentSchema = Type.Object(
+  {
+    blockchainTxHash: Type.String({ description: "The payment's transaction hash on the sandbox chain" }),
+    walletAddress: Type.String({ description: "The address paid" }),
+    blockNumber: Type.Integer(),
+    amount: Type.Number(),
+    currencyType: CurrencyTypeSchema,
+    txHash: Type.String({ deprecated: true, description: "Deprecated: the same value as blockchainTxHash" }),
+    address: Type.String({ deprecated: true, description: "Deprecated: the same value as walletAddress" }),
+  },
+  { title: "SandboxPayment" },
+);
 
 function payment(
   tx: { txHash: string; blockNumber: number },
@@ -55,7 +58,7 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/sandbox/checkout/:id/pay",
     {
-      config: { auth: "merchant", tier: "standard", sandboxOnly: true },
+      config: { auth: "merchant", tier: "standard", sandboxOnly: true, errors: ["CHAIN_UNAVAILABLE"] },
       schema: {
         summary: "Pay a checkout session from the sandbox faucet",
         description:
@@ -92,7 +95,7 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/sandbox/wallet/:address/pay",
     {
-      config: { auth: "merchant", tier: "standard", sandboxOnly: true },
+      config: { auth: "merchant", tier: "standard", sandboxOnly: true, errors: ["CHAIN_UNAVAILABLE"] },
       schema: {
         summary: "Pay one of your deposit addresses from the sandbox faucet",
         tags,

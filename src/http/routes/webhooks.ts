@@ -16,6 +16,7 @@ import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { principal } from "../plugins/auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, ErrorEnvelope, list, ok } from "../schemas/common.js";
+import { WebhookDelivery as DeliveryBody, type WebhookDeliveryBody } from "../schemas/webhook-delivery.js";
 
 /**
  * Webhook management (CONTRACT §5), on both channels (`auth: "merchant"`); per merchant × the
@@ -31,46 +32,48 @@ const DeliveryStatus = Type.Union([
 const Timestamp = Type.String({ format: "date-time" });
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-const WebhookEvent = Type.Object({
-  webhookEventId: Type.String(),
-  transactionId: Type.String(),
-  type: Type.Union([
-    Type.Literal("deposit"),
-    Type.Literal("withdrawal"),
-    Type.Literal("payout"),
-    Type.Literal("test"),
-  ]),
-  transactionStatus: Type.String(),
-  deliveryStatus: DeliveryStatus,
-  url: Nullable(Type.String()),
-  attempts: Type.Integer({ description: "Attempts made (automatic and manual)" }),
-  nextAttemptAt: Nullable(Timestamp),
-  lastAttemptAt: Nullable(Timestamp),
-  lastResponseStatus: Nullable(Type.Integer()),
-  lastError: Nullable(Type.String()),
-  isTest: Type.Boolean(),
-  createdAt: Timestamp,
-  deliveredAt: Nullable(Timestamp),
-  payload: Type.Object(
-    {
-      success: Type.Boolean(),
-      message: Type.String(),
-      data: Type.Object({}, { additionalProperties: true }),
+const WebhookEvent = Type.Object(
+  {
+    webhookEventId: Type.String(),
+    transactionId: Type.String(),
+    type: Type.Union([
+      Type.Literal("deposit"),
+      Type.Literal("withdrawal"),
+      Type.Literal("payout"),
+      Type.Literal("test"),
+    ]),
+    transactionStatus: Type.String(),
+    deliveryStatus: DeliveryStatus,
+    url: Nullable(Type.String()),
+    attempts: Type.Integer({ description: "Attempts made (automatic and manual)" }),
+    nextAttemptAt: Nullable(Timestamp),
+    lastAttemptAt: Nullable(Timestamp),
+    lastResponseStatus: Nullable(Type.Integer()),
+    lastError: Nullable(Type.String()),
+    isTest: Type.Boolean(),
+    createdAt: Timestamp,
+    deliveredAt: Nullable(Timestamp),
+    payload: {
+      ...DeliveryBody,
+      description: "The body sent, exactly as signed (one of the `webhooks` bodies)",
     },
-    { description: "The body sent, exactly as signed" },
-  ),
-});
+  },
+  { title: "WebhookEvent" },
+);
 
-const Attempt = Type.Object({
-  attemptNumber: Type.Integer(),
-  manual: Type.Boolean(),
-  startedAt: Timestamp,
-  url: Nullable(Type.String()),
-  responseStatus: Nullable(Type.Integer()),
-  latencyMs: Type.Integer(),
-  error: Nullable(Type.String()),
-  responseBody: Nullable(Type.String({ description: "First 1 KB of the answer" })),
-});
+const Attempt = Type.Object(
+  {
+    attemptNumber: Type.Integer(),
+    manual: Type.Boolean(),
+    startedAt: Timestamp,
+    url: Nullable(Type.String()),
+    responseStatus: Nullable(Type.Integer()),
+    latencyMs: Type.Integer(),
+    error: Nullable(Type.String()),
+    responseBody: Nullable(Type.String({ description: "First 1 KB of the answer" })),
+  },
+  { title: "WebhookDeliveryAttempt" },
+);
 
 const EventIdParams = Type.Object({ webhookEventId: Type.String({ minLength: 1, maxLength: 100 }) });
 const Conflict = { 409: ErrorEnvelope };
@@ -95,7 +98,7 @@ export function formatWebhookEvent(e: WebhookEventRow) {
     isTest: e.is_test,
     createdAt: e.created_at.toISOString(),
     deliveredAt: iso(e.delivered_at),
-    payload: JSON.parse(e.body) as { success: boolean; message: string; data: Record<string, unknown> },
+    payload: JSON.parse(e.body) as WebhookDeliveryBody,
   };
 }
 
@@ -162,7 +165,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/test",
     {
-      config: { auth: "merchant", tier: "standard" },
+      config: { auth: "merchant", tier: "standard", errors: ["INVALID_STATE"] },
       schema: {
         summary: "Send a test webhook to the configured URL now",
         description:
@@ -243,7 +246,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/retry/:webhookEventId",
     {
-      config: { auth: "merchant", tier: "standard" },
+      config: { auth: "merchant", tier: "standard", errors: ["INVALID_STATE"] },
       schema: {
         summary: "Deliver an event again now (one attempt, whatever its status)",
         tags,
@@ -330,7 +333,11 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
         tags,
         params: EventIdParams,
         response: {
-          200: ok(Type.Composite([WebhookEvent, Type.Object({ deliveryAttempts: Type.Array(Attempt) })])),
+          200: ok(
+            Type.Composite([WebhookEvent, Type.Object({ deliveryAttempts: Type.Array(Attempt) })], {
+              title: "WebhookEventWithAttempts",
+            }),
+          ),
           ...commonErrors,
         },
       },

@@ -78,7 +78,12 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/public/withdrawal-requests",
     {
-      config: { auth: "apiKey", tier: "financial", requireSecret: true },
+      config: {
+        auth: "apiKey",
+        tier: "financial",
+        requireSecret: true,
+        errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
+      },
       schema: {
         summary: "Request a withdrawal to an end user's address",
         description:
@@ -159,7 +164,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.post(
       `${prefix}/withdrawal-requests/:id/approve`,
       {
-        config: { auth, tier: "financial", requireSecret: true },
+        config: { auth, tier: "financial", requireSecret: true, errors: ["INVALID_STATE"] },
         schema: {
           summary: "Approve a pending withdrawal request (it is executed at once)",
           tags,
@@ -179,7 +184,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.post(
       `${prefix}/withdrawal-requests/:id/reject`,
       {
-        config: { auth, tier: "financial", requireSecret: true },
+        config: { auth, tier: "financial", requireSecret: true, errors: ["INVALID_STATE"] },
         schema: {
           summary: "Reject a pending withdrawal request (the hold is released)",
           tags,
@@ -212,7 +217,11 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     ListQuerySchema,
     Type.Object({ id: Type.Optional(Type.String({ maxLength: 100 })) }),
   ]);
-  const PayoutReadResponse = Type.Union([ok(PayoutSchema), list(PayoutSchema)]);
+  // One path answers both (the contract's `payout/get`): the document says which by `id`.
+  const PayoutReadResponse = Type.Union([ok(PayoutSchema), list(PayoutSchema)], {
+    description:
+      "With `id`: that payout (`PayoutResponse`). Without: one page of payouts, newest first (`PayoutListResponse`).",
+  });
 
   // The same payout read on both channels: `/api/v1/public/payout/get` (CONTRACT §4.3) and the dashboard's.
   for (const route of [
@@ -225,6 +234,9 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         config: { auth: route.auth, tier: route.tier },
         schema: {
           summary: "Get one payout (?id=) or list payouts",
+          description:
+            "With `id`, the payout with that id (404 if none); without, one page of payouts with `pagination`. " +
+            "Payouts are created from the dashboard.",
           tags: ["Payouts"],
           querystring: PayoutQuery,
           response: { 200: PayoutReadResponse, ...commonErrors },
@@ -238,7 +250,12 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     "/api/v1/dashboard/payouts",
     {
       // The payout OTP is its step-up (CONTRACT §6.1); in production with 2FA on, the TOTP too.
-      config: { auth: "dashboard", tier: "financial", stepUp: { inRoute: "payout" } },
+      config: {
+        auth: "dashboard",
+        tier: "financial",
+        stepUp: { inRoute: "payout" },
+        errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
+      },
       schema: {
         summary: "Send a payout from the merchant's balance (needs the e-mailed payout OTP)",
         description: "Held, executed at once, then `completed` or `failed` (balance restored); one webhook.",

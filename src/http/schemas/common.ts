@@ -1,9 +1,24 @@
 import { type TSchema, Type } from "@sinclair/typebox";
 
-/** Envelopes of CONTRACT §2, declared once and reused by every route. */
+/**
+ * The envelopes every route shares, declared once. A schema with a `title` becomes a named
+ * component of the OpenAPI document (`src/http/openapi/hoist.ts`), so titles name types that
+ * merchants' generated clients will see: keep them stable.
+ */
 
-export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
+export const FieldErrorSchema = Type.Object(
+  {
+    field: Type.String({ description: "The field, as a dotted path (`amount`, `metadata.x`, `body`)" }),
+    message: Type.String({ description: "What is wrong with it" }),
+  },
+  { title: "FieldError", description: "One refused field of a request" },
+);
 
+/**
+ * The error envelope as the server serialises it. The OpenAPI document does not show this loose
+ * shape: it declares, per status, the exact error shapes the route can answer
+ * (`src/http/openapi/error-schemas.ts`).
+ */
 export const ErrorEnvelope = Type.Object(
   {
     success: Type.Literal(false),
@@ -13,30 +28,66 @@ export const ErrorEnvelope = Type.Object(
       details: Type.Object({}, { additionalProperties: true }),
     }),
   },
-  { $id: undefined, description: "Error envelope (CONTRACT §2)" },
+  { description: "Error envelope" },
 );
 
+/** A 429 of the rate limiter: the contract's `{ success: false, message }`, plus the shared `error` object. */
 export const RateLimitedEnvelope = Type.Object(
-  { success: Type.Literal(false), message: Type.String() },
-  { description: "Rate limit exceeded (SPEC §7)" },
+  {
+    success: Type.Literal(false),
+    message: Type.String(),
+    error: Type.Optional(
+      Type.Object({
+        code: Type.String(),
+        message: Type.String(),
+        details: Type.Object({}, { additionalProperties: true }),
+      }),
+    ),
+  },
+  { description: "Rate limit exceeded" },
 );
 
-export function ok<T extends TSchema>(data: T) {
-  return Type.Object({ success: Type.Literal(true), data });
+interface EnvelopeOptions {
+  /** Component name of the envelope; by default the data schema's title + `Response`. */
+  title?: string;
+  /** Description of the success response. */
+  description?: string;
 }
 
-export const PaginationSchema = Type.Object({
-  page: Type.Integer(),
-  limit: Type.Integer(),
-  total: Type.Integer(),
-  totalPages: Type.Integer(),
+const named = (title: string | undefined, description: string | undefined) => ({
+  ...(title ? { title } : {}),
+  ...(description ? { description } : {}),
 });
 
-export function list<T extends TSchema>(item: T) {
-  return Type.Object({ success: Type.Literal(true), data: Type.Array(item), pagination: PaginationSchema });
+/** `{ success: true, data }`. */
+export function ok<T extends TSchema>(data: T, options: EnvelopeOptions = {}) {
+  const title = options.title ?? (typeof data.title === "string" ? `${data.title}Response` : undefined);
+  return Type.Object({ success: Type.Literal(true), data }, named(title, options.description));
 }
 
-/** The error responses every API route can give; merged into each route's `response`. */
+export const PaginationSchema = Type.Object(
+  {
+    page: Type.Integer({ minimum: 1, description: "This page, from 1" }),
+    limit: Type.Integer({ minimum: 1, description: "Items per page" }),
+    total: Type.Integer({ minimum: 0, description: "Items matching the filters, on all pages" }),
+    totalPages: Type.Integer({ minimum: 0 }),
+  },
+  { title: "Pagination", examples: [{ page: 1, limit: 20, total: 42, totalPages: 3 }] },
+);
+
+/** `{ success: true, data: [...], pagination }`: one page of a list. */
+export function list<T extends TSchema>(item: T, options: EnvelopeOptions = {}) {
+  const title = options.title ?? (typeof item.title === "string" ? `${item.title}ListResponse` : undefined);
+  return Type.Object(
+    { success: Type.Literal(true), data: Type.Array(item), pagination: PaginationSchema },
+    named(title, options.description),
+  );
+}
+
+/**
+ * The error responses every API route can give; merged into each route's `response` (for the
+ * serialiser). The document replaces them with the codes the route really answers.
+ */
 export const commonErrors = {
   400: ErrorEnvelope,
   401: ErrorEnvelope,

@@ -1,5 +1,22 @@
 import { Type } from "@sinclair/typebox";
-import { CurrencyTypeSchema, nullable, TransactionStatusSchema } from "./transaction.js";
+import type { TransactionStatus } from "../../domain/transaction.js";
+import { CurrencyTypeSchema, nullable } from "./transaction.js";
+
+/** The statuses a checkout session (a deposit) can have. */
+export const CHECKOUT_SESSION_STATUSES = ["pending", "confirmed", "failed"] as const;
+
+/**
+ * A session's status as documented: only the deposit statuses. Its static type stays the
+ * transaction status the presenter returns (`presentCheckoutSession` reads the shared record).
+ */
+export const CheckoutSessionStatusSchema = Type.Unsafe<TransactionStatus>({
+  type: "string",
+  enum: [...CHECKOUT_SESSION_STATUSES],
+  title: "CheckoutSessionStatus",
+  description:
+    "`pending` until the address has received `amount` with the required confirmations (then `confirmed`) " +
+    "or `expiresAt` has passed without it (then `failed`)",
+});
 
 /** An amount in a request: a JSON number or a numeric string (CONTRACT §3); checked by `amountField`. */
 export const AmountInput = Type.Union([Type.Number(), Type.String({ maxLength: 64 })], {
@@ -14,13 +31,15 @@ export const CreateCheckoutSessionBody = Type.Object(
       Type.String({
         maxLength: 2048,
         description:
-          "https URL; the same validation as webhookUrl (ports in WEBHOOK_ALLOWED_PORTS). Setting it needs x-api-secret on the API-key channel (401 INVALID_AUTH without it)",
+          "https URL that receives this session's webhook (instead of the webhook URL of the environment); " +
+          "the same rules as the webhook URL. Setting it needs `x-api-secret` on the API-key channel " +
+          "(401 INVALID_AUTH without it)",
       }),
     ),
     orderId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     expiresInMinutes: Type.Optional(
       Type.Number({
-        description: "Default 30; from CHECKOUT_MIN_EXPIRY_SECONDS up to 1440; fractions allowed",
+        description: "Default 30; at most 1440; fractions allowed (the operator sets the minimum)",
       }),
     ),
     metadata: Type.Optional(
@@ -32,45 +51,74 @@ export const CreateCheckoutSessionBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The session object (CONTRACT §4.1). */
-export const CheckoutSessionSchema = Type.Object({
-  id: Type.String({ description: "Same value as transactionId" }),
-  transactionId: Type.String(),
-  status: TransactionStatusSchema,
-  amount: Type.Number(),
-  currencyType: CurrencyTypeSchema,
-  network: CurrencyTypeSchema,
-  walletAddress: Type.String({ description: "The address the customer pays to" }),
-  expiresAt: Type.String({ format: "date-time" }),
-  checkoutUrl: Type.String({ description: "The hosted payment page" }),
-  callbackUrl: nullable(Type.String()),
-  orderId: nullable(Type.String()),
-  metadata: nullable(Type.Record(Type.String(), Type.Unknown())),
-  actualBalance: Type.Number({ description: "What has arrived on-chain so far" }),
-  blockchainTxHash: nullable(Type.String()),
-  createdAt: Type.String({ format: "date-time" }),
-  confirmedAt: nullable(Type.String({ format: "date-time" })),
-  detectedAt: nullable(
-    Type.String({
-      format: "date-time",
-      description:
-        "Block time of the first transfer to the address mined before expiresAt (null until one is seen)",
-    }),
-  ),
-  detectedAmount: Type.Number({
-    description: "Sum of the transfers mined before expiresAt, confirmed or still confirming",
-  }),
-  confirmations: Type.Object(
-    {
-      current: Type.Integer({
-        minimum: 0,
-        description: "Confirmations of the least-confirmed transfer counted",
+/** The session object. */
+export const CheckoutSessionSchema = Type.Object(
+  {
+    id: Type.String({ description: "Same value as transactionId" }),
+    transactionId: Type.String(),
+    status: CheckoutSessionStatusSchema,
+    amount: Type.Number({ description: "In USDT" }),
+    currencyType: CurrencyTypeSchema,
+    network: CurrencyTypeSchema,
+    walletAddress: Type.String({ description: "The address the customer pays to" }),
+    expiresAt: Type.String({ format: "date-time" }),
+    checkoutUrl: Type.String({ description: "The hosted payment page" }),
+    callbackUrl: nullable(Type.String()),
+    orderId: nullable(Type.String()),
+    metadata: nullable(Type.Record(Type.String(), Type.Unknown())),
+    actualBalance: Type.Number({ description: "What has arrived on-chain so far" }),
+    blockchainTxHash: nullable(Type.String()),
+    createdAt: Type.String({ format: "date-time" }),
+    confirmedAt: nullable(Type.String({ format: "date-time" })),
+    detectedAt: nullable(
+      Type.String({
+        format: "date-time",
+        description:
+          "Block time of the first transfer to the address mined before expiresAt (null until one is seen)",
       }),
-      required: Type.Integer({ minimum: 1, description: "Confirmations the chain requires" }),
-    },
-    { description: "How far the detected payment is confirmed" },
-  ),
-});
+    ),
+    detectedAmount: Type.Number({
+      description: "Sum of the transfers mined before expiresAt, confirmed or still confirming",
+    }),
+    confirmations: Type.Object(
+      {
+        current: Type.Integer({
+          minimum: 0,
+          description: "Confirmations of the least-confirmed transfer counted",
+        }),
+        required: Type.Integer({ minimum: 1, description: "Confirmations the chain requires" }),
+      },
+      { description: "How far the detected payment is confirmed" },
+    ),
+  },
+  {
+    title: "CheckoutSession",
+    description: "One payment of `amount` to a fresh deposit address, with a hosted page and a deadline",
+    examples: [
+      {
+        id: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
+        transactionId: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
+        status: "pending",
+        amount: 50,
+        currencyType: "USDT-TRC20",
+        network: "USDT-TRC20",
+        walletAddress: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE",
+        expiresAt: "2026-01-15T10:30:00.000Z",
+        checkoutUrl: "https://sandbox.stablegate.test/pay/tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
+        callbackUrl: null,
+        orderId: "order-1042",
+        metadata: { cartId: "c-77" },
+        actualBalance: 0,
+        blockchainTxHash: null,
+        createdAt: "2026-01-15T10:00:00.000Z",
+        confirmedAt: null,
+        detectedAt: null,
+        detectedAmount: 0,
+        confirmations: { current: 0, required: 19 },
+      },
+    ],
+  },
+);
 
 export const GenerateWalletBody = Type.Object(
   {
@@ -81,12 +129,15 @@ export const GenerateWalletBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const DepositWalletSchema = Type.Object({
-  id: Type.String(),
-  address: Type.String(),
-  currencyType: CurrencyTypeSchema,
-  network: CurrencyTypeSchema,
-  label: nullable(Type.String()),
-  externalUserId: nullable(Type.String()),
-  createdAt: Type.String({ format: "date-time" }),
-});
+export const DepositWalletSchema = Type.Object(
+  {
+    id: Type.String(),
+    address: Type.String(),
+    currencyType: CurrencyTypeSchema,
+    network: CurrencyTypeSchema,
+    label: nullable(Type.String()),
+    externalUserId: nullable(Type.String()),
+    createdAt: Type.String({ format: "date-time" }),
+  },
+  { description: "A permanent deposit address" },
+);

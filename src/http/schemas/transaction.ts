@@ -2,36 +2,76 @@ import { Type } from "@sinclair/typebox";
 import { CURRENCY_TYPES } from "../../domain/currency.js";
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from "../../domain/transaction.js";
 
-/** A string enum with its literal union as the static type. */
-export const literals = <const T extends readonly string[]>(values: T) =>
-  Type.Unsafe<T[number]>({ type: "string", enum: [...values] });
+/** A string enum with its literal union as the static type (`options`: title, description). */
+export const literals = <const T extends readonly string[]>(
+  values: T,
+  options: { title?: string; description?: string } = {},
+) => Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...options });
 export const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) =>
   Type.Union([t, Type.Null()]);
 
-export const CurrencyTypeSchema = literals(CURRENCY_TYPES);
-export const TransactionTypeSchema = literals(TRANSACTION_TYPES);
-export const TransactionStatusSchema = literals(TRANSACTION_STATUSES);
-
-/** The transaction object (SPEC §2.2), as `presentTransaction` builds it. Amounts in USDT. */
-export const TransactionSchema = Type.Object({
-  type: TransactionTypeSchema,
-  transactionId: Type.String(),
-  id: Type.String({ description: "Same value as transactionId" }),
-  clientId: Type.String({ description: "The merchant's identifier" }),
-  amount: Type.Number(),
-  fee: Type.Number(),
-  netAmount: Type.Number(),
-  actualBalance: nullable(Type.Number({ description: "On-chain balance at detection; deposits only" })),
-  currencyType: CurrencyTypeSchema,
-  network: CurrencyTypeSchema,
-  status: TransactionStatusSchema,
-  createdAt: Type.String({ format: "date-time" }),
-  updatedAt: Type.String({ format: "date-time" }),
-  confirmedAt: nullable(Type.String({ format: "date-time" })),
-  blockchainTxHash: nullable(Type.String()),
-  walletAddress: nullable(Type.String()),
-  orderId: nullable(Type.String()),
-  reference: nullable(Type.String()),
-  externalUserId: nullable(Type.String()),
-  checkoutSessionId: nullable(Type.String()),
+export const CurrencyTypeSchema = literals(CURRENCY_TYPES, {
+  title: "CurrencyType",
+  description: "The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20)",
 });
+export const TransactionTypeSchema = literals(TRANSACTION_TYPES, { title: "TransactionType" });
+export const TransactionStatusSchema = literals(TRANSACTION_STATUSES, {
+  title: "TransactionStatus",
+  description:
+    "Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. " +
+    "Payouts: processing, completed, failed.",
+});
+
+/** The transaction object, as `presentTransaction` builds it. Amounts in USDT. */
+export const TransactionSchema = Type.Object(
+  {
+    type: TransactionTypeSchema,
+    transactionId: Type.String(),
+    id: Type.String({ description: "Same value as transactionId" }),
+    clientId: Type.String({ description: "The merchant's identifier" }),
+    amount: Type.Number({ description: "In USDT" }),
+    fee: Type.Number({ description: "In USDT" }),
+    netAmount: Type.Number({ description: "In USDT: amount - fee" }),
+    actualBalance: nullable(Type.Number({ description: "On-chain balance at detection; deposits only" })),
+    currencyType: CurrencyTypeSchema,
+    network: CurrencyTypeSchema,
+    status: TransactionStatusSchema,
+    createdAt: Type.String({ format: "date-time" }),
+    updatedAt: Type.String({ format: "date-time" }),
+    confirmedAt: nullable(Type.String({ format: "date-time" })),
+    blockchainTxHash: nullable(Type.String()),
+    walletAddress: nullable(Type.String()),
+    orderId: nullable(Type.String()),
+    reference: nullable(Type.String()),
+    externalUserId: nullable(Type.String()),
+    checkoutSessionId: nullable(Type.String()),
+  },
+  {
+    title: "Transaction",
+    description: "A deposit, withdrawal or payout: the record the balance moves with",
+    examples: [
+      {
+        type: "deposit",
+        transactionId: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
+        id: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
+        clientId: "mer_01JD7X0A1B2C3D4E5F6G7H8J9K",
+        amount: 50,
+        fee: 0.5,
+        netAmount: 49.5,
+        actualBalance: 50,
+        currencyType: "USDT-TRC20",
+        network: "USDT-TRC20",
+        status: "confirmed",
+        createdAt: "2026-01-15T10:00:00.000Z",
+        updatedAt: "2026-01-15T10:02:10.000Z",
+        confirmedAt: "2026-01-15T10:02:10.000Z",
+        blockchainTxHash: "9f2c6a0e4b1d7c3e8a5f0b2d4c6e8a1f3b5d7c9e0a2b4c6d8e0f1a3b5c7d9e1f",
+        walletAddress: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE",
+        orderId: "order-1042",
+        reference: null,
+        externalUserId: null,
+        checkoutSessionId: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
+      },
+    ],
+  },
+);

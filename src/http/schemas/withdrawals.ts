@@ -3,7 +3,16 @@ import { PAYOUT_STATUSES, WITHDRAWAL_STATUSES } from "../../domain/withdrawal.js
 import { AmountInput } from "./deposits.js";
 import { CurrencyTypeSchema, literals, nullable } from "./transaction.js";
 
-export const WithdrawalStatusSchema = literals(WITHDRAWAL_STATUSES);
+export const WithdrawalStatusSchema = literals(WITHDRAWAL_STATUSES, {
+  title: "WithdrawalStatus",
+  description:
+    "`pending` waits for your approval; `processing` is being sent; then `completed` or `failed` " +
+    "(the hold returns to the balance); `rejected` by you (the hold returns)",
+});
+export const PayoutStatusSchema = literals(PAYOUT_STATUSES, {
+  title: "PayoutStatus",
+  description: "`processing` is being sent; then `completed` or `failed` (the hold returns to the balance)",
+});
 
 export const CreateWithdrawalBody = Type.Object(
   {
@@ -21,29 +30,63 @@ export const CreateWithdrawalBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Every field optional: the body may be omitted (the document says `requestBody.required: false`). */
 export const RejectBody = Type.Optional(
-  Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      reason: Type.Optional(
+        Type.String({ maxLength: 500, description: "Shown as `rejectionReason` on the withdrawal" }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
 );
 
-/** The withdrawal object of CONTRACT §4.2. */
-export const WithdrawalSchema = Type.Object({
-  id: Type.String({ description: "Same value as transactionId" }),
-  transactionId: Type.String(),
-  status: WithdrawalStatusSchema,
-  amount: Type.Number(),
-  fee: Type.Number(),
-  netAmount: Type.Number({ description: "What the destination receives on-chain: amount - fee" }),
-  currencyType: CurrencyTypeSchema,
-  network: CurrencyTypeSchema,
-  walletAddress: Type.String(),
-  externalUserId: nullable(Type.String()),
-  reference: nullable(Type.String()),
-  blockchainTxHash: nullable(Type.String()),
-  rejectionReason: nullable(Type.String()),
-  createdAt: Type.String({ format: "date-time" }),
-  updatedAt: Type.String({ format: "date-time" }),
-  confirmedAt: nullable(Type.String({ format: "date-time" })),
-});
+/** The withdrawal object. */
+export const WithdrawalSchema = Type.Object(
+  {
+    id: Type.String({ description: "Same value as transactionId" }),
+    transactionId: Type.String(),
+    status: WithdrawalStatusSchema,
+    amount: Type.Number(),
+    fee: Type.Number(),
+    netAmount: Type.Number({ description: "What the destination receives on-chain: amount - fee" }),
+    currencyType: CurrencyTypeSchema,
+    network: CurrencyTypeSchema,
+    walletAddress: Type.String(),
+    externalUserId: nullable(Type.String()),
+    reference: nullable(Type.String()),
+    blockchainTxHash: nullable(Type.String()),
+    rejectionReason: nullable(Type.String()),
+    createdAt: Type.String({ format: "date-time" }),
+    updatedAt: Type.String({ format: "date-time" }),
+    confirmedAt: nullable(Type.String({ format: "date-time" })),
+  },
+  {
+    title: "Withdrawal",
+    description: "A withdrawal request: a payment from your balance to one of your users' addresses",
+    examples: [
+      {
+        id: "tx_01JD7Z5A6B7C8D9E0F1G2H3J4K",
+        transactionId: "tx_01JD7Z5A6B7C8D9E0F1G2H3J4K",
+        status: "pending",
+        amount: 25,
+        fee: 1,
+        netAmount: 24,
+        currencyType: "USDT-TRC20",
+        network: "USDT-TRC20",
+        walletAddress: "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8",
+        externalUserId: "user-311",
+        reference: "cashout-88",
+        blockchainTxHash: null,
+        rejectionReason: null,
+        createdAt: "2026-01-15T11:00:00.000Z",
+        updatedAt: "2026-01-15T11:00:00.000Z",
+        confirmedAt: null,
+      },
+    ],
+  },
+);
 
 export const CreatePayoutBody = Type.Object(
   {
@@ -53,7 +96,7 @@ export const CreatePayoutBody = Type.Object(
     otp: Type.String({
       minLength: 1,
       maxLength: 10,
-      description: "The payout OTP e-mailed by POST /api/v1/auth/otp",
+      description: "The payout code e-mailed by POST /api/v1/auth/otp (purpose `payout`)",
     }),
     totp: Type.Optional(
       Type.String({
@@ -65,18 +108,40 @@ export const CreatePayoutBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The payout object of CONTRACT §4.3. */
-export const PayoutSchema = Type.Object({
-  id: Type.String({ description: "Same value as transactionId" }),
-  transactionId: Type.String(),
-  status: literals(PAYOUT_STATUSES),
-  amount: Type.Number(),
-  fee: Type.Number(),
-  netAmount: Type.Number(),
-  currencyType: CurrencyTypeSchema,
-  network: CurrencyTypeSchema,
-  walletAddress: Type.String(),
-  blockchainTxHash: nullable(Type.String()),
-  createdAt: Type.String({ format: "date-time" }),
-  confirmedAt: nullable(Type.String({ format: "date-time" })),
-});
+/** The payout object. */
+export const PayoutSchema = Type.Object(
+  {
+    id: Type.String({ description: "Same value as transactionId" }),
+    transactionId: Type.String(),
+    status: PayoutStatusSchema,
+    amount: Type.Number(),
+    fee: Type.Number(),
+    netAmount: Type.Number(),
+    currencyType: CurrencyTypeSchema,
+    network: CurrencyTypeSchema,
+    walletAddress: Type.String(),
+    blockchainTxHash: nullable(Type.String()),
+    createdAt: Type.String({ format: "date-time" }),
+    confirmedAt: nullable(Type.String({ format: "date-time" })),
+  },
+  {
+    title: "Payout",
+    description: "A payment from your balance to an address of your own, sent from the dashboard",
+    examples: [
+      {
+        id: "tx_01JD80A1B2C3D4E5F6G7H8J9K0",
+        transactionId: "tx_01JD80A1B2C3D4E5F6G7H8J9K0",
+        status: "completed",
+        amount: 500,
+        fee: 1,
+        netAmount: 499,
+        currencyType: "USDT-ERC20",
+        network: "USDT-ERC20",
+        walletAddress: "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+        blockchainTxHash: "0x8a3f5c7e9b1d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a",
+        createdAt: "2026-01-15T12:00:00.000Z",
+        confirmedAt: "2026-01-15T12:01:30.000Z",
+      },
+    ],
+  },
+);
