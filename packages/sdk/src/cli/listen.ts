@@ -1,4 +1,4 @@
-import { describe } from "./api.js";
+import { describe } from "./describe.js";
 import type { Connection } from "./options.js";
 import { SseParser } from "./sse.js";
 

@@ -1,17 +1,12 @@
 import { parseArgs } from "node:util";
+import { DEFAULT_BASE_URLS, type Environment, environmentOfKey } from "../client.js";
+
+export type { Environment };
 
 /** A wrong command line: one line on stderr, exit 2 (as `stablegate`'s own CLI). */
 export class UsageError extends Error {
   override name = "UsageError";
 }
-
-export type Environment = "production" | "sandbox";
-
-/** The local listeners of a gateway started with its defaults (CONTRACT §1). */
-export const DEFAULT_BASE_URLS: Record<Environment, string> = {
-  production: "http://localhost:8080",
-  sandbox: "http://localhost:8081",
-};
 
 export interface Connection {
   baseUrl: string;
@@ -41,12 +36,6 @@ export function parsed<T>(parse: () => T): T {
 }
 
 export { parseArgs };
-
-function environmentOfKey(apiKey: string): Environment | undefined {
-  if (apiKey.startsWith("ak_test_")) return "sandbox";
-  if (apiKey.startsWith("ak_live_")) return "production";
-  return undefined;
-}
 
 /**
  * Credentials from the options or `STABLEGATE_API_KEY` / `STABLEGATE_API_SECRET`; the environment

@@ -1,4 +1,5 @@
-import { ApiError } from "./api.js";
+import { StablegateError } from "../errors.js";
+import { describeApiError } from "./describe.js";
 import { ListenError, listen } from "./listen.js";
 import { CONNECTION_OPTIONS, connection, parseArgs, parsed, UsageError } from "./options.js";
 import { type Currency, TRIGGER_EVENTS, TriggerError, type TriggerEvent, trigger } from "./trigger.js";
@@ -83,8 +84,12 @@ export async function run(argv: string[], io: RunIo): Promise<number> {
       io.err(`stablegate-dev: ${err.message}`);
       return 2;
     }
-    if (err instanceof ListenError || err instanceof TriggerError || err instanceof ApiError) {
+    if (err instanceof ListenError || err instanceof TriggerError) {
       io.err(`stablegate-dev: ${err.message}`);
+      return 1;
+    }
+    if (err instanceof StablegateError) {
+      io.err(`stablegate-dev: ${describeApiError(command ?? "", err)}`);
       return 1;
     }
     throw err;

@@ -1,4 +1,8 @@
-import { Api, ApiError } from "./api.js";
+import { Stablegate } from "../client.js";
+import { StablegateError } from "../errors.js";
+import type { RequestOptions } from "../transport.js";
+import type { BalanceEntry, CheckoutSession, Wallet, Withdrawal } from "../types.js";
+import { describeApiError } from "./describe.js";
 import type { Connection } from "./options.js";
 
 export const TRIGGER_EVENTS = [
@@ -45,22 +49,7 @@ export interface TriggerOptions extends Connection {
   fetch?: typeof fetch;
 }
 
-interface Session {
-  id: string;
-  status: string;
-  amount: number;
-  expiresAt: string;
-}
-interface Withdrawal {
-  id: string;
-  status: string;
-  amount: number;
-  fee: number;
-}
-interface Balance {
-  currencyType: string;
-  available: number;
-}
+const WITHDRAWALS = "/api/v1/public/withdrawal-requests";
 
 /** Thrown when the sandbox did something other than the event asks for (exit 1, with the reason). */
 export class TriggerError extends Error {
@@ -76,7 +65,16 @@ export async function trigger(o: TriggerOptions): Promise<string> {
   if (o.environment !== "sandbox" || o.apiKey.startsWith("ak_live_")) {
     throw new TriggerError("trigger runs only against the sandbox (a sandbox key, ak_test_…)");
   }
-  const api = new Api(o, o.fetch);
+  const sg = new Stablegate({
+    apiKey: o.apiKey,
+    apiSecret: o.apiSecret,
+    environment: o.environment,
+    baseUrl: o.baseUrl,
+    fetch: o.fetch,
+  });
+  // Ctrl-C also ends a request or a retry's wait; what each call retries is the SDK's decision
+  // (creating POSTs carry an Idempotency-Key, sandbox pay/approve/reject are repeated on 429 only).
+  const opts: RequestOptions = { signal: o.signal };
   const say = o.onLine;
   const [kind] = o.event.split(".") as ["deposit" | "withdrawal"];
   if (kind === "deposit") return o.event === "deposit.confirmed" ? depositConfirmed() : depositFailed();
@@ -84,21 +82,23 @@ export async function trigger(o: TriggerOptions): Promise<string> {
 
   async function depositConfirmed(): Promise<string> {
     const amount = o.amount ?? 25;
-    const s = await api.request<Session>("POST", "/checkout/session", {
-      amount,
-      currencyType: o.currency,
-      orderId: `stablegate-dev-${Date.now()}`,
-      metadata: { createdBy: "stablegate-dev trigger deposit.confirmed" },
-    });
-    say(`checkout session ${s.id} created for ${amount} ${o.currency}`);
-    await api.request("POST", `/api/v1/sandbox/checkout/${s.id}/pay`, {});
-    say(`paid ${amount} ${o.currency} from the sandbox faucet; waiting for the confirmation`);
-    await waitStatus(
-      () => api.request<Session>("GET", `/checkout/session/${s.id}`),
-      ["confirmed", "failed"],
-      "confirmed",
-      o.waitMs ?? 120_000,
+    const s = await call("POST /checkout/session", () =>
+      sg.checkoutSessions.create(
+        {
+          amount,
+          currencyType: o.currency,
+          orderId: `stablegate-dev-${Date.now()}`,
+          metadata: { createdBy: "stablegate-dev trigger deposit.confirmed" },
+        },
+        opts,
+      ),
     );
+    say(`checkout session ${s.id} created for ${amount} ${o.currency}`);
+    await call(`POST /api/v1/sandbox/checkout/${s.id}/pay`, () =>
+      sg.sandbox.payCheckoutSession(s.id, {}, opts),
+    );
+    say(`paid ${amount} ${o.currency} from the sandbox faucet; waiting for the confirmation`);
+    await waitStatus(() => getSession(s.id), ["confirmed", "failed"], "confirmed", o.waitMs ?? 120_000);
     say(`deposit ${s.id} confirmed: deposit.confirmed sent`);
     return s.id;
   }
@@ -106,27 +106,29 @@ export async function trigger(o: TriggerOptions): Promise<string> {
   async function depositFailed(): Promise<string> {
     const amount = o.amount ?? 20;
     const minutes = o.expiresInMinutes ?? DEFAULT_FAIL_EXPIRY_MINUTES;
-    const s = await api.request<Session>("POST", "/checkout/session", {
-      amount,
-      currencyType: o.currency,
-      expiresInMinutes: minutes,
-      orderId: `stablegate-dev-${Date.now()}`,
-      metadata: { createdBy: "stablegate-dev trigger deposit.failed" },
-    });
+    const s = await call("POST /checkout/session", () =>
+      sg.checkoutSessions.create(
+        {
+          amount,
+          currencyType: o.currency,
+          expiresInMinutes: minutes,
+          orderId: `stablegate-dev-${Date.now()}`,
+          metadata: { createdBy: "stablegate-dev trigger deposit.failed" },
+        },
+        opts,
+      ),
+    );
     const partial = Math.floor((amount / 2) * 1e6) / 1e6;
-    await api.request("POST", `/api/v1/sandbox/checkout/${s.id}/pay`, { amount: partial });
+    await call(`POST /api/v1/sandbox/checkout/${s.id}/pay`, () =>
+      sg.sandbox.payCheckoutSession(s.id, { amount: partial }, opts),
+    );
     const ms = Math.max(0, Date.parse(s.expiresAt) - Date.now());
     // Honest about the wait: a deposit fails only when its session expires underpaid.
     say(
       `checkout session ${s.id} for ${amount} ${o.currency}, paid ${partial} (a partial payment); ` +
         `deposit.failed follows when it expires at ${s.expiresAt} (in ${Math.ceil(ms / 1000)} s) — waiting`,
     );
-    await waitStatus(
-      () => api.request<Session>("GET", `/checkout/session/${s.id}`),
-      ["confirmed", "failed"],
-      "failed",
-      ms + (o.waitMs ?? 120_000),
-    );
+    await waitStatus(() => getSession(s.id), ["confirmed", "failed"], "failed", ms + (o.waitMs ?? 120_000));
     say(
       `deposit ${s.id} failed (expired with ${partial} of ${amount}; the partial payment is credited): deposit.failed sent`,
     );
@@ -139,18 +141,19 @@ export async function trigger(o: TriggerOptions): Promise<string> {
     await ensureAvailable(amount);
     const walletAddress =
       o.event === "withdrawal.failed" ? FAILURE_ADDRESSES[o.currency] : DESTINATION_ADDRESSES[o.currency];
-    let w = await api.request<Withdrawal>("POST", "/api/v1/public/withdrawal-requests", {
-      amount,
-      currencyType: o.currency,
-      walletAddress,
-      reference: `stablegate-dev trigger ${o.event}`,
-    });
+    let w: Withdrawal = await call(`POST ${WITHDRAWALS}`, () =>
+      sg.withdrawals.create(
+        { amount, currencyType: o.currency, walletAddress, reference: `stablegate-dev trigger ${o.event}` },
+        opts,
+      ),
+    );
     say(
       `withdrawal ${w.id} of ${amount} ${o.currency} to ${walletAddress}` +
         (o.event === "withdrawal.failed" ? " (the sandbox failure address)" : "") +
         `: ${w.status}`,
     );
-    const get = () => api.request<Withdrawal>("GET", `/api/v1/public/withdrawal-requests/${w.id}`);
+    const id = w.id;
+    const get = () => call(`GET ${WITHDRAWALS}/${id}`, () => sg.withdrawals.get(id, opts));
     if (waits) {
       if (w.status !== "pending") {
         throw new TriggerError(
@@ -164,9 +167,9 @@ export async function trigger(o: TriggerOptions): Promise<string> {
         );
         return w.id;
       }
-      w = await api.request<Withdrawal>("POST", `/api/v1/public/withdrawal-requests/${w.id}/reject`, {
-        reason: "stablegate-dev trigger withdrawal.rejected",
-      });
+      w = await call(`POST ${WITHDRAWALS}/${id}/reject`, () =>
+        sg.withdrawals.reject(id, { reason: "stablegate-dev trigger withdrawal.rejected" }, opts),
+      );
       say(`withdrawal ${w.id} rejected: withdrawal.pending then withdrawal.rejected sent`);
       return w.id;
     }
@@ -175,7 +178,7 @@ export async function trigger(o: TriggerOptions): Promise<string> {
       say(
         `withdrawal ${w.id} waits for approval here (autoWithdraw off or amount above the threshold): approving it`,
       );
-      await api.request("POST", `/api/v1/public/withdrawal-requests/${w.id}/approve`, {});
+      await call(`POST ${WITHDRAWALS}/${id}/approve`, () => sg.withdrawals.approve(id, opts));
     }
     const want = o.event === "withdrawal.failed" ? "failed" : "completed";
     await waitStatus(get, ["completed", "failed", "rejected"], want, o.waitMs ?? 120_000);
@@ -186,26 +189,22 @@ export async function trigger(o: TriggerOptions): Promise<string> {
   /** Tops the available balance up to `amount` from the faucet (a deposit, with its own deposit.confirmed). */
   async function ensureAvailable(amount: number): Promise<void> {
     const available = async () =>
-      (await api.request<Balance[]>("GET", "/api/v1/public/balance")).find(
+      (await call<BalanceEntry[]>("GET /api/v1/public/balance", () => sg.balance.get(opts))).find(
         (b) => b.currencyType === o.currency,
       )?.available ?? 0;
     const have = await available();
     if (have >= amount) return;
     const missing = Math.ceil((amount - have) * 1e6) / 1e6;
-    const wallet = await api.request<{ address?: string; walletAddress?: string }>(
-      "POST",
-      "/wallet/generate",
-      {
-        currencyType: o.currency,
-        label: "stablegate-dev trigger funding",
-      },
+    const wallet: Wallet = await call("POST /wallet/generate", () =>
+      sg.wallets.generate({ currencyType: o.currency, label: "stablegate-dev trigger funding" }, opts),
     );
-    const address = wallet.walletAddress ?? wallet.address;
+    // `walletAddress` is the API's name; older gateways answer only `address`.
+    const named: { walletAddress?: string; address?: string } = wallet;
+    const address = named.walletAddress ?? named.address;
     if (!address) throw new TriggerError("the gateway's /wallet/generate answer carries no address");
-    await api.request("POST", `/api/v1/sandbox/wallet/${address}/pay`, {
-      amount: missing,
-      currencyType: o.currency,
-    });
+    await call(`POST /api/v1/sandbox/wallet/${address}/pay`, () =>
+      sg.sandbox.payWallet(address, { amount: missing, currencyType: o.currency }, opts),
+    );
     say(
       `funded the sandbox balance with ${missing} ${o.currency} (a deposit to ${address}: deposit.confirmed sent)`,
     );
@@ -213,6 +212,24 @@ export async function trigger(o: TriggerOptions): Promise<string> {
     while ((await available()) < amount) {
       if (Date.now() > deadline) throw new TriggerError("the funding deposit was not credited in time");
       await pause(250);
+    }
+  }
+
+  function getSession(id: string): Promise<CheckoutSession> {
+    return call(`GET /checkout/session/${id}`, () => sg.checkoutSessions.get(id, opts));
+  }
+
+  /**
+   * Runs one SDK call; its typed error becomes a TriggerError naming the call, with status, code,
+   * message and refused fields (the error stays reachable as `cause`).
+   */
+  async function call<T>(what: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (err) {
+      if (o.signal.aborted) throw new TriggerError("interrupted");
+      if (err instanceof StablegateError) throw new TriggerError(describeApiError(what, err), { cause: err });
+      throw err;
     }
   }
 
@@ -236,8 +253,6 @@ export async function trigger(o: TriggerOptions): Promise<string> {
     }
   }
 }
-
-export { ApiError };
 
 function pause(ms: number) {
   return new Promise((r) => setTimeout(r, ms));
