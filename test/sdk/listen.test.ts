@@ -317,4 +317,17 @@ describe("listen + trigger end to end", () => {
     }
     expect(await listener.stop()).toBe(0);
   }, 240_000);
+
+  it("trigger reports a refused call in one line: the call, status, code and the refused field (exit 1)", async () => {
+    const svc = (second ?? first)!;
+    const r = await runCli(
+      ["trigger", "deposit.confirmed", "--base-url", svc.urls.sandbox, "--amount", "0.0000001"],
+      env,
+    );
+    expect(r.code, r.stdout).toBe(1);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines, r.stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(/POST \S*\/checkout\/session: 400 VALIDATION_ERROR/);
+    expect(lines[0]).toMatch(/amount/);
+  }, 60_000);
 });
