@@ -40,7 +40,10 @@ export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps
       schema: {
         tags: ["Operations"],
         summary: "Liveness",
-        response: { 200: Type.Object({ status: Type.Literal("ok") }) },
+        description: "Answers while the process runs; checks nothing else (that is /readyz).",
+        response: {
+          200: Type.Object({ status: Type.Literal("ok") }, { description: "The process is alive" }),
+        },
       },
     },
     async () => ({ status: "ok" as const }),
@@ -54,7 +57,10 @@ export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps
         tags: ["Operations"],
         summary: "Readiness: database, rate-limit store, workers, chains",
         description: "The overall status for anyone (200 ready, 503 not); the checks with the metrics token.",
-        response: { 200: Readiness, 503: Readiness },
+        response: {
+          200: { ...Readiness, description: "Ready (`degraded`: a non-critical check is down)" },
+          503: { ...Readiness, description: "Not ready: a critical check is down; take it out of rotation" },
+        },
       },
     },
     async (request, reply) => {

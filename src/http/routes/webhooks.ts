@@ -145,7 +145,12 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
           { webhookUrl: Type.String({ maxLength: 2048 }), ...StepUpFields },
           { additionalProperties: false },
         ),
-        response: { 200: ok(Type.Object({ webhookUrl: Type.String() })), ...commonErrors },
+        response: {
+          200: ok(Type.Object({ webhookUrl: Type.String() }), {
+            description: "The webhook URL now in use for this environment.",
+          }),
+          ...commonErrors,
+        },
       },
     },
     async (request) => {
@@ -178,6 +183,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
               deliveryStatus: DeliveryStatus,
               responseStatus: Nullable(Type.Integer()),
             }),
+            { description: "The test event and how its delivery went (it is also in the event log)." },
           ),
           ...commonErrors,
           ...Conflict,
@@ -210,6 +216,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
         response: {
           200: ok(
             Type.Object({ webhookSecret: Type.String({ description: "All * but the last 8 characters" }) }),
+            { description: "The secret, masked: enough to tell which one is in use." },
           ),
           ...commonErrors,
         },
@@ -232,7 +239,12 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
           "The previous secret keeps signing the Standard Webhooks `webhook-signature` header for 24 hours. Through the dashboard, production needs the step-up codes `otp` (and `totp` when 2FA is on).",
         tags,
         body: StepUpBody,
-        response: { 200: ok(Type.Object({ webhookSecret: Type.String() })), ...commonErrors },
+        response: {
+          200: ok(Type.Object({ webhookSecret: Type.String({ description: "The new `whsec_…` secret" }) }), {
+            description: "The new secret in full, this once: store it now.",
+          }),
+          ...commonErrors,
+        },
       },
     },
     async (request, reply) => {

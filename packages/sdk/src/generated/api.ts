@@ -11,7 +11,7 @@ export type paths = {
         };
         /**
          * Liveness
-         * @description Liveness
+         * @description Answers while the process runs; checks nothing else (that is /readyz).
          */
         get: operations["getHealth"];
         put?: never;
@@ -2364,7 +2364,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done: liveness. */
+            /** @description The process is alive */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2398,7 +2398,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done: readiness: database, rate-limit store, workers, chains. */
+            /** @description Ready (`degraded`: a non-critical check is down) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2427,7 +2427,7 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Not ready: a critical check is down; take it out of rotation */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6116,7 +6116,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Done: set the webhook URL of this environment. */
+            /** @description The webhook URL now in use for this environment. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6233,7 +6233,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done: send a test webhook to the configured URL now. */
+            /** @description The test event and how its delivery went (it is also in the event log). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6352,7 +6352,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done: the webhook secret of this environment, masked. */
+            /** @description The secret, masked: enough to tell which one is in use. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6465,7 +6465,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Done: rotate the webhook secret; the new one is returned in full, this once. */
+            /** @description The new secret in full, this once: store it now. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6480,6 +6480,7 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
+                            /** @description The new `whsec_…` secret */
                             webhookSecret: string;
                         };
                     };
