@@ -33,39 +33,52 @@ create function ledger_post(
 ) returns table (r_status text, r_posting_id text, r_kind text, r_balance text, r_needed text)
 language plpgsql as $$
 declare
-  merchant_kinds text[];
-  locked integer;
+  n integer := cardinality(p_accounts);
+  wants_available boolean := 'available' = any (p_accounts);
+  wants_held boolean := 'held' = any (p_accounts);
+  wanted integer;
+  available_id bigint;
+  available_balance numeric;
+  held_id bigint;
+  held_balance numeric;
+  account record;
   existing record;
-  shortfall record;
+  account_ids bigint[] := '{}';
+  account_id bigint;
   posting bigint;
-  written integer;
+  i integer;
 begin
-  if cardinality(p_accounts) is distinct from cardinality(p_amounts) then
-    raise exception 'ledger_post %: % accounts for % amounts', p_business_key,
-      cardinality(p_accounts), cardinality(p_amounts) using errcode = 'invalid_parameter_value';
+  if n is distinct from cardinality(p_amounts) then
+    raise exception 'ledger_post %: % accounts for % amounts', p_business_key, n, cardinality(p_amounts)
+      using errcode = 'invalid_parameter_value';
   end if;
 
-  -- 1. Lock (rows locked in the ORDER BY order: LockRows runs above the sort).
-  select coalesce(array_agg(distinct k), '{}') into merchant_kinds
-  from unnest(p_accounts) as k where k in ('available', 'held');
-  if cardinality(merchant_kinds) > 0 then
-    perform 1 from ledger_accounts a
-    where a.owner = p_merchant and a.environment = p_environment and a.currency_type = p_currency_type
-      and a.kind = any (merchant_kinds)
-    order by a.id for update;
-    get diagnostics locked = row_count;
-    if locked < cardinality(merchant_kinds) then
+  -- 1. Lock (rows are locked in the ORDER BY order: LockRows runs above the sort).
+  wanted := wants_available::integer + wants_held::integer;
+  if wanted > 0 then
+    for attempt in 1..2 loop
+      for account in
+        select a.id, a.kind, a.balance from ledger_accounts a
+        where a.owner = p_merchant and a.environment = p_environment and a.currency_type = p_currency_type
+          and ((wants_available and a.kind = 'available') or (wants_held and a.kind = 'held'))
+        order by a.id for update
+      loop
+        if account.kind = 'available' then
+          available_id := account.id;
+          available_balance := account.balance;
+        else
+          held_id := account.id;
+          held_balance := account.balance;
+        end if;
+      end loop;
+      exit when (available_id is not null)::integer + (held_id is not null)::integer = wanted;
       -- First movement of this merchant in this currency: both kinds, always in the same order,
       -- so concurrent creators cannot deadlock; then lock.
       insert into ledger_accounts (owner, environment, currency_type, kind, balance)
       values (p_merchant, p_environment, p_currency_type, 'available', 0),
              (p_merchant, p_environment, p_currency_type, 'held', 0)
       on conflict (owner, environment, currency_type, kind) do nothing;
-      perform 1 from ledger_accounts a
-      where a.owner = p_merchant and a.environment = p_environment and a.currency_type = p_currency_type
-        and a.kind = any (merchant_kinds)
-      order by a.id for update;
-    end if;
+    end loop;
   end if;
 
   -- 2. Idempotency.
@@ -77,17 +90,15 @@ begin
   end if;
 
   -- 3. Sufficiency, in line order (the first short line is reported).
-  select l.kind, a.balance, l.amount into shortfall
-  from unnest(p_accounts, p_amounts) with ordinality as l(kind, amount, n)
-  join ledger_accounts a on a.owner = p_merchant and a.environment = p_environment
-    and a.currency_type = p_currency_type and a.kind = l.kind
-  where l.kind in ('available', 'held') and a.balance + l.amount < 0
-  order by l.n
-  limit 1;
-  if found then
-    return query select 'insufficient_balance', null::text, shortfall.kind, shortfall.balance::text, (-shortfall.amount)::text;
-    return;
-  end if;
+  for i in 1..n loop
+    if (p_accounts[i] = 'available' and available_balance + p_amounts[i] < 0)
+       or (p_accounts[i] = 'held' and held_balance + p_amounts[i] < 0) then
+      return query select 'insufficient_balance', null::text, p_accounts[i],
+        (case when p_accounts[i] = 'available' then available_balance else held_balance end)::text,
+        (-p_amounts[i])::text;
+      return;
+    end if;
+  end loop;
 
   -- 4. The posting, the balances, the entries.
   insert into ledger_postings (business_key, kind, environment, transaction_id)
@@ -99,23 +110,28 @@ begin
     return;
   end if;
 
-  update ledger_accounts a set balance = a.balance + l.amount
-  from unnest(p_accounts, p_amounts) as l(kind, amount)
-  where l.kind in ('available', 'held') and a.owner = p_merchant and a.environment = p_environment
-    and a.currency_type = p_currency_type and a.kind = l.kind;
+  for i in 1..n loop
+    if p_accounts[i] = 'available' then
+      update ledger_accounts set balance = balance + p_amounts[i] where id = available_id;
+      account_id := available_id;
+    elsif p_accounts[i] = 'held' then
+      update ledger_accounts set balance = balance + p_amounts[i] where id = held_id;
+      account_id := held_id;
+    else
+      select a.id into account_id from ledger_accounts a
+      where a.owner = 'system' and a.environment = p_environment and a.currency_type = p_currency_type
+        and a.kind = p_accounts[i];
+      if account_id is null then
+        raise exception 'ledger_post %: no system account % for % %', p_business_key, p_accounts[i],
+          p_environment, p_currency_type using errcode = 'foreign_key_violation';
+      end if;
+    end if;
+    account_ids := account_ids || account_id;
+  end loop;
 
   insert into ledger_entries (posting_id, account_id, amount)
-  select posting, a.id, l.amount
-  from unnest(p_accounts, p_amounts) with ordinality as l(kind, amount, n)
-  join ledger_accounts a on a.environment = p_environment and a.currency_type = p_currency_type
-    and a.kind = l.kind
-    and a.owner = case when l.kind in ('available', 'held') then p_merchant else 'system' end
-  order by l.n;
-  get diagnostics written = row_count;
-  if written <> cardinality(p_accounts) then
-    raise exception 'ledger_post %: % of % accounts found (system accounts come from migration 0002)',
-      p_business_key, written, cardinality(p_accounts) using errcode = 'foreign_key_violation';
-  end if;
+  select posting, e.account_id, e.amount from unnest(account_ids, p_amounts) with ordinality as e(account_id, amount, i)
+  order by e.i;
 
   return query select 'posted', posting::text, null::text, null::text, null::text;
 end $$;
