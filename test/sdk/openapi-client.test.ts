@@ -47,6 +47,17 @@ type JsonBodies<Op> = Op extends { responses: infer R }
 type Methods = "get" | "post" | "put" | "patch" | "delete";
 /** Every JSON body (success and error) of every operation of the document. */
 type EveryBody = { [P in keyof paths]: { [M in Methods]: JsonBodies<paths[P][M]> }[Methods] }[keyof paths];
+type JsonRequest<Op> = Op extends { requestBody?: infer B }
+  ? [NonNullable<B>] extends [never] // GETs: `requestBody?: never`
+    ? never
+    : NonNullable<B> extends { content: { "application/json": infer J } }
+      ? J
+      : never
+  : never;
+/** Every JSON request body. */
+type EveryRequest = {
+  [P in keyof paths]: { [M in Methods]: JsonRequest<paths[P][M]> }[Methods];
+}[keyof paths];
 /** And every webhook delivery body. */
 type EveryDelivery = components["schemas"][
   | "DepositWebhook"
@@ -58,6 +69,8 @@ describe("the generated types", () => {
   it("type no documented body, nor any field of one, as any, unknown or never (checked by tsc)", () => {
     expectTypeOf<Loose<EveryBody>>().toBeNever();
     expectTypeOf<Loose<EveryDelivery>>().toBeNever();
+    expectTypeOf<Loose<EveryRequest>>().toBeNever();
+    expectTypeOf<EveryRequest>().not.toBeNever();
     expectTypeOf<EveryBody>().not.toBeNever();
     // Names for the resources, and statuses of their own.
     expectTypeOf<components["schemas"]["CheckoutSession"]["status"]>().toEqualTypeOf<

@@ -133,7 +133,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/register",
     {
-      config: { tier: "auth" },
+      config: { tier: "auth", errors: ["FORBIDDEN"] },
       schema: {
         summary: "Register a merchant account (signs in; returns one API key pair per environment, once)",
         tags: ["Dashboard auth"],
@@ -166,7 +166,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/login",
     {
-      config: { tier: "auth", errors: ["INVALID_AUTH"] },
+      config: { tier: "auth", errors: ["INVALID_AUTH", "FORBIDDEN"] },
       schema: {
         summary: "Sign in (sets the session cookies); `totp` is required once 2FA is enabled",
         description:
@@ -197,7 +197,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/refresh",
     {
-      config: { tier: "dashboard", errors: ["INVALID_AUTH"] },
+      config: { tier: "dashboard", errors: ["INVALID_AUTH", "FORBIDDEN"] },
       schema: {
         summary: "Rotate the refresh token (cookie) and get a new access token",
         description:
@@ -230,7 +230,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/logout",
     {
-      config: { tier: "dashboard", errors: ["INVALID_AUTH"] },
+      config: { tier: "dashboard", errors: ["INVALID_AUTH", "FORBIDDEN"] },
       schema: {
         summary: "Sign out: ends the session (refresh cookie or access token) and clears the cookies",
         tags: ["Dashboard auth"],
@@ -281,7 +281,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/password/forgot",
     {
-      config: { tier: "auth" },
+      config: { tier: "auth", errors: ["FORBIDDEN"] },
       schema: {
         summary: "E-mail a single-use password-reset token (same answer whether or not the account exists)",
         tags: ["Dashboard auth"],
@@ -308,7 +308,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/password/reset",
     {
-      config: { tier: "auth" },
+      config: { tier: "auth", errors: ["FORBIDDEN"] },
       schema: {
         summary:
           "Set a new password with an e-mailed reset token (ends every session and every other reset token)",

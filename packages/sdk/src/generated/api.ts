@@ -2610,6 +2610,20 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2728,6 +2742,20 @@ export interface operations {
                     "application/json": components["schemas"]["InvalidAuthError"];
                 };
             };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2837,6 +2865,20 @@ export interface operations {
                     "application/json": components["schemas"]["InvalidAuthError"];
                 };
             };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2924,6 +2966,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
                 };
             };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
@@ -3125,6 +3181,20 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -3219,6 +3289,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
                 };
             };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
@@ -4735,6 +4819,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `NOT_FOUND`: No such object in this environment (or not yours). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
