@@ -13,8 +13,25 @@ export interface RateLimitResult {
   resetMs: number;
 }
 
+/** One request's hit: `key` counted against `limit` per `windowMs`, at `now` (ms). */
+export interface RateLimitHit {
+  key: string;
+  limit: number;
+  windowMs: number;
+  now: number;
+}
+
 export interface RateLimitStore {
   readonly kind: "memory" | "redis";
   hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult>;
   close(): Promise<void>;
+}
+
+/** A store that applies several hits in one operation (one round trip), in order, atomically. */
+export interface BatchRateLimitStore extends RateLimitStore {
+  /**
+   * The results `hit` would give called for each in turn, in order. A rejection fails every hit
+   * of the call, whose effect in the store is then unknown (as for one hit whose answer was lost).
+   */
+  hitMany(hits: readonly RateLimitHit[]): Promise<RateLimitResult[]>;
 }

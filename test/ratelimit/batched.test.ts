@@ -1,0 +1,272 @@
+import { randomBytes } from "node:crypto";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import fc from "fast-check";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterAll, describe, expect, it } from "vitest";
+import { FallbackRateLimitStore } from "../../src/ratelimit/fallback-store.js";
+import { RedisRateLimitStore } from "../../src/ratelimit/redis-store.js";
+import type { RateLimitHit, RateLimitResult } from "../../src/ratelimit/store.js";
+import { TEST_REDIS_URL } from "../support/db.js";
+
+/**
+ * The batched path of the Redis limiter: concurrent hits share one script call (the fallback
+ * store's coalescer) and stay exact. Runs against a real Redis: TEST_REDIS_URL, else the local
+ * one at 127.0.0.1:6379; skipped only when neither answers.
+ */
+const REDIS_URL = TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+async function reachable(url: string): Promise<boolean> {
+  const r = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 1_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  r.on("error", () => {});
+  try {
+    await r.connect();
+    return (await r.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    r.disconnect();
+  }
+}
+
+const silent = pino({ level: "silent" });
+const WINDOW = 900_000;
+const T0 = 1_700_000_000_000;
+const prefix = () => `sgtest:${randomBytes(6).toString("hex")}:`;
+
+/** The Redis store, recording the size of every script call it makes. */
+class RecordingRedisStore extends RedisRateLimitStore {
+  readonly calls: number[] = [];
+  override hitMany(hits: readonly RateLimitHit[]): Promise<RateLimitResult[]> {
+    this.calls.push(hits.length);
+    return super.hitMany(hits);
+  }
+}
+
+/** A connection like the service's own (src/runtime.ts): fail fast, auto-pipelined. */
+function serviceLikeClient(url: string): Redis {
+  const r = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    enableAutoPipelining: true,
+  });
+  r.on("error", () => {});
+  return r;
+}
+
+/** A sliding window log written as plainly as possible (as in stores.test.ts). */
+function model() {
+  const log = new Map<string, number[]>();
+  return (h: RateLimitHit) => {
+    const inWindow = (log.get(h.key) ?? []).filter((t) => t > h.now - h.windowMs);
+    const allowed = inWindow.length < h.limit;
+    if (allowed) inWindow.push(h.now);
+    log.set(h.key, inWindow);
+    return {
+      allowed,
+      count: inWindow.length,
+      resetMs: Math.max(0, (inWindow[0] ?? h.now) + h.windowMs - h.now),
+    };
+  };
+}
+
+/**
+ * A TCP proxy in front of Redis that the test can stall (bytes from the client are held, then
+ * delivered in order on `resume`) or cut (every connection dropped, new ones refused).
+ */
+async function startProxy(target: URL) {
+  let stalled = false;
+  const held: { upstream: Socket; data: Buffer }[] = [];
+  const sockets = new Set<Socket>();
+  let received = 0;
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port || 6379), target.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    client.on("data", (data) => {
+      received += data.length;
+      if (stalled) held.push({ upstream, data });
+      else upstream.write(data);
+    });
+    upstream.on("data", (data) => client.write(data));
+    for (const s of [client, upstream]) {
+      s.on("error", () => {});
+      s.on("close", () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    /** Bytes received from clients so far. */
+    get received() {
+      return received;
+    },
+    stall() {
+      stalled = true;
+    },
+    resume() {
+      stalled = false;
+      for (const h of held.splice(0)) h.upstream.write(h.data);
+    },
+    async cut() {
+      const closed = new Promise((r) => server.close(r));
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
+
+const redisUp = await reachable(REDIS_URL);
+
+describe.skipIf(!redisUp)(`batched Redis rate limiting (${REDIS_URL})`, () => {
+  const clients: Redis[] = [];
+  /** A connected client (the service waits for its connection too: commands fail fast without one). */
+  const client = async (url = REDIS_URL) => {
+    const r = serviceLikeClient(url);
+    clients.push(r);
+    if (r.status !== "ready") await new Promise((resolve) => r.once("ready", resolve));
+    return r;
+  };
+  afterAll(() => {
+    for (const r of clients) r.disconnect();
+  });
+
+  it("one script call applies its hits in order exactly as one call each would (any split into calls)", async () => {
+    const redis = await client();
+    const step = fc.record({
+      key: fc.constantFrom("a", "b", "c"),
+      limit: fc.constantFrom(1, 3),
+      dt: fc.integer({ min: 0, max: 400 }),
+      cut: fc.boolean(), // ends the current call after this hit
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
+        const store = new RedisRateLimitStore(redis, prefix());
+        const ref = model();
+        // Consecutive hits in one call, a new call after every `cut`.
+        const grouped: RateLimitHit[][] = [[]];
+        let now = T0;
+        for (const s of steps) {
+          now += s.dt;
+          (grouped.at(-1) as RateLimitHit[]).push({ key: s.key, limit: s.limit, windowMs: 1_000, now });
+          if (s.cut) grouped.push([]);
+        }
+        for (const hits of grouped.filter((g) => g.length > 0)) {
+          const got = await store.hitMany(hits);
+          for (let i = 0; i < hits.length; i++) {
+            const want = ref(hits[i] as RateLimitHit);
+            const g = got[i] as RateLimitResult;
+            if (g.allowed !== want.allowed || g.count !== want.count || g.resetMs !== want.resetMs)
+              return false;
+          }
+        }
+        return true;
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it("many hits in one tick, through two instances' stores on one Redis: exactly `limit` allowed, in shared calls", async () => {
+    const p = prefix();
+    // Two processes' worth: each its own connection and its own stores.
+    const primaries = [
+      new RecordingRedisStore(await client(), p),
+      new RecordingRedisStore(await client(), p),
+    ];
+    const stores = primaries.map((r) => new FallbackRateLimitStore(r, silent));
+    const limit = 25;
+    // 120 hits on one key and 40 on another (another tier), all submitted in the same tick.
+    const pending = Array.from({ length: 160 }, (_, i) =>
+      (stores[i % 2] as FallbackRateLimitStore).hit(
+        i < 120 ? "standard:203.0.113.7" : "auth:203.0.113.7",
+        i < 120 ? limit : 5,
+        WINDOW,
+        T0 + Math.floor(i / 10),
+      ),
+    );
+    const results = await Promise.all(pending);
+    const main = results.slice(0, 120);
+    const other = results.slice(120);
+    expect(main.filter((r) => r.allowed)).toHaveLength(limit);
+    expect(other.filter((r) => r.allowed)).toHaveLength(5);
+    // Each allowed hit saw its own place in the shared log: counts 1..limit, once each.
+    expect(
+      main
+        .filter((r) => r.allowed)
+        .map((r) => r.count)
+        .sort((a, b) => a - b),
+    ).toEqual(Array.from({ length: limit }, (_, i) => i + 1));
+    expect(main.filter((r) => !r.allowed).every((r) => r.count === limit)).toBe(true);
+    const redis = clients[0] as Redis;
+    expect(await redis.zcard(`${p}standard:203.0.113.7`)).toBe(limit);
+    expect(await redis.zcard(`${p}auth:203.0.113.7`)).toBe(5);
+    // Through the batched path: each store sent its first hit alone, then the rest together.
+    for (const r of primaries) {
+      expect(r.calls.reduce((a, b) => a + b, 0)).toBe(80);
+      expect(r.calls.length).toBeLessThanOrEqual(3);
+      expect(Math.max(...r.calls)).toBeGreaterThan(1);
+    }
+    for (const s of stores) expect(s.healthy).toBe(true);
+  });
+
+  it("Redis stalled mid-batch: every caller of the batch is counted in memory after the timeout, then back on Redis", async () => {
+    const proxy = await startProxy(new URL(REDIS_URL));
+    const primary = new RecordingRedisStore(await client(proxy.url), prefix());
+    const store = new FallbackRateLimitStore(primary, silent, 150);
+    expect((await store.hit("warm", 10, WINDOW, T0)).allowed).toBe(true); // connected, script loaded
+    proxy.stall();
+    const started = performance.now();
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => store.hit("k", 10, WINDOW, T0 + i)),
+    );
+    const took = performance.now() - started;
+    // Redis saw nothing while stalled, so every answer came from memory: exact per instance.
+    expect(results.filter((r) => r.allowed)).toHaveLength(10);
+    expect(results.map((r) => r.count)).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => i + 1),
+      ...Array(20).fill(10),
+    ]);
+    expect(store.healthy).toBe(false);
+    expect(store.lastError).toMatch(/did not answer within 150 ms/);
+    // Shared calls (the first may go alone, the rest wait behind it), each waited out once.
+    const calls = primary.calls.slice(1);
+    expect(calls.reduce((a, b) => a + b, 0)).toBe(30);
+    expect(calls.length).toBeLessThanOrEqual(2);
+    expect(took).toBeGreaterThanOrEqual(150 - 5);
+    expect(took).toBeLessThan(2_000);
+    proxy.resume();
+    const again = await store.hit("other", 10, WINDOW, T0 + 100);
+    expect(again.allowed).toBe(true);
+    expect(store.healthy).toBe(true);
+    await proxy.cut();
+  });
+
+  it("connection lost mid-batch: every caller of the batch falls back to memory", async () => {
+    const proxy = await startProxy(new URL(REDIS_URL));
+    const primary = new RecordingRedisStore(await client(proxy.url), prefix());
+    const store = new FallbackRateLimitStore(primary, silent, 1_000);
+    await store.hit("warm", 10, WINDOW, T0);
+    proxy.stall();
+    const before = proxy.received;
+    const first = store.hit("k", 4, WINDOW, T0); // in flight alone
+    const rest = Array.from({ length: 11 }, (_, i) => store.hit("k", 4, WINDOW, T0 + 1 + i)); // wait behind it
+    while (proxy.received === before) await new Promise((r) => setTimeout(r, 5));
+    await proxy.cut(); // the in-flight call's connection drops, and Redis stays unreachable
+    const results = await Promise.all([first, ...rest]);
+    expect(results.filter((r) => r.allowed)).toHaveLength(4);
+    expect(results.filter((r) => !r.allowed)).toHaveLength(8);
+    expect(store.healthy).toBe(false);
+    expect(store.lastError).not.toMatch(/did not answer/); // failed by the connection, not the timer
+  });
+});
