@@ -1,25 +1,52 @@
 /**
  * `npm run bench:api` — the cost of rate limiting on an authenticated GET.
  *
- * Starts `stablegate serve` as a child process on real PostgreSQL with the Redis rate-limit store,
- * creates a merchant, drives `GET /api/v1/public/account` (apikey + x-api-secret) with autocannon,
- * then does the same with rate limiting off, and prints req/s, p50 and p99 latency and the ratio.
- * The Standard tier limit is raised so the limiter does its full work (Lua script, sorted set)
- * without ever answering 429.
+ * Starts two `stablegate serve` children on real PostgreSQL (one database): "on" with the Redis
+ * rate-limit store and the Standard tier limit raised so the limiter does its full work (Lua
+ * script, sorted set) without ever answering 429, and "off" with rate limiting disabled. It drives
+ * `GET /api/v1/public/account` (apikey + x-api-secret) with autocannon at each in turn, on off on
+ * off … (`alternate` in support.ts, BENCH_ROUNDS rounds), and prints every run (req/s, p50/p99,
+ * CPU per request of the service and of Redis), the limiter cost of each round (1 − on/off) and
+ * its median and spread.
+ *
+ * Both services are started once and stay up for the whole bench, the idle one beside the loaded
+ * one, so process start-up, JIT warm-up and pool filling are not in any round. The idle service
+ * costs little (its worker's idle polls, ~3 % of one core: `bench:idle`) and is symmetric: while
+ * "on" is loaded "off" idles and the other way round, so it cancels in the ratio. Starting and
+ * stopping a service per round would instead put a cold process in every round.
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
  * `stablegate_bench` database is recreated there), BENCH_REDIS_URL (redis://127.0.0.1:6379),
- * BENCH_SECONDS (10), BENCH_CONNECTIONS (50).
+ * BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (50), BENCH_ROUNDS (3 per side), BENCH_STORE
+ * (`memory`: the "on" service limits in memory, to see the limiter's cost without Redis).
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync } from "node:child_process";
 import path from "node:path";
 import autocannon from "autocannon";
-import { freePort, MAIN, ROOT, recreateDatabase, startServe, stopChild, TSX } from "./support.js";
+import { Redis } from "ioredis";
+import {
+  alternate,
+  benchRounds,
+  cpuBetween,
+  cpuByCommand,
+  cpuOf,
+  freePort,
+  MAIN,
+  ROOT,
+  recreateDatabase,
+  reportRounds,
+  startServe,
+  stopChild,
+  TSX,
+} from "./support.js";
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROUNDS = benchRounds();
+/** BENCH_STORE=memory: the "on" service limits in memory (no Redis): the limiter's cost without its store. */
+const MEMORY_STORE = process.env.BENCH_STORE === "memory";
 
 function baseEnv(databaseUrl: string, extra: Record<string, string>) {
   return {
@@ -34,64 +61,140 @@ function baseEnv(databaseUrl: string, extra: Record<string, string>) {
   };
 }
 
-async function measure(label: string, port: number, headers: Record<string, string>) {
+interface Service {
+  label: string;
+  port: number;
+  child: ChildProcess;
+}
+
+interface Run {
+  rps: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  /** CPU µs per request of the service process and of Redis (every redis-server process). */
+  serveUs: number;
+  redisUs: number;
+  /** Script calls (EVALSHA + EVAL, every client of the Redis) per request: < 1 when hits share calls. */
+  redisCalls: number;
+}
+
+const redisStats = new Redis(REDIS_URL, { lazyConnect: true });
+
+/** Script calls Redis has run so far (INFO commandstats). */
+async function scriptCalls(): Promise<number> {
+  const info = await redisStats.info("commandstats");
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(m[1]);
+  return calls;
+}
+
+/** `seconds` of load on `port`; the service's CPU per request is filled in by the caller. */
+async function load(port: number, headers: Record<string, string>, seconds: number): Promise<Run> {
   const url = `http://127.0.0.1:${port}/api/v1/public/account`;
-  // Warm-up: JIT, connection pools, prepared plans.
-  await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
-  const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
-  const non2xx = r.non2xx;
+  const callsBefore = await scriptCalls();
+  const redisBefore = cpuByCommand("redis-server");
+  const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: seconds });
+  const redisUs = cpuBetween(redisBefore, cpuByCommand("redis-server"));
+  const calls = (await scriptCalls()) - callsBefore;
   return {
-    label,
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
     total: r.requests.total,
-    non2xx,
+    non2xx: r.non2xx,
+    serveUs: 0,
+    redisUs: redisUs / Math.max(1, r.requests.total),
+    redisCalls: calls / Math.max(1, r.requests.total),
   };
 }
 
 async function main() {
   const databaseUrl = await recreateDatabase(ADMIN_URL, "stablegate_bench");
-  const port = await freePort();
-  const sandboxPort = await freePort();
-  const ports = { PORT: String(port), SANDBOX_PORT: String(sandboxPort) };
-  execFileSync(TSX, [MAIN, "migrate"], { env: baseEnv(databaseUrl, ports), stdio: "inherit" });
+  const setupEnv = baseEnv(databaseUrl, {
+    PORT: String(await freePort()),
+    SANDBOX_PORT: String(await freePort()),
+  });
+  execFileSync(TSX, [MAIN, "migrate"], { env: setupEnv, stdio: "inherit" });
   const created = JSON.parse(
     execFileSync(
       TSX,
       [MAIN, "merchant", "create", "--email", "bench@example.com", "--company", "Bench", "--json"],
-      {
-        env: baseEnv(databaseUrl, ports),
-      },
+      { env: setupEnv },
     ).toString(),
   ) as { keys: { environment: string; apiKey: string; apiSecret: string }[] };
   const k = created.keys.find((x) => x.environment === "production");
   if (!k) throw new Error("no production key");
   const headers = { apikey: k.apiKey, "x-api-secret": k.apiSecret };
 
-  const results = [];
-  for (const [label, extra] of [
-    ["rate limiting on (Redis)", { RATE_LIMIT_STANDARD: "1000000000" }],
-    ["rate limiting off", { RATE_LIMIT_ENABLED: "false" }],
-  ] as const) {
-    const child = await startServe(baseEnv(databaseUrl, { ...ports, ...extra }));
-    try {
-      results.push(await measure(label, port, headers));
-    } finally {
-      await stopChild(child);
+  const services: Service[] = [];
+  try {
+    const configurations: [string, Record<string, string>][] = [
+      MEMORY_STORE
+        ? // An empty REDIS_URL is no Redis: the memory store.
+          ["limiter on (memory)", { RATE_LIMIT_STANDARD: "1000000000", REDIS_URL: "" }]
+        : ["limiter on (Redis)", { RATE_LIMIT_STANDARD: "1000000000" }],
+      ["limiter off", { RATE_LIMIT_ENABLED: "false" }],
+    ];
+    for (const [label, extra] of configurations) {
+      const port = await freePort();
+      const env = baseEnv(databaseUrl, {
+        PORT: String(port),
+        SANDBOX_PORT: String(await freePort()),
+        ...extra,
+      });
+      services.push({ label, port, child: await startServe(env) });
     }
-  }
+    const [on, off] = services as [Service, Service];
 
-  console.log(`\nGET /api/v1/public/account, ${CONNECTIONS} connections, ${SECONDS} s, PostgreSQL + Redis\n`);
-  console.log("| run | req/s | p50 ms | p99 ms | requests | non-2xx |");
-  console.log("|---|---:|---:|---:|---:|---:|");
-  for (const r of results) {
-    console.log(`| ${r.label} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.total} | ${r.non2xx} |`);
+    // Warm-up of each (JIT, connection pools, prepared plans), not reported.
+    for (const s of services) await load(s.port, headers, 2);
+
+    console.log(
+      `\nGET /api/v1/public/account, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, PostgreSQL + Redis\n`,
+    );
+    console.log(
+      "| round | service | req/s | p50 ms | p99 ms | requests | non-2xx | serve CPU µs/req | Redis CPU µs/req | Redis script calls/req |",
+    );
+    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    const rounds = await alternate(ROUNDS, { a: on, b: off }, async (s, _side, round) => {
+      const cpuBefore = cpuOf(s.child.pid);
+      const run = await load(s.port, headers, SECONDS);
+      run.serveUs = (cpuOf(s.child.pid) - cpuBefore) / Math.max(1, run.total);
+      console.log(
+        `| ${round} | ${s.label} | ${run.rps.toFixed(0)} | ${run.p50} | ${run.p99} | ${run.total} | ${run.non2xx} | ${run.serveUs.toFixed(0)} | ${run.redisUs.toFixed(1)} | ${run.redisCalls.toFixed(2)} |`,
+      );
+      return run;
+    });
+
+    const cost = reportRounds({
+      title: "limiter cost per round (each round: on, then off, back to back)",
+      a: "on req/s",
+      b: "off req/s",
+      ratioName: "limiter cost % (1 − on/off)",
+      rounds,
+      value: (r) => r.rps,
+      ratio: (a, b) => (1 - a / b) * 100,
+      formatRatio: (x) => x.toFixed(1),
+    });
+    console.log(`goal: median under 10 % → ${cost.median < 10 ? "met" : "NOT met"}`);
+    reportRounds({
+      title: "serve CPU per request (the same runs)",
+      a: "on µs/req",
+      b: "off µs/req",
+      ratioName: "serve CPU added by the limiter, µs/req (on − off)",
+      rounds,
+      value: (r) => r.serveUs,
+      ratio: (a, b) => a - b,
+      formatRatio: (x) => x.toFixed(1),
+    });
+    if (rounds.some((r) => r.a.non2xx > 0 || r.b.non2xx > 0))
+      console.log("warning: some responses were not 2xx");
+  } finally {
+    for (const s of services) await stopChild(s.child);
+    redisStats.disconnect();
   }
-  const [on, off] = results as [(typeof results)[0], (typeof results)[0]];
-  const cost = (1 - on.rps / off.rps) * 100;
-  console.log(`\nlimiter cost: ${cost.toFixed(1)} % of throughput (goal: under 10 %)`);
-  if (on.non2xx > 0 || off.non2xx > 0) console.log("warning: some responses were not 2xx");
 }
 
 main().catch((err) => {
