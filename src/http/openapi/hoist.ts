@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { DOCUMENTED_AS } from "../schemas/common.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -21,6 +22,14 @@ export class SchemaHoister {
   /** The schema with its titled parts (and itself, unless `keepRoot`) replaced by references. */
   hoist(schema: unknown, keepRoot = false): unknown {
     if (!isObject(schema)) return schema;
+    const documented = schema[DOCUMENTED_AS];
+    if (isObject(documented)) {
+      // The document shows the stricter shape (schemas/common.ts `documentedAs`).
+      const shown: Json = JSON.parse(JSON.stringify(documented));
+      if (typeof schema.description === "string" && shown.title === undefined)
+        shown.description = schema.description;
+      return this.hoist(shown, keepRoot);
+    }
     const out: Json = { ...schema };
     // As @fastify/swagger writes the route schemas: `const: x` as `enum: [x]` (one spelling, so a
     // schema inserted here compares equal to the same schema converted there).

@@ -15,7 +15,7 @@ import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { principal } from "../plugins/auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
-import { commonErrors, ErrorEnvelope, list, ok } from "../schemas/common.js";
+import { commonErrors, documentedAs, ErrorEnvelope, list, ok } from "../schemas/common.js";
 import { WebhookDelivery as DeliveryBody, type WebhookDeliveryBody } from "../schemas/webhook-delivery.js";
 
 /**
@@ -53,10 +53,19 @@ const WebhookEvent = Type.Object(
     isTest: Type.Boolean(),
     createdAt: Timestamp,
     deliveredAt: Nullable(Timestamp),
-    payload: {
-      ...DeliveryBody,
-      description: "The body sent, exactly as signed (one of the `webhooks` bodies)",
-    },
+    // Served as stored (a body written before a field was added must still list, and unknown
+    // fields must not be dropped by the serialiser); documented as the delivery body per type.
+    payload: documentedAs(
+      Type.Object(
+        {
+          success: Type.Boolean(),
+          message: Type.String(),
+          data: Type.Object({}, { additionalProperties: true }),
+        },
+        { description: "The body sent, exactly as signed (one of the `webhooks` bodies)" },
+      ),
+      DeliveryBody,
+    ),
   },
   { title: "WebhookEvent" },
 );

@@ -1,4 +1,4 @@
-import { type TSchema, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 
 /**
  * The envelopes every route shares, declared once. A schema with a `title` becomes a named
@@ -46,6 +46,18 @@ export const RateLimitedEnvelope = Type.Object(
   },
   { description: "Rate limit exceeded" },
 );
+
+/** The keyword `documentedAs` uses; only the OpenAPI document reads it (openapi/hoist.ts). */
+export const DOCUMENTED_AS = "x-documented-as";
+
+/**
+ * `runtime` validates and serialises; the document shows `documented` in its place (with the
+ * runtime schema's description). For data served as stored whose documented shape is stricter
+ * than what old rows may hold (the serialiser would refuse or drop what does not fit).
+ */
+export function documentedAs<D extends TSchema>(runtime: TSchema, documented: D) {
+  return Type.Unsafe<Static<D>>({ ...runtime, [DOCUMENTED_AS]: documented });
+}
 
 interface EnvelopeOptions {
   /** Component name of the envelope; by default the data schema's title + `Response`. */
