@@ -12,6 +12,7 @@
  */
 import { existsSync, symlinkSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import type { Db } from "../src/db/database.js";
 import { openDatabase } from "../src/db/database.js";
@@ -71,7 +72,9 @@ async function loadBefore(dir: string): Promise<Credit> {
     symlinkSync(path.join(ROOT, "node_modules"), modules, "dir");
     console.log(`linked ${modules} → ${path.join(ROOT, "node_modules")}`);
   }
-  const mod = (await import(path.join(root, "src/ledger/operations.ts"))) as { creditDeposit: Credit };
+  const mod = (await import(pathToFileURL(path.join(root, "src/ledger/operations.ts")).href)) as {
+    creditDeposit: Credit;
+  };
   return mod.creditDeposit;
 }
 

@@ -1,4 +1,5 @@
 import { sql } from "kysely";
+import { compiledByShape } from "../db/compiled.js";
 import type { Db } from "../db/database.js";
 import { PREPARED } from "../db/prepared.js";
 import type { CurrencyType } from "../domain/currency.js";
@@ -44,6 +45,33 @@ interface PostRow {
 }
 
 /**
+ * `ledger_post(...)`, built once (`compiledByShape`): fixed text, the lines as two array parameters,
+ * so on PostgreSQL it is also a named prepared statement (`PREPARED`).
+ */
+const postStatement = compiledByShape(
+  (
+    db: Db,
+    r: {
+      p: {
+        key: string;
+        kind: string;
+        environment: string;
+        currencyType: string;
+        merchantId: string;
+        transactionId: string;
+        accounts: string[];
+        amounts: string[];
+      };
+    },
+  ) => {
+    const q = sql<PostRow>`select r_status, r_posting_id, r_kind, r_balance, r_needed
+      from ledger_post(${r.p.key}, ${r.p.kind}, ${r.p.environment}, ${r.p.currencyType}, ${r.p.merchantId},
+        ${r.p.transactionId}, ${r.p.accounts}::text[], ${r.p.amounts}::numeric[]) ${PREPARED}`;
+    return { compile: () => q.compile(db) };
+  },
+);
+
+/**
  * Applies a posting inside the caller's transaction (with its status change and webhook event), in
  * ONE statement: the database function `ledger_post` (migration 0016) does, in this order,
  *  1. lock the merchant accounts it touches, in id order (no deadlocks between postings), creating
@@ -64,14 +92,18 @@ export async function postLedger(
   hooks: PostHooks = {},
 ): Promise<PostResult> {
   assertBalanced(posting);
-  const accounts = posting.lines.map((l) => l.account.kind);
-  const amounts = posting.lines.map((l) => l.amount.toString());
-  // Fixed text (the lines are two array parameters): a named prepared statement on PostgreSQL.
-  const { rows } = await sql<PostRow>`select r_status, r_posting_id, r_kind, r_balance, r_needed
-    from ledger_post(${posting.businessKey}, ${posting.kind}, ${ctx.environment}, ${ctx.currencyType},
-      ${ctx.merchantId}, ${ctx.transactionId}, ${accounts}::text[], ${amounts}::numeric[]) ${PREPARED}`.execute(
-    trx,
-  );
+  const { rows } = await postStatement(trx, {
+    p: {
+      key: posting.businessKey,
+      kind: posting.kind,
+      environment: ctx.environment,
+      currencyType: ctx.currencyType,
+      merchantId: ctx.merchantId,
+      transactionId: ctx.transactionId,
+      accounts: posting.lines.map((l) => l.account.kind),
+      amounts: posting.lines.map((l) => l.amount.toString()),
+    },
+  });
   const row = rows[0];
   if (!row) throw new Error(`ledger_post ${posting.businessKey} returned no row`);
   switch (row.r_status) {
