@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import { createHash, randomBytes } from "node:crypto";
+import { Command, type Redis } from "ioredis";
 import type { BatchRateLimitStore, RateLimitHit, RateLimitResult } from "./store.js";
 
 /**
@@ -47,12 +47,11 @@ end
 return out
 `;
 
-/** ioredis's command from `defineCommand` without a fixed key count: the key count comes first. */
-type SlidingWindowCommand = (...args: (string | number)[]) => Promise<number[]>;
+export const SLIDING_WINDOW_SHA = createHash("sha1").update(SLIDING_WINDOW_LUA).digest("hex");
 
 export class RedisRateLimitStore implements BatchRateLimitStore {
   readonly kind = "redis" as const;
-  readonly #redis: Redis & { slidingWindowHits?: SlidingWindowCommand };
+  readonly #redis: Redis;
   readonly #prefix: string;
   readonly #instance = randomBytes(6).toString("hex");
   #calls = 0;
@@ -60,9 +59,6 @@ export class RedisRateLimitStore implements BatchRateLimitStore {
   constructor(redis: Redis, prefix = "stablegate:rl:") {
     this.#redis = redis;
     this.#prefix = prefix;
-    // ioredis sends EVALSHA, and the script itself (EVAL) only on a connection's first call or
-    // after NOSCRIPT (a restarted or flushed Redis): the script is loaded once per connection.
-    redis.defineCommand("slidingWindowHits", { lua: SLIDING_WINDOW_LUA });
   }
 
   async hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult> {
@@ -76,18 +72,19 @@ export class RedisRateLimitStore implements BatchRateLimitStore {
    */
   async hitMany(hits: readonly RateLimitHit[]): Promise<RateLimitResult[]> {
     const n = hits.length;
-    // [key count, n keys, the call's member prefix, then now, window, limit per hit]
-    const args: (string | number)[] = new Array(4 * n + 2);
-    args[0] = n;
+    // [script sha, key count, n keys, the call's member prefix, then now, window, limit per hit]
+    const args: (string | number)[] = new Array(4 * n + 3);
+    args[0] = SLIDING_WINDOW_SHA;
+    args[1] = n;
     for (let i = 0; i < n; i++) {
       const h = hits[i] as RateLimitHit;
-      args[1 + i] = this.#prefix + h.key;
-      args[n + 2 + 3 * i] = h.now;
-      args[n + 3 + 3 * i] = h.windowMs;
-      args[n + 4 + 3 * i] = h.limit;
+      args[2 + i] = this.#prefix + h.key;
+      args[n + 3 + 3 * i] = h.now;
+      args[n + 4 + 3 * i] = h.windowMs;
+      args[n + 5 + 3 * i] = h.limit;
     }
-    args[n + 1] = `${this.#instance}:${this.#calls++}:`;
-    const reply = await (this.#redis.slidingWindowHits as SlidingWindowCommand).apply(this.#redis, args);
+    args[n + 2] = `${this.#instance}:${this.#calls++}:`;
+    const reply = await this.#evalsha(args);
     const results: RateLimitResult[] = new Array(n);
     for (let i = 0; i < n; i++) {
       results[i] = {
@@ -98,6 +95,22 @@ export class RedisRateLimitStore implements BatchRateLimitStore {
       };
     }
     return results;
+  }
+
+  /**
+   * EVALSHA, sent as a command of its own: hits are already batched, so ioredis's auto-pipelining
+   * (a pipeline object and a deferred flush per call) would only add work. The script text goes
+   * to Redis only when Redis does not have it yet (NOSCRIPT: first use, a restarted or flushed
+   * Redis); EVAL runs it and caches it, and the next EVALSHA finds it.
+   */
+  async #evalsha(args: (string | number)[]): Promise<number[]> {
+    try {
+      return (await this.#redis.sendCommand(new Command("evalsha", args))) as number[];
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+      args[0] = SLIDING_WINDOW_LUA;
+      return (await this.#redis.sendCommand(new Command("eval", args))) as number[];
+    }
   }
 
   async close(): Promise<void> {

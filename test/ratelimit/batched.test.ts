@@ -5,7 +5,7 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { FallbackRateLimitStore } from "../../src/ratelimit/fallback-store.js";
-import { RedisRateLimitStore } from "../../src/ratelimit/redis-store.js";
+import { RedisRateLimitStore, SLIDING_WINDOW_SHA } from "../../src/ratelimit/redis-store.js";
 import type { RateLimitHit, RateLimitResult } from "../../src/ratelimit/store.js";
 import { TEST_REDIS_URL } from "../support/db.js";
 
@@ -218,6 +218,28 @@ describe.skipIf(!redisUp)(`batched Redis rate limiting (${REDIS_URL})`, () => {
       expect(Math.max(...r.calls)).toBeGreaterThan(1);
     }
     for (const s of stores) expect(s.healthy).toBe(true);
+  });
+
+  it("sends the script's text only when Redis lacks it (NOSCRIPT after a flush or restart), then EVALSHA again", async () => {
+    const redis = await client();
+    const store = new RecordingRedisStore(redis, prefix());
+    await store.hit("k", 3, WINDOW, T0);
+    expect(await redis.script("EXISTS", SLIDING_WINDOW_SHA)).toEqual([1]);
+    await redis.script("FLUSH"); // what a restarted Redis looks like (every client recovers by NOSCRIPT)
+    expect(await redis.script("EXISTS", SLIDING_WINDOW_SHA)).toEqual([0]);
+    const calls0 = Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
+    const results = await store.hitMany(
+      [1, 2, 3].map((i) => ({ key: "k", limit: 3, windowMs: WINDOW, now: T0 + i })),
+    );
+    expect(results.map((r) => [r.allowed, r.count])).toEqual([
+      [true, 2],
+      [true, 3],
+      [false, 3],
+    ]);
+    expect(await redis.script("EXISTS", SLIDING_WINDOW_SHA)).toEqual([1]);
+    expect((await store.hit("k", 3, WINDOW, T0 + 5)).count).toBe(3);
+    const calls1 = Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
+    expect(calls1 - calls0).toBeGreaterThanOrEqual(2); // the refused EVALSHA, and the one after the reload
   });
 
   it("Redis stalled mid-batch: every caller of the batch is counted in memory after the timeout, then back on Redis", async () => {
