@@ -79,6 +79,10 @@ begin
              (p_merchant, p_environment, p_currency_type, 'held', 0)
       on conflict (owner, environment, currency_type, kind) do nothing;
     end loop;
+    if (available_id is not null)::integer + (held_id is not null)::integer <> wanted then
+      raise exception 'ledger_post %: merchant accounts of % missing after their creation', p_business_key,
+        p_merchant using errcode = 'foreign_key_violation';
+    end if;
   end if;
 
   -- 2. Idempotency.
