@@ -14,7 +14,9 @@
  * a withdrawal intent recorded with `requestTransfer`, as the withdrawal service records them. Each
  * run first checks that the signer refuses a transfer no intent backs, then measures the signer's
  * own rate (sign calls/s over the open intents, 50 concurrent; nothing is broadcast), then the
- * pipeline. Prints transfers/s of each and the ratio.
+ * pipeline. The two modes alternate, in-process then separate, BENCH_ROUNDS times (default 3;
+ * `alternate` in support.ts); prints every run, and per round the ratio separate / in-process of
+ * the pipeline's transfers/s and of the signer's rate, with their median and spread.
  *
  * Database: PostgreSQL only — the separate signer opens the database itself, and the embedded
  * database serves one process (the signer role refuses to start without DATABASE_URL). A
@@ -41,7 +43,16 @@ import { type Signer, SignerRejectedError } from "../src/signer/protocol.js";
 import { AddressDeriver } from "../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../src/wallet/derivation-path.js";
 import { deployTestUsdt, mintTestUsdt, startAnvil } from "../test/support/chain/anvil.js";
-import { freePort, MAIN, ROOT, recreateDatabase, stopChild } from "./support.js";
+import {
+  alternate,
+  benchRounds,
+  freePort,
+  MAIN,
+  ROOT,
+  recreateDatabase,
+  reportRounds,
+  stopChild,
+} from "./support.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const SECRET = "bench-internal-shared-secret-0123456789abcdef";
@@ -51,6 +62,7 @@ const DB_NAME = "stablegate_bench_sender";
 const SIGN_CALLS = 1000;
 const CONCURRENCY = 50;
 const TRANSFER = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
+const ROUNDS = benchRounds();
 
 type Mode = "in-process" | "separate";
 
@@ -66,9 +78,33 @@ async function main(): Promise<void> {
   console.log(
     `bench:sender — ${N} USDT-ERC20 transfers on anvil, database PostgreSQL (${new URL(ADMIN_URL).host})`,
   );
-  const a = await run("in-process");
-  const b = await run("separate");
-  console.log(`ratio separate / in-process: ${(b / a).toFixed(2)}`);
+  const rounds = await alternate(
+    ROUNDS,
+    { a: "in-process", b: "separate" } as const,
+    (mode, _side, round) => {
+      console.log(`\nround ${round}, signer ${mode}`);
+      return run(mode);
+    },
+  );
+  reportRounds({
+    title: "pipeline transfers/s per round (in-process, then separate, back to back)",
+    a: "in-process",
+    b: "separate",
+    ratioName: "ratio separate / in-process (pipeline)",
+    rounds,
+    value: (r) => r.pipeline,
+    ratio: (a, b) => b / a,
+    format: (x) => x.toFixed(1),
+  });
+  reportRounds({
+    title: "signatures/s per round (the signer alone, 50 concurrent)",
+    a: "in-process",
+    b: "separate",
+    ratioName: "ratio separate / in-process (signer)",
+    rounds,
+    value: (r) => r.signatures,
+    ratio: (a, b) => b / a,
+  });
 }
 
 /** The environment of a `stablegate` process for this run (sandbox USDT-ERC20 on the anvil token). */
@@ -111,7 +147,7 @@ async function startSignerRole(env: Record<string, string>): Promise<{ url: stri
   throw new Error("the signer role did not start");
 }
 
-async function run(mode: Mode): Promise<number> {
+async function run(mode: Mode): Promise<{ pipeline: number; signatures: number }> {
   const label = mode === "in-process" ? "signer in-process" : "signer separate process";
   const node = await startAnvil();
   const databaseUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
@@ -169,11 +205,11 @@ async function run(mode: Mode): Promise<number> {
     });
 
     await expectRefusal(label, signer, signRequest(0, withdrawal(0).to, withdrawal(0).amount + 1n));
-    await signRate(label, signer, (k) => {
+    const signatures = await signRate(label, signer, (k) => {
       const w = withdrawal(k % N);
       return signRequest(k, w.to, w.amount);
     });
-    return await pipeline(label, database, signer, node.rpcUrl, token, wallet);
+    return { pipeline: await pipeline(label, database, signer, node.rpcUrl, token, wallet), signatures };
   } finally {
     await remote?.close();
     if (child) await stopChild(child);
@@ -201,12 +237,12 @@ async function expectRefusal(
   throw new Error(`${label}: signed a transfer no intent backs`);
 }
 
-/** The signer's own rate: SIGN_CALLS calls for open intents, CONCURRENCY at a time. */
+/** The signer's own rate: SIGN_CALLS calls for open intents, CONCURRENCY at a time; signatures/s. */
 async function signRate(
   label: string,
   signer: Signer,
   request: (k: number) => Parameters<Signer["sign"]>[0],
-): Promise<void> {
+): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < SIGN_CALLS; i += CONCURRENCY)
     await Promise.all(
@@ -216,6 +252,7 @@ async function signRate(
   console.log(
     `${label.padEnd(28)} ${(SIGN_CALLS / s).toFixed(0)} signatures/s (${CONCURRENCY} concurrent, policy checked)`,
   );
+  return SIGN_CALLS / s;
 }
 
 /** The N queued withdrawals through the sender until all are confirmed; transfers/s. */

@@ -14,7 +14,9 @@
  *     PostgreSQL backend but the bench's own (its release statement is not delivery work);
  *  3. latency: events committed at a steady pace while the workers idle between them; commit →
  *     receipt at the receiver (the wake-up is the outbox's NOTIFY, polling is the fallback).
- * Prints deliveries/s, the ratio to the ceiling of the same round, and p50/p99 commit → receipt.
+ * Per worker count, the ceiling and the delivery alternate (ceiling, delivery, … BENCH_ROUNDS times:
+ * `alternate` in support.ts). Prints every round's deliveries/s, its ratio to the ceiling of the
+ * same round, p50/p99 commit → receipt, and the ratio's median and spread over the rounds.
  * Goal on a 2-core machine: ≥ 2,000 deliveries/s and ≥ 50 % of the ceiling.
  *
  * After loading the backlog the bench runs VACUUM ANALYZE, as autovacuum would on a normal server
@@ -24,7 +26,7 @@
  * over three rounds.
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
- * `stablegate_bench_webhooks` database is recreated there), BENCH_EVENTS (10000), BENCH_ROUNDS (1),
+ * `stablegate_bench_webhooks` database is recreated there), BENCH_EVENTS (10000), BENCH_ROUNDS (3),
  * BENCH_WORKERS (the worker counts to run, default "1,2"), BENCH_WARMUP (5000 per worker), BENCH_CPU_PROF (a folder: the workers
  * write V8 CPU profiles there), BENCH_NODE_FLAGS (extra node flags for the workers).
  */
@@ -48,12 +50,24 @@ import { enqueueWebhookEvent, WEBHOOK_CHANNEL } from "../src/webhooks/outbox.js"
 import { serializeWebhookBody, webhookMessage } from "../src/webhooks/payload.js";
 import { generateWebhookSecret, setWebhookUrl } from "../src/webhooks/secrets.js";
 import { signatureHeaders } from "../src/webhooks/signing.js";
-import { cpuOf, MAIN, percentile, ROOT, recreateDatabase } from "./support.js";
+import {
+  alternate,
+  benchRounds,
+  cpuOf,
+  formatSpread,
+  MAIN,
+  percentile,
+  ROOT,
+  type Round,
+  ratioStats,
+  recreateDatabase,
+  reportRounds,
+} from "./support.js";
 
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2").split(",").map(Number);
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const ROUNDS = benchRounds();
 const CONCURRENCY = 64; // a worker's attempts in flight (WebhookDelivery default)
 const KEY = randomBytes(32).toString("hex");
 const DB_NAME = "stablegate_bench_webhooks";
@@ -273,114 +287,141 @@ async function main() {
     dup: number;
   }[] = [];
   const PACED = Math.min(EVENTS, 3000);
-  for (let round = 1; round <= ROUNDS; round++)
-    for (const workers of WORKER_COUNTS) {
-      const ceiling = await bare(CONCURRENCY * workers);
-      await ask(receiver, "reset");
-      // Throughput: a backlog of N committed events, held (due in an hour) until the workers are
-      // up, then released at once; first → last receipt. CPU is counted from the release.
-      const backlog = await commit(EVENTS, 100, 4);
-      await sql`update webhook_due set next_attempt_at = now() + interval '1 hour'`.execute(db);
-      await sql`vacuum analyze`.execute(db);
-      const children: ChildProcess[] = [];
-      for (let w = 0; w < workers; w++) {
-        children.push(
-          spawn(
-            process.execPath,
-            [
-              ...(process.env.BENCH_CPU_PROF
-                ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-                : []),
-              ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(" ") : []),
-              "--import",
-              "tsx",
-              MAIN,
-              "worker",
-            ],
-            {
-              cwd: ROOT,
-              stdio: ["ignore", "ignore", "inherit"],
-              env: {
-                PATH: process.env.PATH ?? "",
-                HOME: process.env.HOME ?? "/tmp",
-                DATABASE_URL: databaseUrl,
-                SECRET_ENCRYPTION_KEY: KEY,
-                SSRF_ALLOW_CIDRS: "127.0.0.0/8",
-                LOG_LEVEL: "warn",
-                // One seed for every worker: the database refuses a process with other account keys.
-                MASTER_MNEMONIC: "test test test test test test test test test test test junk",
-                DATA_DIR: path.join(dataDir, `r${round}-w${workers}-${w}`),
-              },
+  /** One drain by `workers` fresh worker processes (throughput, CPU) and the paced latency run. */
+  async function deliver(workers: number, round: number) {
+    await ask(receiver, "reset");
+    // Throughput: a backlog of N committed events, held (due in an hour) until the workers are
+    // up, then released at once; first → last receipt. CPU is counted from the release.
+    const backlog = await commit(EVENTS, 100, 4);
+    await sql`update webhook_due set next_attempt_at = now() + interval '1 hour'`.execute(db);
+    await sql`vacuum analyze`.execute(db);
+    const children: ChildProcess[] = [];
+    for (let w = 0; w < workers; w++) {
+      children.push(
+        spawn(
+          process.execPath,
+          [
+            ...(process.env.BENCH_CPU_PROF
+              ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+              : []),
+            ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(" ") : []),
+            "--import",
+            "tsx",
+            MAIN,
+            "worker",
+          ],
+          {
+            cwd: ROOT,
+            stdio: ["ignore", "ignore", "inherit"],
+            env: {
+              PATH: process.env.PATH ?? "",
+              HOME: process.env.HOME ?? "/tmp",
+              DATABASE_URL: databaseUrl,
+              SECRET_ENCRYPTION_KEY: KEY,
+              SSRF_ALLOW_CIDRS: "127.0.0.0/8",
+              LOG_LEVEL: "warn",
+              // One seed for every worker: the database refuses a process with other account keys.
+              MASTER_MNEMONIC: "test test test test test test test test test test test junk",
+              DATA_DIR: path.join(dataDir, `r${round}-w${workers}-${w}`),
             },
-          ),
-        );
-      }
-      for (;;) {
-        const up = await db.selectFrom("worker_heartbeats").select("pid").execute();
-        if (up.length >= workers) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      // Warm-up: fresh processes run their first thousands of attempts in V8's interpreter and
-      // baseline tiers; steady-state throughput is what is measured, so they deliver WARMUP events
-      // each (due at once) before the backlog is released.
-      if (WARMUP > 0) {
-        await receiptsOf(await commit(WARMUP * workers, 100, 2));
-        await ask(receiver, "reset");
-      }
-      // PostgreSQL: every backend of this database but the bench's own (pools open more
-      // connections under load; a backend that did not exist at the start counts from zero).
-      const backendsCpu = async () =>
-        new Map(
-          (
-            await sql<{
-              pid: number;
-            }>`select pid from pg_stat_activity where datname = current_database() and application_name <> ${BENCH_APP}`.execute(
-              db,
-            )
-          ).rows.map((r) => [r.pid, cpuOf(r.pid)] as const),
-        );
-      const cpuNow = async () => ({
-        workers: children.reduce((sum, c) => sum + cpuOf(c.pid), 0),
-        postgres: await backendsCpu(),
-        receiver: cpuOf(receiver.pid),
-      });
-      const before = await cpuNow();
-      await db.transaction().execute(async (trx) => {
-        await sql`update webhook_due set next_attempt_at = now()`.execute(trx);
-        await sql`select pg_notify(${WEBHOOK_CHANNEL}, '')`.execute(trx);
-      });
-      await received(backlog.size);
-      const after = await cpuNow();
-      const drained = await receiptsOf(backlog);
-      let postgresCpu = 0;
-      for (const [pid, used] of after.postgres) postgresCpu += used - (before.postgres.get(pid) ?? 0);
-      const rate = EVENTS / (((drained.at.at(-1) as number) - (drained.at[0] as number)) / 1000);
-      // Latency: events committed at a steady pace (20 per transaction, 2 streams, 10 ms pauses)
-      // while the workers run; commit → receipt at the receiver.
-      await ask(receiver, "reset");
-      const paced = await commit(PACED, 20, 2, 10);
-      const lat = await receiptsOf(paced);
-      results.push({
-        round,
-        workers,
-        bare: ceiling.rate,
-        bareCpu: ceiling.cpu,
-        cpu: {
-          workers: (after.workers - before.workers) / EVENTS,
-          postgres: postgresCpu / EVENTS,
-          receiver: (after.receiver - before.receiver) / EVENTS,
-        },
-        rate,
-        p50: percentile(lat.latencies, 50),
-        p99: percentile(lat.latencies, 99),
-        dup: drained.count - EVENTS + (lat.count - PACED),
-      });
-      for (const c of children) c.kill("SIGTERM");
-      await Promise.all(
-        children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r)))),
+          },
+        ),
       );
-      await db.deleteFrom("worker_heartbeats").execute();
     }
+    for (;;) {
+      const up = await db.selectFrom("worker_heartbeats").select("pid").execute();
+      if (up.length >= workers) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Warm-up: fresh processes run their first thousands of attempts in V8's interpreter and
+    // baseline tiers; steady-state throughput is what is measured, so they deliver WARMUP events
+    // each (due at once) before the backlog is released.
+    if (WARMUP > 0) {
+      await receiptsOf(await commit(WARMUP * workers, 100, 2));
+      await ask(receiver, "reset");
+    }
+    // PostgreSQL: every backend of this database but the bench's own (pools open more
+    // connections under load; a backend that did not exist at the start counts from zero).
+    const backendsCpu = async () =>
+      new Map(
+        (
+          await sql<{
+            pid: number;
+          }>`select pid from pg_stat_activity where datname = current_database() and application_name <> ${BENCH_APP}`.execute(
+            db,
+          )
+        ).rows.map((r) => [r.pid, cpuOf(r.pid)] as const),
+      );
+    const cpuNow = async () => ({
+      workers: children.reduce((sum, c) => sum + cpuOf(c.pid), 0),
+      postgres: await backendsCpu(),
+      receiver: cpuOf(receiver.pid),
+    });
+    const before = await cpuNow();
+    await db.transaction().execute(async (trx) => {
+      await sql`update webhook_due set next_attempt_at = now()`.execute(trx);
+      await sql`select pg_notify(${WEBHOOK_CHANNEL}, '')`.execute(trx);
+    });
+    await received(backlog.size);
+    const after = await cpuNow();
+    const drained = await receiptsOf(backlog);
+    let postgresCpu = 0;
+    for (const [pid, used] of after.postgres) postgresCpu += used - (before.postgres.get(pid) ?? 0);
+    const rate = EVENTS / (((drained.at.at(-1) as number) - (drained.at[0] as number)) / 1000);
+    // Latency: events committed at a steady pace (20 per transaction, 2 streams, 10 ms pauses)
+    // while the workers run; commit → receipt at the receiver.
+    await ask(receiver, "reset");
+    const paced = await commit(PACED, 20, 2, 10);
+    const lat = await receiptsOf(paced);
+    const delivered = {
+      cpu: {
+        workers: (after.workers - before.workers) / EVENTS,
+        postgres: postgresCpu / EVENTS,
+        receiver: (after.receiver - before.receiver) / EVENTS,
+      },
+      rate,
+      p50: percentile(lat.latencies, 50),
+      p99: percentile(lat.latencies, 99),
+      dup: drained.count - EVENTS + (lat.count - PACED),
+    };
+    for (const c of children) c.kill("SIGTERM");
+    await Promise.all(
+      children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r)))),
+    );
+    await db.deleteFrom("worker_heartbeats").execute();
+    return delivered;
+  }
+  // Per worker count, ceiling and delivery alternate (ceiling, delivery, ceiling, delivery …:
+  // `alternate` in support.ts), each pair back to back, so each round's ratio sees one machine.
+  type Delivered = Awaited<ReturnType<typeof deliver>>;
+  /** A run of either side: its rate, and the ceiling's CPU or the delivery's figures. */
+  type Measured = { rate: number; bareCpu?: { client: number; receiver: number }; delivered?: Delivered };
+  const ratios: { workers: number; rounds: Round<Measured>[] }[] = [];
+  for (const workers of WORKER_COUNTS) {
+    const rounds = await alternate(
+      ROUNDS,
+      { a: "ceiling", b: "delivery" } as const,
+      async (which, _side, round): Promise<Measured> => {
+        if (which === "ceiling") {
+          const c = await bare(CONCURRENCY * workers);
+          return { rate: c.rate, bareCpu: c.cpu };
+        }
+        const d = await deliver(workers, round);
+        return { rate: d.rate, delivered: d };
+      },
+    );
+    ratios.push({ workers, rounds });
+    for (const r of rounds) {
+      const d = r.b.delivered as Delivered;
+      results.push({
+        round: r.round,
+        workers,
+        bare: r.a.rate,
+        bareCpu: r.a.bareCpu as { client: number; receiver: number },
+        ...d,
+      });
+    }
+  }
 
   receiver.send("exit");
   // How many updates were HOT — no index entries written: the results' event updates, and the
@@ -431,29 +472,28 @@ async function main() {
       `${String(r.round).padEnd(5)} | ${String(r.workers).padEnd(7)} | ${`${r.bareCpu.client.toFixed(0)} + ${r.bareCpu.receiver.toFixed(0)} = ${bareTotal.toFixed(0)}`.padStart(26)} | ${`${r.cpu.workers.toFixed(0)} + ${r.cpu.postgres.toFixed(0)} + ${r.cpu.receiver.toFixed(0)} = ${total.toFixed(0)}`.padStart(41)} | ${`${capBare.toFixed(0)} / ${cap.toFixed(0)}`.padStart(34)} | ${((100 * cap) / capBare).toFixed(0)}%`,
     );
   }
-  // Single rounds swing with the host (the ceiling alone moved by half within an hour here): with
-  // several rounds, the medians per worker count are the figures to compare.
-  if (ROUNDS > 1) {
-    const median = (xs: number[]) =>
-      percentile(
-        [...xs].sort((a, b) => a - b),
-        50,
-      );
-    console.log(`
-medians over ${ROUNDS} rounds`);
-    console.log("workers | ceiling req/s | deliveries/s | % of ceiling | CPU µs per delivery (all)");
-    for (const workers of WORKER_COUNTS) {
-      const rs = results.filter((r) => r.workers === workers);
-      const ratio = median(rs.map((r) => r.rate / r.bare));
-      const cpu = median(rs.map((r) => r.cpu.workers + r.cpu.postgres + r.cpu.receiver));
-      console.log(
-        `${String(workers).padEnd(7)} | ${median(rs.map((r) => r.bare))
-          .toFixed(0)
-          .padStart(13)} | ${median(rs.map((r) => r.rate))
-          .toFixed(0)
-          .padStart(12)} | ${(100 * ratio).toFixed(0).padStart(11)}% | ${cpu.toFixed(0)}`,
-      );
-    }
+  // Single rounds swing with the host (the ceiling alone moved by half within an hour here): the
+  // median of the rounds' ratios, with its spread, is the figure to compare.
+  for (const { workers, rounds } of ratios) {
+    reportRounds({
+      title: `${workers} worker${workers > 1 ? "s" : ""}: deliveries/s against the ceiling of the same round`,
+      a: "ceiling req/s",
+      b: "deliveries/s",
+      ratioName: `% of ceiling, ${workers} worker${workers > 1 ? "s" : ""}`,
+      rounds,
+      value: (r) => r.rate,
+      ratio: (a, b) => (100 * b) / a,
+      formatRatio: (x) => x.toFixed(0),
+    });
+    const cpu = ratioStats(
+      rounds.map((r) => {
+        const c = (r.b.delivered as Delivered).cpu;
+        return c.workers + c.postgres + c.receiver;
+      }),
+    );
+    console.log(
+      `CPU µs per delivery (workers + PostgreSQL + receiver): ${formatSpread(cpu, (x) => x.toFixed(0))}`,
+    );
   }
 }
 
