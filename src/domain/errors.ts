@@ -16,8 +16,9 @@ export const ERROR_CODES = [
   // deadlock) that its retries did not get past. Nothing of the request stands unless its commit's
   // outcome was unknown, and then a retry with the same Idempotency-Key replays it.
   "SERVICE_UNAVAILABLE",
-  // 429 in the contract's rate-limit body (`{ success: false, message }`, no code on the wire) with
-  // Retry-After: a throttle decided in the domain (failed sign-ins), not by the per-tier limiter.
+  // 429 with Retry-After, in the contract's rate-limit body (`{ success: false, message }`, plus the
+  // `error` object every other error has): a throttle decided in the domain (failed sign-ins), or the
+  // per-tier limiter.
   "RATE_LIMITED",
   "INTERNAL_ERROR",
 ] as const;

@@ -98,8 +98,6 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
         [{ field: "Content-Type", message: "must be application/json" }],
         "Unsupported Content-Type; send application/json.",
       );
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return AppError.validation([{ field: "body", message: "must not be empty" }], "Request body is empty.");
     case "FST_ERR_CTP_INVALID_JSON_BODY":
       return AppError.validation([{ field: "body", message: "must be valid JSON" }], "Malformed JSON body.");
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":

@@ -93,6 +93,7 @@ export async function registerCors(app: FastifyInstance, config: Config) {
           "RateLimit-Reset",
           "RateLimit-Policy",
           "Retry-After",
+          "Idempotent-Replayed",
         ],
         maxAge: 600,
       });

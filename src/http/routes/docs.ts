@@ -1,9 +1,7 @@
 import scalar from "@scalar/fastify-api-reference";
 import { Type } from "@sinclair/typebox";
-import type { FastifyReply, FastifyRequest } from "fastify";
-import { AppError } from "../../domain/errors.js";
-import { safeEqual } from "../../lib/crypto.js";
 import type { App, RouteDeps } from "../app-types.js";
+import { docsBasicAuth } from "../docs-auth.js";
 
 /**
  * `/docs` (interactive reference, Scalar, served from the package — no CDN) and `/docs/openapi.json`
@@ -13,18 +11,7 @@ import type { App, RouteDeps } from "../app-types.js";
 export function docsRoutes(app: App, { config }: RouteDeps) {
   const { user, password } = config.docs;
 
-  const basicAuth = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!user || !password) throw AppError.notFound();
-    const [scheme, encoded] = (request.headers.authorization ?? "").split(" ");
-    const decoded = scheme === "Basic" && encoded ? Buffer.from(encoded, "base64").toString("utf8") : "";
-    const sep = decoded.indexOf(":");
-    const ok =
-      sep > 0 && safeEqual(decoded.slice(0, sep), user) && safeEqual(decoded.slice(sep + 1), password);
-    if (!ok) {
-      reply.header("WWW-Authenticate", 'Basic realm="stablegate API reference"');
-      throw AppError.invalidAuth("The API reference requires a user name and password.");
-    }
-  };
+  const basicAuth = docsBasicAuth(config.docs, "The API reference");
 
   app.get(
     "/docs/openapi.json",

@@ -2,11 +2,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Type } from "@sinclair/typebox";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply } from "fastify";
 import { AppError } from "../../domain/errors.js";
-import { safeEqual } from "../../lib/crypto.js";
 import { escapeHtml, markdownToHtml } from "../../lib/markdown-html.js";
 import type { App, RouteDeps } from "../app-types.js";
+import { docsBasicAuth } from "../docs-auth.js";
 
 /** `<repo>/docs/merchants`, from `src/http/routes` (tsx, tests) and `dist/http/routes` alike. */
 export const GUIDES_ROOT = path.resolve(
@@ -31,18 +31,7 @@ export function guidesRoutes(app: App, { config }: RouteDeps) {
   if (!user || !password) return;
   const guides = loadGuides(GUIDES_ROOT);
 
-  // The same check as the API reference's (routes/docs.ts), kept here so that file stays untouched.
-  const basicAuth = async (request: FastifyRequest, reply: FastifyReply) => {
-    const [scheme, encoded] = (request.headers.authorization ?? "").split(" ");
-    const decoded = scheme === "Basic" && encoded ? Buffer.from(encoded, "base64").toString("utf8") : "";
-    const sep = decoded.indexOf(":");
-    const ok =
-      sep > 0 && safeEqual(decoded.slice(0, sep), user) && safeEqual(decoded.slice(sep + 1), password);
-    if (!ok) {
-      reply.header("WWW-Authenticate", 'Basic realm="stablegate API reference"');
-      throw AppError.invalidAuth("The guides require a user name and password.");
-    }
-  };
+  const basicAuth = docsBasicAuth(config.docs, "The guides");
 
   const send = (reply: FastifyReply, name: string, raw: boolean) => {
     const source = guides.get(name);

@@ -42,7 +42,7 @@ export function webhookStreamRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/api/v1/webhook/stream",
     {
-      config: { auth: "apiKey", requireSecret: true, tier: "standard" },
+      config: { auth: "apiKey", requireSecret: true, tier: "standard", errors: ["NOT_FOUND"] },
       schema: {
         summary: "Stream webhook deliveries as they are created (Server-Sent Events)",
         description:
