@@ -1,181 +1,45 @@
-import type { Environment } from "./client";
+/**
+ * The dashboard's view of the API: the named schemas of the OpenAPI document, generated from the
+ * route schemas (`npm run api:generate` → packages/sdk/src/generated/api.ts), never typed by hand.
+ */
+import type { components, paths } from "../../../packages/sdk/src/generated/api";
 
-export const CURRENCIES = ["USDT-TRC20", "USDT-ERC20"] as const;
-export type CurrencyType = (typeof CURRENCIES)[number];
-export const TX_TYPES = ["deposit", "withdrawal", "payout"] as const;
-export const TX_STATUSES = ["pending", "processing", "confirmed", "completed", "failed", "rejected"] as const;
-
-export interface User {
-  id: string;
-  email: string;
-  role: "merchant" | "admin";
-  merchantId: string | null;
-  companyName: string | null;
-  totpEnabled: boolean;
-  createdAt: string;
+type Schemas = components["schemas"];
+/** The `data` of an operation's 200 answer. */
+type DataOf<P extends keyof paths, M extends "get" | "post"> = paths[P][M] extends {
+  responses: { 200: { content: { "application/json": { data: infer D } } } };
 }
+  ? D
+  : never;
 
-export interface Me {
-  user: User;
-  environment: Environment;
-}
+export const CURRENCIES = ["USDT-TRC20", "USDT-ERC20"] as const satisfies readonly Schemas["CurrencyType"][];
+export type CurrencyType = Schemas["CurrencyType"];
+export const TX_TYPES = [
+  "deposit",
+  "withdrawal",
+  "payout",
+] as const satisfies readonly Schemas["TransactionType"][];
+export const TX_STATUSES = [
+  "pending",
+  "processing",
+  "confirmed",
+  "completed",
+  "failed",
+  "rejected",
+] as const satisfies readonly Schemas["TransactionStatus"][];
 
-export interface KeyPair {
-  id: string;
-  environment: Environment;
-  apiKey: string;
-  apiSecret: string;
-}
-
-export interface ApiKey {
-  id: string;
-  environment: Environment;
-  apiKey: string;
-  secretHint: string;
-  status: "active" | "revoked";
-  revokedReason: "revoked" | "rotated" | null;
-  replacedBy: string | null;
-  createdAt: string;
-  revokedAt: string | null;
-}
-
-export interface Balance {
-  currencyType: CurrencyType;
-  available: number;
-  held: number;
-  total: number;
-}
-
-export interface Transaction {
-  type: "deposit" | "withdrawal" | "payout";
-  transactionId: string;
-  id: string;
-  clientId: string;
-  amount: number;
-  fee: number;
-  netAmount: number;
-  actualBalance: number | null;
-  currencyType: CurrencyType;
-  network: CurrencyType;
-  status: (typeof TX_STATUSES)[number];
-  createdAt: string;
-  updatedAt: string;
-  confirmedAt: string | null;
-  blockchainTxHash: string | null;
-  walletAddress: string | null;
-  orderId: string | null;
-  reference: string | null;
-  externalUserId: string | null;
-  checkoutSessionId: string | null;
-}
-
-export interface VolumePoint {
-  date: string;
-  currencyType: CurrencyType;
-  incoming: number;
-  outgoing: number;
-  count: number;
-}
-
-export interface CheckoutSession {
-  id: string;
-  transactionId: string;
-  status: string;
-  amount: number;
-  currencyType: CurrencyType;
-  network: CurrencyType;
-  walletAddress: string;
-  expiresAt: string;
-  checkoutUrl: string;
-  callbackUrl: string | null;
-  orderId: string | null;
-  actualBalance: number;
-  blockchainTxHash: string | null;
-  createdAt: string;
-  confirmedAt: string | null;
-  detectedAt: string | null;
-  detectedAmount: number;
-  confirmations: { current: number; required: number };
-}
-
-export interface Withdrawal {
-  id: string;
-  transactionId: string;
-  status: string;
-  amount: number;
-  fee: number;
-  netAmount: number;
-  currencyType: CurrencyType;
-  network: CurrencyType;
-  walletAddress: string;
-  externalUserId: string | null;
-  reference: string | null;
-  blockchainTxHash: string | null;
-  rejectionReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-  confirmedAt: string | null;
-}
-
-export interface Payout {
-  id: string;
-  transactionId: string;
-  status: string;
-  amount: number;
-  fee: number;
-  netAmount: number;
-  currencyType: CurrencyType;
-  network: CurrencyType;
-  walletAddress: string;
-  blockchainTxHash: string | null;
-  createdAt: string;
-  confirmedAt: string | null;
-}
-
-export type DeliveryStatus = "pending" | "delivered" | "failed";
-
-export interface WebhookEvent {
-  webhookEventId: string;
-  transactionId: string;
-  type: "deposit" | "withdrawal" | "payout" | "test";
-  transactionStatus: string;
-  deliveryStatus: DeliveryStatus;
-  url: string | null;
-  attempts: number;
-  nextAttemptAt: string | null;
-  lastAttemptAt: string | null;
-  lastResponseStatus: number | null;
-  lastError: string | null;
-  isTest: boolean;
-  createdAt: string;
-  deliveredAt: string | null;
-  payload: { success: boolean; message: string; data: Record<string, unknown> };
-}
-
-export interface WebhookAttempt {
-  attemptNumber: number;
-  manual: boolean;
-  startedAt: string;
-  url: string | null;
-  responseStatus: number | null;
-  latencyMs: number;
-  error: string | null;
-  responseBody: string | null;
-}
-
-export interface Settings {
-  environment: Environment;
-  autoWithdraw: boolean;
-  autoApproveThreshold: Record<string, number>;
-  ipAllowlist: string[];
-  underpaymentTolerancePercent: number;
-  updatedAt: string;
-}
-
-export interface Mail {
-  id: string;
-  to: string;
-  subject: string;
-  text: string;
-  createdAt: string;
-}
+export type User = Schemas["User"];
+export type Me = DataOf<"/api/v1/auth/me", "get">;
+export type KeyPair = Schemas["NewApiKeyPair"];
+export type ApiKey = Schemas["ApiKey"];
+export type Balance = Schemas["Balance"];
+export type Transaction = Schemas["Transaction"];
+export type VolumePoint = Schemas["VolumePoint"];
+export type CheckoutSession = Schemas["CheckoutSession"];
+export type Withdrawal = Schemas["Withdrawal"];
+export type Payout = Schemas["Payout"];
+export type WebhookEvent = Schemas["WebhookEvent"];
+export type DeliveryStatus = WebhookEvent["deliveryStatus"];
+export type WebhookAttempt = Schemas["WebhookDeliveryAttempt"];
+export type Settings = Schemas["Settings"];
+export type Mail = Schemas["DevMail"];

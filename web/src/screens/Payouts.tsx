@@ -203,7 +203,7 @@ export default function Payouts() {
               </p>
               {result.status === "failed" ? (
                 <p>The transfer failed on-chain. The amount is back in your available balance.</p>
-              ) : result.status === "processing" || result.status === "pending" ? (
+              ) : result.status === "processing" ? (
                 <p>
                   {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} is being sent (fee{" "}
                   {formatAmount(result.fee)}). This page updates when the blockchain confirms it.
