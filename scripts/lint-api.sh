@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 doc="${1:-packages/sdk/openapi.json}"
+# Offline and private: no usage telemetry, no update check (CI reaches only the npm registry).
+export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true REDOCLY_SUPPRESS_NOTIFICATIONS=true
 
 npx --no-install redocly lint "$doc" --config .redocly.yaml --max-problems 500
 npx --no-install spectral lint "$doc" --ruleset .spectral.yaml --fail-severity error
