@@ -1,16 +1,15 @@
+import type { StreamedDelivery as CliStreamed } from "../../packages/sdk/src/cli/listen.js";
 import { SseParser } from "../../packages/sdk/src/cli/sse.js";
+import type { StreamedDelivery as ServerStreamed } from "../../src/webhooks/stream.js";
 
-/** One message of the webhook stream, its `data` parsed. */
-export interface Streamed {
-  id: string;
-  type: string;
-  transactionStatus: string;
-  transactionId: string;
-  isTest: boolean;
-  createdAt: string;
-  headers: Record<string, string>;
-  body: string;
-}
+/**
+ * One message of the webhook stream, its `data` parsed: the merchant command's type, which must be
+ * the server's (the SDK package cannot import the server; `npm run typecheck` holds them equal).
+ */
+export type Streamed = CliStreamed;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const streamTypesAgree: Same<CliStreamed, ServerStreamed> = true;
+void streamTypesAgree;
 
 /** A real client of `GET /api/v1/webhook/stream` (undici fetch), collecting what it receives. */
 export async function openStream(base: string, headers: Record<string, string>, query = "") {
