@@ -14,35 +14,61 @@ import type { BatchRateLimitStore, RateLimitHit, RateLimitResult } from "./store
  * member `i` of the call is that prefix and `i`, so a member is unique without a string per hit.
  * It returns three integers per hit: allowed (0/1), the count after the hit, and the ms until the
  * oldest entry leaves the window.
+ *
+ * A key's first hit in a call reads the set (trim, count, oldest; newest when it adds); the
+ * call then keeps the key's count, oldest and newest itself, so a further hit on the same key
+ * (one busy client: the common case of a shared call) costs its ZADD, plus a trim and an oldest
+ * read only when the oldest entry has left its window. The expiry is set once per key at the end,
+ * from the key's last added hit: what setting it at every added hit would leave. A refused hit
+ * adds nothing and removes only entries older than every other, so it leaves the newest entry
+ * and the expiry as they were.
  */
 const SLIDING_WINDOW_LUA = `
 local prefix = ARGV[1]
 local out = {}
+local keys = {}
 for i = 1, #KEYS do
   local key = KEYS[i]
   local now = tonumber(ARGV[3 * i - 1])
   local window = tonumber(ARGV[3 * i])
   local limit = tonumber(ARGV[3 * i + 1])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-  local count = redis.call('ZCARD', key)
+  local cutoff = now - window
+  local k = keys[key]
+  if k == nil then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
+    k = { count = redis.call('ZCARD', key) }
+    if k.count > 0 then k.oldest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]) end
+    keys[key] = k
+  elseif k.count > 0 and k.oldest <= cutoff then
+    k.count = k.count - redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
+    if k.count > 0 then
+      k.oldest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+    else
+      k.oldest = nil
+      k.newest = nil
+    end
+  end
   local allowed = 0
-  if count < limit then
+  if k.count < limit then
+    if k.count > 0 and k.newest == nil then
+      k.newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+    end
     redis.call('ZADD', key, now, prefix .. i)
-    count = count + 1
-    allowed = 1
+    k.count = k.count + 1
+    if k.oldest == nil or now < k.oldest then k.oldest = now end
+    if k.newest == nil or now > k.newest then k.newest = now end
     -- The key lives until its newest entry leaves the window (expiring with the oldest would drop
     -- the newer entries with it and reset the count early). Relative expiry: the scores are the
-    -- caller's clock, which need not be Redis's. A refused hit adds nothing and removes only
-    -- entries older than every other, so the newest and the expiry the last added hit set stand.
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
-    redis.call('PEXPIRE', key, tonumber(newest) + window - now + 1)
+    -- caller's clock, which need not be Redis's.
+    k.expiry = k.newest + window - now + 1
+    allowed = 1
   end
-  -- An empty log (only a refused hit with limit 0 leaves one) frees up a window from now.
-  local oldest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2] or now)
-  local reset = math.max(0, math.ceil(oldest + window - now))
   out[3 * i - 2] = allowed
-  out[3 * i - 1] = count
-  out[3 * i] = reset
+  out[3 * i - 1] = k.count
+  out[3 * i] = math.max(0, math.ceil((k.oldest or now) + window - now))
+end
+for key, k in pairs(keys) do
+  if k.expiry then redis.call('PEXPIRE', key, k.expiry) end
 end
 return out
 `;

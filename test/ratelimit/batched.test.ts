@@ -72,7 +72,8 @@ function model() {
     return {
       allowed,
       count: inWindow.length,
-      resetMs: Math.max(0, (inWindow[0] ?? h.now) + h.windowMs - h.now),
+      // Until the oldest leaves (the smallest time: a clock that stepped back appends older ones).
+      resetMs: Math.max(0, (inWindow.length > 0 ? Math.min(...inWindow) : h.now) + h.windowMs - h.now),
     };
   };
 }
@@ -147,7 +148,7 @@ describe.skipIf(!redisUp)(`batched Redis rate limiting (${REDIS_URL})`, () => {
     const step = fc.record({
       key: fc.constantFrom("a", "b", "c"),
       limit: fc.constantFrom(1, 3),
-      dt: fc.integer({ min: 0, max: 400 }),
+      dt: fc.integer({ min: -30, max: 400 }), // now and then the clock steps back a little
       cut: fc.boolean(), // ends the current call after this hit
     });
     await fc.assert(
@@ -173,8 +174,23 @@ describe.skipIf(!redisUp)(`batched Redis rate limiting (${REDIS_URL})`, () => {
         }
         return true;
       }),
-      { numRuns: 50 },
+      { numRuns: 100 },
     );
+  });
+
+  it("the key lives until its newest entry leaves the window, from the last added hit of the call", async () => {
+    const redis = await client();
+    const p = prefix();
+    const store = new RedisRateLimitStore(redis, p);
+    // The clock steps back within the call: the last added hit (T0) is older than the newest (T0 + 100).
+    await store.hitMany([
+      { key: "k", limit: 2, windowMs: 10_000, now: T0 + 100 },
+      { key: "k", limit: 2, windowMs: 10_000, now: T0 },
+      { key: "k", limit: 2, windowMs: 10_000, now: T0 + 50 }, // refused: the expiry stays
+    ]);
+    const ttl = await redis.pttl(`${p}k`);
+    expect(ttl).toBeGreaterThan(10_050); // newest + window − now + 1 = 10,101 ms, minus the time passed
+    expect(ttl).toBeLessThanOrEqual(10_101);
   });
 
   it("many hits in one tick, through two instances' stores on one Redis: exactly `limit` allowed, in shared calls", async () => {
