@@ -157,7 +157,7 @@ async function main() {
     console.log(
       "| round | service | req/s | p50 ms | p99 ms | requests | non-2xx | serve CPU µs/req | Redis CPU µs/req | Redis script calls/req |",
     );
-    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     const rounds = await alternate(ROUNDS, { a: on, b: off }, async (s, _side, round) => {
       const cpuBefore = cpuOf(s.child.pid);
       const run = await load(s.port, headers, SECONDS);
