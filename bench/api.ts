@@ -6,8 +6,10 @@
  * script, sorted set) without ever answering 429, and "off" with rate limiting disabled. It drives
  * `GET /api/v1/public/account` (apikey + x-api-secret) with autocannon at each in turn, on off on
  * off … (`alternate` in support.ts, BENCH_ROUNDS rounds), and prints every run (req/s, p50/p99,
- * CPU per request of the service and of Redis), the limiter cost of each round (1 − on/off) and
- * its median and spread.
+ * CPU per request of the service, Redis, PostgreSQL and the load generator, Redis script calls
+ * per request), the limiter cost of each round (1 − on/off) and its median and spread, and the
+ * same for CPU per request (the service's own, and all processes': on a CPU-bound 2-core machine
+ * throughput follows the latter).
  *
  * Both services are started once and stay up for the whole bench, the idle one beside the loaded
  * one, so process start-up, JIT warm-up and pool filling are not in any round. The idle service
@@ -76,6 +78,9 @@ interface Run {
   /** CPU µs per request of the service process and of Redis (every redis-server process). */
   serveUs: number;
   redisUs: number;
+  /** CPU µs per request of this process (autocannon) and of PostgreSQL (all its processes). */
+  loadUs: number;
+  postgresUs: number;
   /** Script calls (EVALSHA + EVAL, every client of the Redis) per request: < 1 when hits share calls. */
   redisCalls: number;
 }
@@ -90,13 +95,20 @@ async function scriptCalls(): Promise<number> {
   return calls;
 }
 
+/** CPU per request of every process involved: on a CPU-bound machine, what throughput follows. */
+const allUs = (r: Run) => r.serveUs + r.redisUs + r.postgresUs + r.loadUs;
+
 /** `seconds` of load on `port`; the service's CPU per request is filled in by the caller. */
 async function load(port: number, headers: Record<string, string>, seconds: number): Promise<Run> {
   const url = `http://127.0.0.1:${port}/api/v1/public/account`;
   const callsBefore = await scriptCalls();
   const redisBefore = cpuByCommand("redis-server");
+  const postgresBefore = cpuByCommand("postgres");
+  const selfBefore = process.cpuUsage();
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: seconds });
+  const self = process.cpuUsage(selfBefore);
   const redisUs = cpuBetween(redisBefore, cpuByCommand("redis-server"));
+  const postgresUs = cpuBetween(postgresBefore, cpuByCommand("postgres"));
   const calls = (await scriptCalls()) - callsBefore;
   return {
     rps: r.requests.average,
@@ -106,6 +118,8 @@ async function load(port: number, headers: Record<string, string>, seconds: numb
     non2xx: r.non2xx,
     serveUs: 0,
     redisUs: redisUs / Math.max(1, r.requests.total),
+    loadUs: (self.user + self.system) / Math.max(1, r.requests.total),
+    postgresUs: postgresUs / Math.max(1, r.requests.total),
     redisCalls: calls / Math.max(1, r.requests.total),
   };
 }
@@ -155,15 +169,15 @@ async function main() {
       `\nGET /api/v1/public/account, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, PostgreSQL + Redis\n`,
     );
     console.log(
-      "| round | service | req/s | p50 ms | p99 ms | requests | non-2xx | serve CPU µs/req | Redis CPU µs/req | Redis script calls/req |",
+      "| round | service | req/s | p50 ms | p99 ms | requests | non-2xx | CPU µs/req: serve | Redis | PostgreSQL | load generator | all | Redis script calls/req |",
     );
-    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     const rounds = await alternate(ROUNDS, { a: on, b: off }, async (s, _side, round) => {
       const cpuBefore = cpuOf(s.child.pid);
       const run = await load(s.port, headers, SECONDS);
       run.serveUs = (cpuOf(s.child.pid) - cpuBefore) / Math.max(1, run.total);
       console.log(
-        `| ${round} | ${s.label} | ${run.rps.toFixed(0)} | ${run.p50} | ${run.p99} | ${run.total} | ${run.non2xx} | ${run.serveUs.toFixed(0)} | ${run.redisUs.toFixed(1)} | ${run.redisCalls.toFixed(2)} |`,
+        `| ${round} | ${s.label} | ${run.rps.toFixed(0)} | ${run.p50} | ${run.p99} | ${run.total} | ${run.non2xx} | ${run.serveUs.toFixed(0)} | ${run.redisUs.toFixed(1)} | ${run.postgresUs.toFixed(0)} | ${run.loadUs.toFixed(0)} | ${allUs(run).toFixed(0)} | ${run.redisCalls.toFixed(2)} |`,
       );
       return run;
     });
@@ -187,6 +201,16 @@ async function main() {
       rounds,
       value: (r) => r.serveUs,
       ratio: (a, b) => a - b,
+      formatRatio: (x) => x.toFixed(1),
+    });
+    reportRounds({
+      title: "CPU per request of every process (serve, Redis, PostgreSQL, load generator; the same runs)",
+      a: "on µs/req",
+      b: "off µs/req",
+      ratioName: "CPU added by the limiter, % of off's (on / off − 1)",
+      rounds,
+      value: allUs,
+      ratio: (a, b) => (a / b - 1) * 100,
       formatRatio: (x) => x.toFixed(1),
     });
     if (rounds.some((r) => r.a.non2xx > 0 || r.b.non2xx > 0))
