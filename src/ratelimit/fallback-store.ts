@@ -1,25 +1,42 @@
 import type { Logger } from "pino";
-import { Coalescer } from "../lib/coalescer.js";
 import { MemoryRateLimitStore } from "./memory-store.js";
 import type { BatchRateLimitStore, RateLimitHit, RateLimitResult, RateLimitStore } from "./store.js";
 
 /** Hits per call to the primary at most: bounds the time Redis spends in one script (~10 µs a hit). */
 const MAX_BATCH = 128;
+/**
+ * Calls in flight at most. Another call starts beside one in flight only for a full batch, so
+ * under ordinary load one call is in flight and the rest gather behind it; the bound is high so
+ * that while Redis stalls (each call waits out the timeout) hits do not queue behind it.
+ */
+const MAX_IN_FLIGHT = 32;
+
+interface Waiting {
+  hit: RateLimitHit;
+  resolve: (result: RateLimitResult) => void;
+  reject: (reason: unknown) => void;
+}
 
 /**
  * Redis first; when Redis fails or times out, the same request is counted in memory instead, so
  * traffic stays limited per instance rather than unlimited. `healthy` feeds `/readyz`.
  *
- * Concurrent requests' hits share one call to the primary (`Coalescer`, as the API-key lookups
- * do): a hit while no call is in flight is sent at once, alone, so nothing waits at low load; hits
- * arriving while one is in flight go together when it returns. So each request costs at most one
- * Redis round trip, and under load one round trip serves many. The timeout is per call, one timer
- * for all its hits; when a call fails or times out, every hit in it is counted in memory.
+ * Concurrent requests' hits share one call to the primary, so a request costs at most one Redis
+ * round trip and under load one round trip serves many. A call is sent at the end of the current
+ * event-loop turn (`setImmediate`, after the I/O callbacks), so every request read in that turn
+ * goes in it, and at low load a hit waits only for the turn to end. While a call is in flight,
+ * new hits wait for it and go together at the end of the turn in which it returned. (The
+ * `Coalescer` the API-key lookups use sends the first hit at once and alone instead: here that
+ * split each loop turn's requests over two calls and made the round trips — a write, a read and a
+ * wake-up on each side — the limiter's largest cost.) The timeout is per call, one timer for all
+ * its hits; when a call fails or times out, every hit in it is counted in memory, in order.
  */
 export class FallbackRateLimitStore implements RateLimitStore {
   readonly kind = "redis" as const;
   readonly #memory = new MemoryRateLimitStore();
-  readonly #batches: Coalescer<RateLimitHit, RateLimitResult>;
+  #waiting: Waiting[] = [];
+  #inFlight = 0;
+  #scheduled = false;
   #lastError: string | undefined;
   #lastWarnAt = 0;
 
@@ -27,16 +44,7 @@ export class FallbackRateLimitStore implements RateLimitStore {
     private readonly primary: BatchRateLimitStore,
     private readonly log: Logger,
     private readonly timeoutMs = 250,
-  ) {
-    this.#batches = new Coalescer((hits) => this.#hitBatch(hits), {
-      maxBatch: MAX_BATCH,
-      // Another call starts beside one in flight only for a full batch (the Coalescer's rule), so
-      // under ordinary load one call is in flight and the rest gather behind it. The bound is high
-      // so that while Redis stalls (each call waits out the timeout) hits do not queue behind it.
-      maxInFlight: 32,
-      splitOnError: false, // #hitBatch does not fail: a failed call falls back per hit
-    });
-  }
+  ) {}
 
   get healthy(): boolean {
     return this.#lastError === undefined;
@@ -47,9 +55,45 @@ export class FallbackRateLimitStore implements RateLimitStore {
   }
 
   hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult> {
-    return this.#batches.submit({ key, limit, windowMs, now });
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ hit: { key, limit, windowMs, now }, resolve, reject });
+      this.#schedule();
+    });
   }
 
+  #schedule(): void {
+    if (this.#scheduled || this.#waiting.length === 0) return;
+    if (this.#inFlight > 0 && (this.#waiting.length < MAX_BATCH || this.#inFlight >= MAX_IN_FLIGHT)) return;
+    this.#scheduled = true;
+    setImmediate(this.#send);
+  }
+
+  readonly #send = (): void => {
+    this.#scheduled = false;
+    while (
+      this.#waiting.length > 0 &&
+      (this.#inFlight === 0 || (this.#waiting.length >= MAX_BATCH && this.#inFlight < MAX_IN_FLIGHT))
+    ) {
+      const batch = this.#waiting.splice(0, MAX_BATCH);
+      this.#inFlight++;
+      void this.#hitBatch(batch.map((w) => w.hit))
+        .then(
+          (results) => {
+            for (let i = 0; i < batch.length; i++)
+              (batch[i] as Waiting).resolve(results[i] as RateLimitResult);
+          },
+          (err) => {
+            for (const w of batch) w.reject(err); // not expected: #hitBatch answers from memory
+          },
+        )
+        .finally(() => {
+          this.#inFlight--;
+          this.#schedule();
+        });
+    }
+  };
+
+  /** Never rejects: a failed or timed-out call is answered from memory. */
   async #hitBatch(hits: RateLimitHit[]): Promise<RateLimitResult[]> {
     try {
       const results = await withTimeout(this.primary.hitMany(hits), this.timeoutMs);
