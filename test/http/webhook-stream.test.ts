@@ -393,7 +393,9 @@ describe("limits and lifecycle", () => {
       expect(s.res.status).toBe(200);
       const started = Date.now();
       await own.proc.stop();
-      expect(Date.now() - started).toBeLessThan(3_000);
+      // A stop that waited for the open stream would last the whole 20 s shutdown timeout; the
+      // margin is wide so a busy machine cannot fail it.
+      expect(Date.now() - started).toBeLessThan(15_000);
       await s.done;
       expect(s.ended).toBe(true);
     } finally {
