@@ -1,5 +1,5 @@
+import type { CurrencyType } from "../domain/currency.js";
 import { ChainTimeError } from "./errors.js";
-import type { Network } from "./network.js";
 
 /**
  * One `Transfer(from, to, value)` event of the network's USDT contract.
@@ -50,7 +50,7 @@ export interface TokenTransferQuery {
  * `ChainWriter` interface in `writer.ts` (chains part 2).
  */
 export interface ChainAdapter {
-  readonly network: Network;
+  readonly network: CurrencyType;
 
   /** Number of the latest block the endpoint knows. */
   headBlock(): Promise<number>;
@@ -92,7 +92,7 @@ export interface ChainAdapter {
  * allowed for a genesis block, as TRON's and the simulator's carry — or beyond year 9999): a chain
  * whose blocks carry no usable time cannot decide whether a payment was on time.
  */
-export function usableBlockTime(network: Network, n: number, timestampMs: unknown): number {
+export function usableBlockTime(network: CurrencyType, n: number, timestampMs: unknown): number {
   if (
     typeof timestampMs !== "number" ||
     !Number.isSafeInteger(timestampMs) ||

@@ -1,7 +1,7 @@
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { ChainAdapter } from "./adapter.js";
 import { type EvmAdapterOptions, EvmChainAdapter } from "./evm/evm-adapter.js";
-import type { Network } from "./network.js";
 import { SimulatedChain, type SimulatedChainOptions } from "./simulator/simulated-chain.js";
 import { SimulatorChainAdapter } from "./simulator/simulator-adapter.js";
 import { type TronAdapterOptions, TronChainAdapter } from "./tron/tron-adapter.js";
@@ -12,7 +12,7 @@ export type ChainEndpoint =
   | ({ kind: "tron" } & TronAdapterOptions)
   | ({ kind: "simulator"; db: Db } & Omit<SimulatedChainOptions, "network">);
 
-export function createChainAdapter(network: Network, endpoint: ChainEndpoint): ChainAdapter {
+export function createChainAdapter(network: CurrencyType, endpoint: ChainEndpoint): ChainAdapter {
   switch (endpoint.kind) {
     case "evm":
       if (network !== "USDT-ERC20") throw new Error(`${network} cannot use an EVM endpoint.`);

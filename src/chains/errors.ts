@@ -1,9 +1,9 @@
-import type { Network } from "./network.js";
+import type { CurrencyType } from "../domain/currency.js";
 
 /** A string that is not a valid address of the network. Callers validate user input before this happens. */
 export class InvalidAddressError extends Error {
   constructor(
-    readonly network: Network,
+    readonly network: CurrencyType,
     readonly input: string,
   ) {
     super(`Invalid ${network} address.`);
@@ -20,7 +20,7 @@ export class ChainUnavailableError extends Error {
   readonly retryable = true;
 
   constructor(
-    readonly network: Network,
+    readonly network: CurrencyType,
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -36,7 +36,7 @@ export class ChainUnavailableError extends Error {
  * a single block, it is retried like any unusable answer.
  */
 export class ChainTimeError extends ChainUnavailableError {
-  constructor(network: Network, message: string) {
+  constructor(network: CurrencyType, message: string) {
     super(network, message);
     this.name = "ChainTimeError";
   }

@@ -1,18 +1,18 @@
 import { type Config, ConfigError } from "../config/config.js";
 import type { Db } from "../db/database.js";
+import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { ChainAdapter } from "./adapter.js";
 import { ChainUnavailableError, InvalidAddressError } from "./errors.js";
 import { EvmChainAdapter } from "./evm/evm-adapter.js";
-import { NETWORKS, type Network } from "./network.js";
 import { SimulatedChain } from "./simulator/simulated-chain.js";
 import { SimulatorChainAdapter } from "./simulator/simulator-adapter.js";
 import { TronChainAdapter } from "./tron/tron-adapter.js";
 
 /** Confirmations when the variables are unset (CONTRACT §10). The sandbox simulator always uses 1. */
-export const DEFAULT_CONFIRMATIONS: Readonly<Record<Network, number>> = {
+export const DEFAULT_CONFIRMATIONS: Readonly<Record<CurrencyType, number>> = {
   "USDT-TRC20": 19,
   "USDT-ERC20": 12,
 };
@@ -31,7 +31,7 @@ export interface ScanSettings {
 
 export interface AvailableChain {
   status: "available";
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   kind: "evm" | "tron" | "simulator";
   /** Host of the endpoint, for logs and `/readyz` (never a path or query: those may carry keys). */
@@ -45,7 +45,7 @@ export interface AvailableChain {
 
 export interface UnavailableChain {
   status: "unavailable";
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   /** Why, e.g. "not configured (set ERC20_RPC_URL)". */
   reason: string;
@@ -61,14 +61,14 @@ export class ChainRegistry {
     for (const e of entries) this.entries.set(`${e.network}/${e.environment}`, e);
   }
 
-  entry(network: Network, environment: Environment): ChainEntry {
+  entry(network: CurrencyType, environment: Environment): ChainEntry {
     const e = this.entries.get(`${network}/${environment}`);
     if (!e) return { status: "unavailable", network, environment, reason: "not configured" };
     return e;
   }
 
   /** The chain, or `AppError("CHAIN_UNAVAILABLE")` (503) when it is not configured. */
-  get(network: Network, environment: Environment): AvailableChain {
+  get(network: CurrencyType, environment: Environment): AvailableChain {
     const e = this.entry(network, environment);
     if (e.status !== "available") {
       throw new AppError(
@@ -85,7 +85,7 @@ export class ChainRegistry {
    * The sandbox simulator of `network` (what the sandbox pay endpoints use). Throws
    * `CHAIN_UNAVAILABLE` when that sandbox chain is a configured testnet rather than the simulator.
    */
-  simulator(network: Network, environment: Environment = "sandbox"): SimulatedChain {
+  simulator(network: CurrencyType, environment: Environment = "sandbox"): SimulatedChain {
     const chain = this.get(network, environment);
     if (!chain.simulator) {
       throw new AppError(
@@ -101,7 +101,7 @@ export class ChainRegistry {
    * Confirmations a transfer needs on this chain (the configured number; the network's default when
    * the chain is not available).
    */
-  requiredConfirmations(network: Network, environment: Environment): number {
+  requiredConfirmations(network: CurrencyType, environment: Environment): number {
     const e = this.entry(network, environment);
     return e.status === "available" ? e.confirmations : DEFAULT_CONFIRMATIONS[network];
   }
@@ -139,7 +139,7 @@ export function buildChainRegistry(config: Config, options: BuildChainRegistryOp
   for (const environment of ["production", "sandbox"] as const) {
     const endpoints = config.chains[environment];
     const prefix = environment === "sandbox" ? "SANDBOX_" : "";
-    for (const network of NETWORKS) {
+    for (const network of CURRENCY_TYPES) {
       const confirmations =
         (network === "USDT-ERC20" ? config.chains.confirmations.erc20 : config.chains.confirmations.trc20) ??
         DEFAULT_CONFIRMATIONS[network];

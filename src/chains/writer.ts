@@ -1,7 +1,7 @@
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { SignRequest } from "../signer/protocol.js";
-import type { Network } from "./network.js";
 
 /**
  * Write side of a chain (chains part 2): build a transfer for the signer, broadcast the signed
@@ -82,7 +82,7 @@ export interface BroadcastResult {
 
 export interface SignedChainWriter {
   readonly kind: "signed";
-  readonly network: Network;
+  readonly network: CurrencyType;
   nativeBalance(address: string): Promise<bigint>;
   tokenBalance(address: string): Promise<bigint>;
   /** EVM: transactions of the address already mined (`eth_getTransactionCount latest`); TRON: null. */
@@ -99,7 +99,7 @@ export interface SignedChainWriter {
 
 export interface DatabaseChainWriter {
   readonly kind: "database";
-  readonly network: Network;
+  readonly network: CurrencyType;
   /** `trx`: read inside the caller's transaction (after the locks it holds; PGlite has one connection). */
   tokenBalance(address: string, trx?: Db): Promise<bigint>;
   /** Executes (mines) the transfer inside `trx`; a failed transfer is mined too. Returns its hash. */

@@ -1,12 +1,12 @@
 import { HDKey } from "@scure/bip32";
-import { NETWORKS, type Network } from "../chains/network.js";
+import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 
 /** `"<network>/<environment>"`, e.g. `"USDT-ERC20/production"`: one BIP44 account each. */
-export type AccountKeyName = `${Network}/${Environment}`;
+export type AccountKeyName = `${CurrencyType}/${Environment}`;
 
 /** Every account a process derives addresses in: each network in each environment. */
-export const ACCOUNT_KEY_NAMES: readonly AccountKeyName[] = NETWORKS.flatMap((network) =>
+export const ACCOUNT_KEY_NAMES: readonly AccountKeyName[] = CURRENCY_TYPES.flatMap((network) =>
   ENVIRONMENTS.map((environment) => `${network}/${environment}` as const),
 );
 

@@ -1,5 +1,4 @@
 import type { Insertable } from "kysely";
-import type { Network } from "../chains/network.js";
 import { compiledByShape } from "../db/compiled.js";
 import type { Db } from "../db/database.js";
 import { PREPARED } from "../db/prepared.js";
@@ -7,6 +6,7 @@ import type { WatchedAddressesTable } from "../db/tables/chains.js";
 import type { CheckoutSessionsTable } from "../db/tables/deposits.js";
 import type { TransactionsTable } from "../db/tables/ledger.js";
 import type { CheckoutSessionRecord } from "../domain/checkout.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
@@ -33,7 +33,7 @@ export interface CreateDepositDeps {
 
 export interface NewCheckoutSession {
   amount: bigint;
-  currencyType: Network;
+  currencyType: CurrencyType;
   lifetimeMs: number;
   callbackUrl: string | null;
   orderId: string | null;
@@ -180,8 +180,8 @@ export async function createCheckoutSession(
 export interface DepositWallet {
   id: string;
   address: string;
-  currencyType: Network;
-  network: Network;
+  currencyType: CurrencyType;
+  network: CurrencyType;
   label: string | null;
   externalUserId: string | null;
   createdAt: Date;
@@ -192,7 +192,7 @@ export async function generateDepositWallet(
   trx: Db,
   deps: CreateDepositDeps,
   scope: { merchantId: string; environment: Environment },
-  input: { currencyType: Network; label: string | null; externalUserId: string | null },
+  input: { currencyType: CurrencyType; label: string | null; externalUserId: string | null },
   now: Date,
 ): Promise<DepositWallet> {
   const id = newId("wal");

@@ -13,6 +13,7 @@ import type { Database } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import type { ReadinessCheck } from "../observability/readiness.js";
 import type { RateLimitStore } from "../ratelimit/store.js";
 import type { AddressDeriver } from "../wallet/address-deriver.js";
 import type { RequestTransfer } from "../withdrawals/service.js";
@@ -24,15 +25,6 @@ export type App = FastifyInstance<
   FastifyBaseLogger,
   TypeBoxTypeProvider
 >;
-
-export type CheckStatus = "ok" | "degraded" | "down";
-
-/** One line of `/readyz`. A `critical` check that is down makes the instance not ready (503). */
-export interface ReadinessCheck {
-  name: string;
-  critical: boolean;
-  check(): Promise<{ status: CheckStatus; detail?: string }>;
-}
 
 export interface RouteDeps {
   config: Config;

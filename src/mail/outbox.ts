@@ -1,4 +1,5 @@
 import type { Db } from "../db/database.js";
+import { paginate } from "../db/paginate.js";
 import type { MailOutboxRow } from "../db/tables/dashboard.js";
 import { newId } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
@@ -41,15 +42,7 @@ export async function listOutbox(
   const where = db
     .selectFrom("mail_outbox")
     .where((eb) => eb(eb.fn("lower", ["recipient"]), "=", recipient.toLowerCase()));
-  const [rows, count] = await Promise.all([
-    where
-      .selectAll()
-      .orderBy("created_at", "desc")
-      .orderBy("id", "desc")
-      .limit(limit)
-      .offset(offset)
-      .execute(),
-    where.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.n) };
+  return paginate(where, { limit, offset }, (q) =>
+    q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
+  );
 }

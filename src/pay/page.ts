@@ -1,4 +1,4 @@
-import type { Network } from "../chains/network.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { formatUnits } from "../domain/money.js";
 import { CLIENT_SCRIPT } from "./client-script.js";
@@ -40,7 +40,7 @@ export function remainingAmount(s: LiveSnapshot): bigint {
   return s.amount > seen ? s.amount - seen : 0n;
 }
 
-export const NETWORK_NAMES: Readonly<Record<Network, string>> = {
+export const NETWORK_NAMES: Readonly<Record<CurrencyType, string>> = {
   "USDT-TRC20": "TRON (TRC-20)",
   "USDT-ERC20": "Ethereum (ERC-20)",
 };
@@ -77,7 +77,7 @@ export interface PayPageInput {
   lang: Language;
   environment: Environment;
   sessionId: string;
-  network: Network;
+  network: CurrencyType;
   address: string;
   orderId: string | null;
   snapshot: LiveSnapshot;

@@ -1,4 +1,4 @@
-import type { Network } from "../chains/network.js";
+import type { CurrencyType } from "../domain/currency.js";
 
 /**
  * The text of the payment QR code (docs/decisions/deposits-page.md):
@@ -13,7 +13,7 @@ import type { Network } from "../chains/network.js";
  * - ERC20 without a contract (the sandbox simulator has no token contract): the bare address too.
  */
 export function paymentUri(input: {
-  network: Network;
+  network: CurrencyType;
   address: string;
   /** Amount still due, base units. */
   units: bigint;

@@ -1,6 +1,6 @@
-import type { Network } from "../chains/network.js";
 import { ACCOUNT_KEY_NAMES, type AccountKeyName, type AccountXpubs } from "../config/xpubs.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
 /**
@@ -13,7 +13,7 @@ export async function pinAccountKeys(db: Db, xpubs: AccountXpubs): Promise<Accou
     .insertInto("account_keys")
     .values(
       ACCOUNT_KEY_NAMES.map((name) => {
-        const [network, environment] = name.split("/") as [Network, Environment];
+        const [network, environment] = name.split("/") as [CurrencyType, Environment];
         return { network, environment, xpub: xpubs[name] };
       }),
     )

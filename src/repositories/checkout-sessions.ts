@@ -1,7 +1,7 @@
 import { sql } from "kysely";
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
 import type { CheckoutSessionRecord, SessionDetection } from "../domain/checkout.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { toRecord } from "./transactions.js";
 
@@ -13,7 +13,7 @@ export async function insertCheckoutSession(
     id: string;
     merchantId: string;
     environment: Environment;
-    network: Network;
+    network: CurrencyType;
     address: string;
     expiresAt: Date;
     callbackUrl: string | null;
@@ -123,7 +123,7 @@ export async function lockCheckoutSession(trx: Db, id: string): Promise<Checkout
 
 /** A chain whose time is the clock of the process: the sandbox simulator, which mines on demand. */
 export interface ClockTimedChain {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
 }
 
@@ -220,7 +220,7 @@ export async function underpaymentToleranceBp(trx: Db, session: CheckoutSessionR
 export async function findSessionDetections(
   db: Db,
   ids: readonly string[],
-  required: (network: Network, environment: Environment) => number,
+  required: (network: CurrencyType, environment: Environment) => number,
 ): Promise<Map<string, SessionDetection>> {
   const out = new Map<string, SessionDetection>();
   if (ids.length === 0) return out;

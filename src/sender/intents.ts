@@ -1,8 +1,8 @@
 import { sql } from "kysely";
 import { normalizeAddress } from "../chains/address.js";
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
 import type { TransferKind } from "../db/tables/sending.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
 
@@ -10,7 +10,7 @@ export interface TransferIntent {
   /** The transaction id (`tx_…`) of the withdrawal/payout, or the sweep's own id; unique. */
   intentId: string;
   kind: TransferKind;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   to: string;
   /** Base units of the token (or of the native coin when `asset` is "native"). */

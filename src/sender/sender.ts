@@ -1,6 +1,5 @@
 import { sql } from "kysely";
 import { ChainUnavailableError } from "../chains/errors.js";
-import type { Network } from "../chains/network.js";
 import {
   type ChainWriter,
   type DatabaseChainWriter,
@@ -15,6 +14,7 @@ import {
 import type { Db } from "../db/database.js";
 import type { OutgoingTransfersTable } from "../db/tables/sending.js";
 import { retriedFailureLevel } from "../db/transient.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -26,7 +26,7 @@ export type FaultPoint = "before-commit" | "after-commit" | "after-broadcast" | 
 
 export interface SenderOptions {
   db: Db;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   writer: ChainWriter;
   /** Required for chains whose writer is "signed" (EVM, TRON). */

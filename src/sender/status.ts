@@ -1,19 +1,19 @@
 import { Gauge } from "prom-client";
-import type { Network } from "../chains/network.js";
 import type { ChainRegistry } from "../chains/registry.js";
 import type { ChainWriter } from "../chains/writer.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import type { ReadinessCheck } from "../http/app-types.js";
 import type { Clock } from "../lib/clock.js";
 import { type Metrics, sharedCollect } from "../observability/metrics.js";
+import type { ReadinessCheck } from "../observability/readiness.js";
 
 const OPEN = ["queued", "signed", "broadcast"] as const;
 
 /** Records the hot wallet's and gas tank's balances (what `/readyz` and metrics show). */
 export async function recordSendingWallets(
   db: Db,
-  chain: { network: Network; environment: Environment },
+  chain: { network: CurrencyType; environment: Environment },
   writer: ChainWriter,
   wallets: { hotWallet: string; gasTank: string },
 ): Promise<void> {
@@ -58,7 +58,7 @@ interface SendingSummary {
   pendingSweeps: number;
 }
 
-async function summary(db: Db, network: Network, environment: Environment): Promise<SendingSummary> {
+async function summary(db: Db, network: CurrencyType, environment: Environment): Promise<SendingSummary> {
   const [wallets, counts] = await Promise.all([
     db
       .selectFrom("sending_wallets")

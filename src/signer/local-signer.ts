@@ -6,11 +6,11 @@ import { type Hex, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { addressFromPublicKey } from "../chains/address.js";
 import { isEvmAddress } from "../chains/evm/address.js";
-import type { Network } from "../chains/network.js";
 import { tronAddressFromHex, tronAddressToHex } from "../chains/tron/address.js";
 import type { Config } from "../config/config.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import { type Environment, isEnvironment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { assertAddressIndex } from "../wallet/derivation-path.js";
@@ -78,7 +78,7 @@ export class LocalSigner implements Signer {
     return key;
   }
 
-  private address(network: Network, environment: Environment, index: number): string {
+  private address(network: CurrencyType, environment: Environment, index: number): string {
     return addressFromPublicKey(network, secp256k1.getPublicKey(this.key(network, environment, index), true));
   }
 
@@ -255,7 +255,7 @@ export interface LocalSignerOptions {
   /** The signer's own database connection: the transfer policy reads intents and deposit addresses. */
   db: Db;
   /** The USDT contract of a chain (token transfers must call it). */
-  tokenContract: (network: Network, environment: Environment) => string | undefined;
+  tokenContract: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
 }
 
@@ -276,7 +276,7 @@ function tronHex(v: unknown): string | null {
 /** The USDT contracts of the configuration, per chain. */
 export function configuredTokenContracts(
   config: Config,
-): (network: Network, environment: Environment) => string | undefined {
+): (network: CurrencyType, environment: Environment) => string | undefined {
   return (network, environment) =>
     network === "USDT-ERC20"
       ? config.chains[environment].usdtErc20Contract

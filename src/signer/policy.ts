@@ -1,6 +1,6 @@
 import { normalizeAddress } from "../chains/address.js";
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
@@ -23,7 +23,7 @@ import { SignerRejectedError } from "./protocol.js";
 
 /** What a structurally valid transaction does, as the signer decoded it from the signed bytes. */
 export interface TransferFacts {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   /** Derivation index of the signing key. */
   index: number;
@@ -41,9 +41,9 @@ export interface SigningPolicyOptions {
   /** The signer's own database connection. */
   db: Db;
   /** The address of a key of the signer (derived from its own private keys). */
-  address: (network: Network, environment: Environment, index: number) => string;
+  address: (network: CurrencyType, environment: Environment, index: number) => string;
   /** The USDT contract of a chain, from the signer's configuration. */
-  tokenContract: (network: Network, environment: Environment) => string | undefined;
+  tokenContract: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
 }
 
@@ -163,7 +163,7 @@ export class SigningPolicy {
   }
 }
 
-function sameAddress(network: Network, a: string, b: string): boolean {
+function sameAddress(network: CurrencyType, a: string, b: string): boolean {
   try {
     return normalizeAddress(network, a) === normalizeAddress(network, b);
   } catch {

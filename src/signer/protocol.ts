@@ -1,5 +1,5 @@
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
 /**
@@ -87,6 +87,6 @@ export class SignerUnavailableError extends Error {
   }
 }
 
-export function isSignRequestNetwork(n: unknown): n is Network {
+export function isSignRequestNetwork(n: unknown): n is CurrencyType {
   return n === "USDT-ERC20" || n === "USDT-TRC20";
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import type { Network } from "../chains/network.js";
 import type { ChainWriter } from "../chains/writer.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
@@ -13,7 +13,7 @@ import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
 
 export interface SweeperOptions {
   db: Db;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   writer: ChainWriter;
   address: (index: number) => string;

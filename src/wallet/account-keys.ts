@@ -1,8 +1,8 @@
-import type { Network } from "../chains/network.js";
 import { type Config, ConfigError } from "../config/config.js";
 import type { KeyMaterial } from "../config/key-custody.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
 import { ACCOUNT_KEY_NAMES, type AccountKeyName, type AccountXpubs } from "../config/xpubs.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AddressDeriver } from "./address-deriver.js";
 
@@ -47,7 +47,7 @@ export async function resolveAccountKeys(
 export function accountXpubsOf(deriver: AddressDeriver): AccountXpubs {
   return Object.fromEntries(
     ACCOUNT_KEY_NAMES.map((name) => {
-      const [network, environment] = name.split("/") as [Network, Environment];
+      const [network, environment] = name.split("/") as [CurrencyType, Environment];
       return [name, deriver.accountExtendedPublicKey(network, environment)];
     }),
   ) as AccountXpubs;

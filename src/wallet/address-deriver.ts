@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { HDKey } from "@scure/bip32";
 import { addressFromPublicKey } from "../chains/address.js";
-import type { Network } from "../chains/network.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { accountPath, assertAddressIndex } from "./derivation-path.js";
 import { masterKeyFromMnemonic } from "./mnemonic.js";
@@ -32,7 +32,7 @@ export class AddressDeriver {
   private readonly native: NativeSecp256k1 | undefined;
 
   private constructor(
-    private readonly accountXpub: (network: Network, environment: Environment) => string,
+    private readonly accountXpub: (network: CurrencyType, environment: Environment) => string,
     options: DeriverOptions,
   ) {
     this.native = options.pureJs ? undefined : native;
@@ -73,12 +73,12 @@ export class AddressDeriver {
   }
 
   /** The account xpub of (network, environment), for watch-only tooling. */
-  accountExtendedPublicKey(network: Network, environment: Environment): string {
+  accountExtendedPublicKey(network: CurrencyType, environment: Environment): string {
     return this.accountXpub(network, environment);
   }
 
   /** The address at `m/44'/<coin>'/<env account>'/0/<index>`, EIP-55 or base58check. */
-  address(network: Network, environment: Environment, index: number): string {
+  address(network: CurrencyType, environment: Environment, index: number): string {
     assertAddressIndex(index);
     return addressFromPublicKey(
       network,
@@ -86,7 +86,7 @@ export class AddressDeriver {
     );
   }
 
-  private externalNode(network: Network, environment: Environment): ExternalNode {
+  private externalNode(network: CurrencyType, environment: Environment): ExternalNode {
     const key = `${network}/${environment}`;
     let node = this.cache.get(key);
     if (!node) {

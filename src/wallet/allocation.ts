@@ -1,6 +1,6 @@
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
 import type { AddressPurpose } from "../db/tables/chains.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { AddressDeriver } from "./address-deriver.js";
 import { type DepositIndexReserve, reserveIndexes } from "./index-reserve.js";
@@ -8,7 +8,7 @@ import { type DepositIndexReserve, reserveIndexes } from "./index-reserve.js";
 export interface AllocateDepositAddressRequest {
   /** Derives the address of the allocated index (watch-only: it holds no private key). */
   deriver: AddressDeriver;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   merchantId: string;
   /** `checkout` (a session; watched until `watchUntil`) or `wallet` (`/wallet/generate`; watched for good). */
@@ -56,7 +56,7 @@ export async function allocateDepositAddress(
  */
 export async function nextDepositIndex(
   db: Db,
-  network: Network,
+  network: CurrencyType,
   environment: Environment,
   indexes?: DepositIndexReserve,
 ): Promise<number> {
@@ -86,7 +86,7 @@ export function watchedAddressValues(
 /** Changes how long an address stays watched (e.g. a session that expired: + the late-payment window). */
 export async function setWatchUntil(
   trx: Db,
-  where: { network: Network; environment: Environment; address: string },
+  where: { network: CurrencyType; environment: Environment; address: string },
   watchUntil: Date | null,
 ): Promise<void> {
   await trx

@@ -1,4 +1,4 @@
-import type { Network } from "../chains/network.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
 /** Reserved address indexes of every (network, environment) branch. */
@@ -11,7 +11,7 @@ export const FIRST_DEPOSIT_INDEX = 100;
 export const MAX_ADDRESS_INDEX = 0x7fff_ffff;
 
 /** SLIP-44 coin types: 60 Ethereum, 195 TRON. */
-export const COIN_TYPE: Readonly<Record<Network, number>> = { "USDT-ERC20": 60, "USDT-TRC20": 195 };
+export const COIN_TYPE: Readonly<Record<CurrencyType, number>> = { "USDT-ERC20": 60, "USDT-TRC20": 195 };
 
 /** One BIP44 account per environment, so that sandbox keys can never sign for production funds. */
 export const ENVIRONMENT_ACCOUNT: Readonly<Record<Environment, number>> = { production: 0, sandbox: 1 };
@@ -23,12 +23,12 @@ export function assertAddressIndex(index: number): void {
 }
 
 /** `m/44'/<coin>'/<account>'`: the hardened account node of a (network, environment). */
-export function accountPath(network: Network, environment: Environment): string {
+export function accountPath(network: CurrencyType, environment: Environment): string {
   return `m/44'/${COIN_TYPE[network]}'/${ENVIRONMENT_ACCOUNT[environment]}'`;
 }
 
 /** `m/44'/<coin>'/<account>'/0/<index>`: BIP44 external chain. */
-export function derivationPath(network: Network, environment: Environment, index: number): string {
+export function derivationPath(network: CurrencyType, environment: Environment, index: number): string {
   assertAddressIndex(index);
   return `${accountPath(network, environment)}/0/${index}`;
 }

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { FIRST_DEPOSIT_INDEX } from "./derivation-path.js";
 
@@ -27,7 +27,7 @@ export class DepositIndexReserve {
     if (!Number.isInteger(block) || block < 1) throw new Error("index block must be a positive integer");
   }
 
-  async next(db: Db, network: Network, environment: Environment): Promise<number> {
+  async next(db: Db, network: CurrencyType, environment: Environment): Promise<number> {
     const key = `${network}/${environment}`;
     let list = this.reserved.get(key);
     if (!list) {
@@ -47,7 +47,7 @@ export class DepositIndexReserve {
 /** `count` indexes from the sequence of (network, environment) in one round trip (never repeats). */
 export async function reserveIndexes(
   db: Db,
-  network: Network,
+  network: CurrencyType,
   environment: Environment,
   count: number,
 ): Promise<number[]> {
@@ -65,6 +65,6 @@ export async function reserveIndexes(
 }
 
 /** The sequence of deposit indexes of (network, environment), e.g. `deposit_index_usdt_trc20_sandbox`. */
-function indexSequence(network: Network, environment: Environment): string {
+function indexSequence(network: CurrencyType, environment: Environment): string {
   return `deposit_index_${network.toLowerCase().replace("-", "_")}_${environment}`;
 }

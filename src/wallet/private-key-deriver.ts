@@ -1,5 +1,5 @@
 import type { HDKey } from "@scure/bip32";
-import type { Network } from "../chains/network.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { derivationPath } from "./derivation-path.js";
 import { masterKeyFromMnemonic } from "./mnemonic.js";
@@ -16,7 +16,7 @@ export class PrivateKeyDeriver {
   }
 
   /** The 32-byte secp256k1 private key at `m/44'/<coin>'/<env account>'/0/<index>`. */
-  privateKey(network: Network, environment: Environment, index: number): Uint8Array {
+  privateKey(network: CurrencyType, environment: Environment, index: number): Uint8Array {
     const key = this.master.derive(derivationPath(network, environment, index)).privateKey;
     if (!key) throw new Error("BIP32 derivation produced no private key.");
     return key;

@@ -1,13 +1,13 @@
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
 import type { AddressPurpose } from "../db/tables/chains.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
 /** A transfer to a watched address with the required confirmations, as the deposit logic receives it. */
 export interface ConfirmedTransfer {
   /** `obs_…`: the stored observation (unique per network, tx hash and log index). */
   observationId: string;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   /** The watched (receiving) address, canonical spelling. */
   address: string;

@@ -1,7 +1,7 @@
 import type { ChainRegistry } from "../chains/registry.js";
 import type { Db } from "../db/database.js";
-import type { ReadinessCheck } from "../http/app-types.js";
 import type { Clock } from "../lib/clock.js";
+import type { ReadinessCheck } from "../observability/readiness.js";
 
 /** A chain whose watcher has not recorded the head for this long is reported as degraded. */
 export const STALE_HEAD_MS = 120_000;

@@ -6,10 +6,10 @@ import {
   type TokenTransfer,
 } from "../chains/adapter.js";
 import { ChainTimeError, ChainUnavailableError } from "../chains/errors.js";
-import type { Network } from "../chains/network.js";
 import type { ScanSettings } from "../chains/registry.js";
 import type { Db } from "../db/database.js";
 import { retriedFailureLevel } from "../db/transient.js";
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { newId } from "../domain/ids.js";
 import { type Clock, systemClock } from "../lib/clock.js";
@@ -18,7 +18,7 @@ import type { ConfirmedTransfer, DepositHandoff } from "./handoff.js";
 
 export interface ChainWatcherOptions {
   db: Db;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   adapter: ChainAdapter;
   confirmations: number;
@@ -101,7 +101,7 @@ const HANDOFF_BATCH = 200;
  * logged, recorded for `/readyz` and retried with exponential back-off.
  */
 export class ChainWatcher {
-  readonly network: Network;
+  readonly network: CurrencyType;
   readonly environment: Environment;
   private readonly db: Db;
   private readonly adapter: ChainAdapter;

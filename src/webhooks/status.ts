@@ -1,8 +1,8 @@
 import { sql } from "kysely";
 import { Gauge } from "prom-client";
 import type { Db } from "../db/database.js";
-import type { ReadinessCheck } from "../http/app-types.js";
 import { type Metrics, sharedCollect } from "../observability/metrics.js";
+import type { ReadinessCheck } from "../observability/readiness.js";
 
 /** How long a due event may wait for a worker before `/readyz` reports webhooks `degraded`. */
 export const WEBHOOK_STALL_SECONDS = 300;

@@ -1,5 +1,4 @@
 import { normalizeAddress } from "../chains/address.js";
-import type { Network } from "../chains/network.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -20,7 +19,7 @@ export interface TransferIntent {
   /** The withdrawal's or payout's transaction id: one intent per transaction. */
   intentId: string;
   kind: "withdrawal" | "payout";
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   to: string;
   /** Token base units the recipient receives (`netAmount`). */

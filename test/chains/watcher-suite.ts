@@ -5,8 +5,8 @@
 import type { Hex } from "viem";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ChainAdapter } from "../../src/chains/adapter.js";
-import type { Network } from "../../src/chains/network.js";
 import type { Database } from "../../src/db/database.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import { ManualClock } from "../../src/lib/clock.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
@@ -22,7 +22,7 @@ export const MNEMONIC = "test test test test test test test test test test test 
 export const deriver = AddressDeriver.fromMnemonic(MNEMONIC);
 
 export interface ChainUnderTest {
-  network: Network;
+  network: CurrencyType;
   anvil: AnvilNode;
   /** The endpoint the adapter talks to (anvil's RPC or the emulator's URL). */
   endpointUrl: string;

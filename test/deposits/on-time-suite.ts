@@ -11,12 +11,12 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ChainAdapter } from "../../src/chains/adapter.js";
-import type { Network } from "../../src/chains/network.js";
 import type { Database } from "../../src/db/database.js";
 import { createCheckoutSession, generateDepositWallet } from "../../src/deposits/create.js";
 import { expireDueSessions } from "../../src/deposits/expiry.js";
 import { createDepositHandler } from "../../src/deposits/handler.js";
 import { noDetection, presentCheckoutSession } from "../../src/domain/checkout.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import { DEFAULT_FEE_SCHEDULE, type FeeSchedule } from "../../src/domain/fees.js";
 import { presentTransaction } from "../../src/domain/transaction.js";
 import { getBalances } from "../../src/ledger/balances.js";
@@ -33,7 +33,7 @@ import { type AnvilNode, mineBlockAt } from "../support/chain/anvil.js";
 import { openTestDatabase } from "../support/db.js";
 
 export interface TimedChain {
-  network: Network;
+  network: CurrencyType;
   anvil: AnvilNode;
   adapter: ChainAdapter;
   /** Sends a token transfer to `address` (network spelling) into the pool: it is mined by the next block. */

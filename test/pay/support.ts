@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { expect } from "vitest";
-import type { Network } from "../../src/chains/network.js";
 import type { Db } from "../../src/db/database.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import type { Environment } from "../../src/domain/environment.js";
 import { newId } from "../../src/domain/ids.js";
 import { insertCheckoutSession } from "../../src/repositories/checkout-sessions.js";
@@ -18,7 +18,7 @@ export async function insertSession(
   s: {
     merchantId: string;
     environment: Environment;
-    network: Network;
+    network: CurrencyType;
     address: string;
     amount: bigint;
     expiresAt: Date;

@@ -7,7 +7,7 @@ import {
   WebhookVerificationError,
   type WebhookVerificationReason,
 } from "../../packages/sdk/src/index.js";
-import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
+import { TEST_FAILURE_ADDRESSES } from "../../src/domain/currency.js";
 import { startTestService, type TestService } from "../support/harness.js";
 import { type Received, type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { createPayout, fund, type SdkMerchant, sdkMerchant, TRON_TO } from "./support/merchant.js";

@@ -1,11 +1,11 @@
 import { Writable } from "node:stream";
 import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Network } from "../../src/chains/network.js";
 import { tronAddressFromHex, tronAddressToHex } from "../../src/chains/tron/address.js";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
 import { formatAccountXpubs } from "../../src/config/xpubs.js";
 import type { Db } from "../../src/db/database.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import type { Environment } from "../../src/domain/environment.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startRole } from "../../src/roles/processes.js";
@@ -40,7 +40,7 @@ const ERC20_TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 const TRC20_TOKEN_HEX = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
 const ERC20 = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
 const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
-const addr = (network: Network, environment: Environment, index: number) =>
+const addr = (network: CurrencyType, environment: Environment, index: number) =>
   wallet.address(network, environment, index);
 
 // Outside addresses (no key of ours).
@@ -144,7 +144,7 @@ beforeAll(async () => {
   database = await openTestDatabase();
   db = database.db;
   const merchant = await createMerchantWithKeys(db, { email: "policy@example.com", companyName: "Policy" });
-  const watch = (network: Network, environment: Environment, index: number) =>
+  const watch = (network: CurrencyType, environment: Environment, index: number) =>
     db
       .insertInto("watched_addresses")
       .values({
@@ -252,7 +252,7 @@ beforeAll(async () => {
     .where("intent_id", "=", "tx_done")
     .execute();
 
-  const tokens = (network: Network) =>
+  const tokens = (network: CurrencyType) =>
     network === "USDT-ERC20" ? ERC20_TOKEN : tronAddressFromHex(TRC20_TOKEN_HEX);
   inProcess = LocalSigner.fromMnemonic(MNEMONIC, { db, logger, tokenContract: tokens });
   const config = parseConfig({
@@ -276,7 +276,7 @@ afterAll(async () => {
   await database?.close();
 });
 
-const hot = (network: Network, environment: Environment) => addr(network, environment, HOT_WALLET_INDEX);
+const hot = (network: CurrencyType, environment: Environment) => addr(network, environment, HOT_WALLET_INDEX);
 
 const allowed: [string, () => SignRequest][] = [
   [

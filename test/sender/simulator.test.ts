@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
 import { SimulatedChain } from "../../src/chains/simulator/simulated-chain.js";
 import { SimulatorChainWriter } from "../../src/chains/simulator/simulator-writer.js";
 import type { Database } from "../../src/db/database.js";
+import { TEST_FAILURE_ADDRESSES } from "../../src/domain/currency.js";
 import { requestTransfer } from "../../src/sender/intents.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { openTestDatabase } from "../support/db.js";

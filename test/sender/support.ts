@@ -1,6 +1,6 @@
-import type { Network } from "../../src/chains/network.js";
 import type { ChainWriter } from "../../src/chains/writer.js";
 import type { Db } from "../../src/db/database.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import type { Environment } from "../../src/domain/environment.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -45,7 +45,7 @@ export function recordingOutcomes(): { outcomes: TransferOutcomes; calls: Transf
 
 export function makeSender(options: {
   db: Db;
-  network: Network;
+  network: CurrencyType;
   environment?: Environment;
   writer: ChainWriter;
   outcomes: TransferOutcomes;

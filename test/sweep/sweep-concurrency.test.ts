@@ -1,11 +1,11 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
-import type { Network } from "../../src/chains/network.js";
 import { SimulatedChain } from "../../src/chains/simulator/simulated-chain.js";
 import { SimulatorChainWriter } from "../../src/chains/simulator/simulator-writer.js";
 import type { ChainWriter } from "../../src/chains/writer.js";
 import { type Database, type Db, openDatabase } from "../../src/db/database.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { createMerchantWithKeys } from "../../src/services/merchants.js";
@@ -55,7 +55,7 @@ function useTwoWorkers() {
 }
 
 /** A deposit address with a handed-off deposit, as the watcher leaves it (the sweeper's input). */
-async function depositAddress(db: Db, merchantId: string, network: Network, i: number): Promise<string> {
+async function depositAddress(db: Db, merchantId: string, network: CurrencyType, i: number): Promise<string> {
   return db.transaction().execute(async (trx) => {
     const { address } = await allocateDepositAddress(trx, {
       deriver: wallet,
@@ -85,7 +85,7 @@ async function depositAddress(db: Db, merchantId: string, network: Network, i: n
   });
 }
 
-function sweeperOn(db: Db, network: Network, writer: ChainWriter) {
+function sweeperOn(db: Db, network: CurrencyType, writer: ChainWriter) {
   return new Sweeper({
     db,
     network,
@@ -98,7 +98,7 @@ function sweeperOn(db: Db, network: Network, writer: ChainWriter) {
   });
 }
 
-async function transfersByKind(db: Db, network: Network) {
+async function transfersByKind(db: Db, network: CurrencyType) {
   const rows = await db
     .selectFrom("outgoing_transfers")
     .select(["kind", "status", "from_index", "to_address", "amount", "reason"])

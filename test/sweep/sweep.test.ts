@@ -2,12 +2,12 @@ import { sql } from "kysely";
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
-import type { Network } from "../../src/chains/network.js";
 import { SimulatedChain } from "../../src/chains/simulator/simulated-chain.js";
 import { SimulatorChainWriter } from "../../src/chains/simulator/simulator-writer.js";
 import { tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
 import type { Database, Db } from "../../src/db/database.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 import { creditDeposit } from "../../src/ledger/operations.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
@@ -55,7 +55,7 @@ function useOwnDatabase() {
  * A confirmed deposit as the watcher and the deposit logic leave it: a watched address, a handed-off
  * observation, the ledger credit (received 100 %, no fee here).
  */
-async function confirmedDeposit(db: Db, network: Network, i: number, amount: bigint, txHash: string) {
+async function confirmedDeposit(db: Db, network: CurrencyType, i: number, amount: bigint, txHash: string) {
   return db.transaction().execute(async (trx) => {
     const { address } = await allocateDepositAddress(trx, {
       deriver: wallet,

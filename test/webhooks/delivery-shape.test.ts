@@ -2,7 +2,7 @@ import type { TObject, TSchema } from "@sinclair/typebox";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
+import { TEST_FAILURE_ADDRESSES } from "../../src/domain/currency.js";
 import {
   WebhookDeliveries,
   WebhookDelivery,

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { TEST_FAILURE_ADDRESSES } from "../../src/chains/network.js";
+import { TEST_FAILURE_ADDRESSES } from "../../src/domain/currency.js";
 import { updateSettings } from "../../src/services/settings.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";

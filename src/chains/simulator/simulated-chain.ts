@@ -2,11 +2,11 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { sql } from "kysely";
 import type { Db } from "../../db/database.js";
+import { type CurrencyType, TEST_FAILURE_ADDRESSES } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import { type Clock, systemClock } from "../../lib/clock.js";
 import type { TokenTransfer } from "../adapter.js";
 import { normalizeAddress } from "../address.js";
-import { type Network, TEST_FAILURE_ADDRESSES } from "../network.js";
 import { tronAddressFromBytes } from "../tron/address.js";
 
 /** NOTIFY channel of newly mined simulator blocks (payload `<network>/<environment>`). */
@@ -36,7 +36,7 @@ export interface SimBlock {
 }
 
 export interface SimulatedChainOptions {
-  network: Network;
+  network: CurrencyType;
   /** Sandbox by default; the simulator never serves production (CONTRACT §1). */
   environment?: Environment;
   /** Clock for block timestamps. */
@@ -75,7 +75,7 @@ export interface SimTransferOptions extends SimWriteOptions {
  * after that lock is taken, never before (see `SimTransferOptions.fundShortfall`).
  */
 export class SimulatedChain {
-  readonly network: Network;
+  readonly network: CurrencyType;
   readonly environment: Environment;
   readonly faucetAddress: string;
   private readonly clock: Clock;

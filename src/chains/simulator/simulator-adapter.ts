@@ -1,3 +1,4 @@
+import type { CurrencyType } from "../../domain/currency.js";
 import {
   type BlockHeader,
   type ChainAdapter,
@@ -7,12 +8,11 @@ import {
   usableBlockTime,
 } from "../adapter.js";
 import { normalizeAddress, validateAddress } from "../address.js";
-import type { Network } from "../network.js";
 import type { SimulatedChain } from "./simulated-chain.js";
 
 /** `ChainAdapter` over the database-backed `SimulatedChain` (the sandbox default). */
 export class SimulatorChainAdapter implements ChainAdapter {
-  readonly network: Network;
+  readonly network: CurrencyType;
 
   constructor(readonly chain: SimulatedChain) {
     this.network = chain.network;

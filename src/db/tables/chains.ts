@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Selectable } from "kysely";
-import type { Network } from "../../chains/network.js";
+import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import type { Timestamp } from "./common.js";
 
@@ -23,7 +23,7 @@ export type AddressPurpose = "checkout" | "wallet";
 export type ObservationStatus = "observed" | "handed_off" | "reorged";
 
 export interface WatchedAddressesTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   address: string;
   derivation_index: Int8;
@@ -35,7 +35,7 @@ export interface WatchedAddressesTable {
 }
 
 export interface ChainCursorsTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   cursor_block: Int8;
   head_block: Int8Nullable;
@@ -51,7 +51,7 @@ export interface ChainCursorsTable {
 }
 
 export interface ChainBlocksTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   number: Int8;
   hash: string;
@@ -59,7 +59,7 @@ export interface ChainBlocksTable {
 
 export interface ChainObservationsTable {
   id: string;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   address: string;
   from_address: string;
@@ -80,14 +80,14 @@ export interface ChainObservationsTable {
 
 /** Migration 0015: the account public keys this database's addresses are derived from. */
 export interface AccountKeysTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   xpub: string;
   recorded_at: Generated<Date>;
 }
 
 export interface SimChainsTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   head: Int8;
   fork: Generated<number>;
@@ -95,7 +95,7 @@ export interface SimChainsTable {
 }
 
 export interface SimBlocksTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   number: Int8;
   hash: string;
@@ -104,7 +104,7 @@ export interface SimBlocksTable {
 }
 
 export interface SimTransactionsTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   tx_hash: string;
   block_number: Int8;

@@ -1,5 +1,5 @@
 import type { ColumnType, Selectable } from "kysely";
-import type { Network } from "../../chains/network.js";
+import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import type { Timestamp } from "./common.js";
 
@@ -12,7 +12,7 @@ export interface CheckoutSessionsTable {
   id: string;
   merchant_id: string;
   environment: Environment;
-  network: Network;
+  network: CurrencyType;
   address: string;
   expires_at: ColumnType<Date, Date | string, Date | string>;
   callback_url: string | null;
@@ -24,7 +24,7 @@ export interface DepositWalletsTable {
   id: string;
   merchant_id: string;
   environment: Environment;
-  network: Network;
+  network: CurrencyType;
   address: string;
   label: string | null;
   external_user_id: string | null;

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
-import type { Network } from "../../chains/network.js";
+import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import type { Timestamp } from "./common.js";
 
@@ -21,7 +21,7 @@ export type OutgoingStatus = "queued" | "signed" | "broadcast" | "confirmed" | "
 export interface OutgoingTransfersTable {
   intent_id: string;
   kind: TransferKind;
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   asset: "token" | "native";
   from_index: number;
@@ -55,14 +55,14 @@ export interface OutgoingTransferAttemptsTable {
 }
 
 export interface SenderNoncesTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   address: string;
   next_nonce: Int8;
 }
 
 export interface SendingWalletsTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   role: "hot_wallet" | "gas_tank";
   address: string;
@@ -72,7 +72,7 @@ export interface SendingWalletsTable {
 }
 
 export interface SweepChecksTable {
-  network: Network;
+  network: CurrencyType;
   environment: Environment;
   address: string;
   checked_at: Timestamp;

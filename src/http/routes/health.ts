@@ -2,7 +2,8 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { AppError } from "../../domain/errors.js";
 import { safeEqual } from "../../lib/crypto.js";
-import type { App, CheckStatus, RouteDeps } from "../app-types.js";
+import type { CheckStatus } from "../../observability/readiness.js";
+import type { App, RouteDeps } from "../app-types.js";
 import { commonErrors } from "../schemas/common.js";
 
 const Check = Type.Object({

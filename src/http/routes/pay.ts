@@ -3,9 +3,9 @@ import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
-import type { Network } from "../../chains/network.js";
 import type { CheckoutSessionRecord } from "../../domain/checkout.js";
 import { noDetection } from "../../domain/checkout.js";
+import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
@@ -75,7 +75,7 @@ export function payRoutes(app: App, deps: RouteDeps) {
   const tags = ["Hosted payment page"];
 
   // What the chain shows of sessions (detection, confirmations), for the page and its live status.
-  const required = (network: Network, environment: Environment) =>
+  const required = (network: CurrencyType, environment: Environment) =>
     deps.chains.requiredConfirmations(network, environment);
   const snapshots = async (sessions: CheckoutSessionRecord[]) => {
     const detections = await findSessionDetections(
@@ -104,7 +104,7 @@ export function payRoutes(app: App, deps: RouteDeps) {
   app.addHook("onClose", async () => hub.close());
 
   // The USDT contract the QR code names: the configured one, except on the sandbox simulator (no token).
-  const tokenContract = (network: Network, environment: Environment) => {
+  const tokenContract = (network: CurrencyType, environment: Environment) => {
     const entry = deps.chains.entry(network, environment);
     if (entry.status === "available" && entry.kind === "simulator") return undefined;
     const endpoints = config.chains[environment];
