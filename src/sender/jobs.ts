@@ -1,13 +1,35 @@
-import { retriedFailureLevel } from "../db/transient.js";
-import { Wakeup } from "../lib/wakeup.js";
-import type { Runtime } from "../runtime.js";
-import { Sweeper } from "../sweep/sweeper.js";
+import type { AvailableChain } from "../chains/registry.js";
+import type { Config } from "../config/config.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import type { Signer } from "../signer/protocol.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
 import type { Job } from "../worker/runner.js";
 import { TRANSFER_CHANNEL } from "./intents.js";
+import type { TransferOutcomes } from "./outcomes.js";
 import { type FaultPoint, Sender } from "./sender.js";
 import { recordSendingWallets } from "./status.js";
 import { createChainWriter } from "./writers.js";
+
+/**
+ * What the sending jobs use (a process's runtime has all of it): the database and its LISTEN, the
+ * available chains, the watch-only address derivation, the chain and sending configuration, the
+ * signer, and the outcome registration point.
+ */
+export interface SenderJobDeps {
+  database: { db: Db; listen?: Listen };
+  chains: { available(): AvailableChain[] };
+  addressDeriver: { address(network: CurrencyType, environment: Environment, index: number): string };
+  config: Pick<Config, "chains" | "sending">;
+  signer: Signer | null;
+  transferOutcomes: TransferOutcomes;
+  logger: Logger;
+  clock: Clock;
+}
 
 export interface SenderJobOptions {
   /**
@@ -27,19 +49,21 @@ export interface SenderJobOptions {
 /**
  * The sending jobs of every available chain: the sender (sign → broadcast → verify → outcome, and
  * the recovery of whatever a crash left open: its first run after start-up is the start-up
- * recovery), the sweeper (real chains only), and the hot wallet / gas tank balance recorder. A chain that needs a
- * signer (EVM, TRON) gets no sender while the process has none (a `worker` without SIGNER_URL).
+ * recovery) and the hot wallet / gas tank balance recorder. A chain that needs a signer (EVM,
+ * TRON) gets no sender while the process has none (a `worker` without SIGNER_URL). The sweeper's
+ * jobs are `sweepJobs` (sweep/jobs.ts).
  */
-export function senderJobs(runtime: Runtime, _instanceId: string, options: SenderJobOptions = {}): Job[] {
+export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: SenderJobOptions = {}): Job[] {
   const jobs: Job[] = [];
-  const db = runtime.database.db;
-  for (const chain of runtime.chains.available()) {
+  const db = deps.database.db;
+  const listen = deps.database.listen?.bind(deps.database);
+  for (const chain of deps.chains.available()) {
     const { network, environment } = chain;
-    const address = (index: number) => runtime.addressDeriver.address(network, environment, index);
+    const address = (index: number) => deps.addressDeriver.address(network, environment, index);
     const hotWallet = address(HOT_WALLET_INDEX);
-    const writer = createChainWriter(chain, runtime.config, hotWallet);
-    if (writer.kind === "signed" && !runtime.signer) {
-      runtime.logger.warn(
+    const writer = createChainWriter(chain, deps.config, hotWallet);
+    if (writer.kind === "signed" && !deps.signer) {
+      deps.logger.warn(
         { network, environment },
         "no signer (set SIGNER_URL): outgoing transfers of this chain are not sent by this process",
       );
@@ -51,71 +75,33 @@ export function senderJobs(runtime: Runtime, _instanceId: string, options: Sende
       network,
       environment,
       writer,
-      signer: runtime.signer,
+      signer: deps.signer,
       address,
-      outcomes: runtime.transferOutcomes,
+      outcomes: deps.transferOutcomes,
       confirmations: chain.confirmations,
-      logger: runtime.logger,
-      clock: runtime.clock,
-      stuckAfterMs: runtime.config.sending.stuckAfterMs,
+      logger: deps.logger,
+      clock: deps.clock,
+      stuckAfterMs: deps.config.sending.stuckAfterMs,
       recheckMs: simulator ? 100 : 2_000,
       ...(options.fault ? { fault: options.fault } : {}),
-    });
-    const sweeper = new Sweeper({
-      db,
-      network,
-      environment,
-      writer,
-      address,
-      threshold:
-        network === "USDT-ERC20"
-          ? runtime.config.sending.sweepThreshold.erc20
-          : runtime.config.sending.sweepThreshold.trc20,
-      logger: runtime.logger,
-      clock: runtime.clock,
     });
     const activeMs = options.activeMs ?? (simulator ? 100 : 1_000);
     const idleMs = options.idleMs ?? 1_000;
     jobs.push({
       name: `sender:${network}:${environment}`,
       everyMs: activeMs,
-      async run(signal) {
-        const wake = new Wakeup();
-        let unlisten: (() => Promise<void>) | undefined;
-        try {
-          unlisten = await runtime.database.listen?.(TRANSFER_CHANNEL, () => wake.notify());
-        } catch (err) {
-          runtime.logger.warn(
-            { err, network, environment },
-            "transfer LISTEN unavailable; requests are found by polling",
-          );
-        }
-        try {
-          while (!signal.aborted) {
-            let busy = true;
-            try {
-              busy = await sender.tick(signal);
-            } catch (err) {
-              runtime.logger[retriedFailureLevel(err)]({ err, network, environment }, "sender round failed");
-            }
-            await wake.wait(busy || !unlisten ? activeMs : idleMs, signal);
-          }
-        } finally {
-          await unlisten?.().catch(() => {});
-        }
-      },
+      run: (signal) =>
+        runNotifiedLoop(signal, {
+          listen,
+          channel: TRANSFER_CHANNEL,
+          logger: deps.logger,
+          logContext: { network, environment },
+          what: "transfer requests",
+          // Busy, or not woken by requests: back soon. Idle and listening: sleep until a request.
+          round: async (s, listening) => ((await sender.tick(s)) || !listening ? activeMs : idleMs),
+          retryMs: activeMs,
+        }),
     });
-    // The simulator has no gas and its deposit addresses cost nothing to keep: no sweeping there
-    // (sandbox payments stay where the customer sent them, which is what sandbox users inspect).
-    if (!simulator) {
-      jobs.push({
-        name: `sweep:${network}:${environment}`,
-        everyMs: 10_000,
-        run: async () => {
-          await sweeper.tick();
-        },
-      });
-    }
     jobs.push({
       name: `sending-wallets:${network}:${environment}`,
       everyMs: 15_000,

@@ -7,7 +7,11 @@ import type { ChainWriter } from "../chains/writer.js";
 import type { Config } from "../config/config.js";
 
 /** The write side of an available chain, from the same configuration as its read side. */
-export function createChainWriter(chain: AvailableChain, config: Config, hotWallet: string): ChainWriter {
+export function createChainWriter(
+  chain: AvailableChain,
+  config: Pick<Config, "chains" | "sending">,
+  hotWallet: string,
+): ChainWriter {
   if (chain.kind === "simulator") {
     if (!chain.simulator) throw new Error("simulator chain without a simulator");
     return new SimulatorChainWriter(chain.simulator, { hotWallet });

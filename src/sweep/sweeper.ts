@@ -7,8 +7,7 @@ import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import { requestTransfer } from "../sender/intents.js";
-import type { TransferOutcomes } from "../sender/outcomes.js";
+import { requestTransfer, type TransferOutcomes } from "../sender/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
 
 export interface SweeperOptions {

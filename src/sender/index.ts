@@ -1,0 +1,16 @@
+/**
+ * The sender's public face: queue an outgoing transfer (`requestTransfer`, inside the caller's
+ * transaction), learn its final state (`TransferOutcomes`, the registration point), the sending
+ * jobs, and the status read by metrics and `/readyz`.
+ */
+export { requestTransfer, TRANSFER_CHANNEL, type TransferIntent } from "./intents.js";
+export { type SenderJobDeps, type SenderJobOptions, senderJobs } from "./jobs.js";
+export {
+  type TransferKind,
+  type TransferOutcome,
+  type TransferOutcomeHandler,
+  TransferOutcomes,
+} from "./outcomes.js";
+export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";
+export { recordSendingWallets, registerSendingMetrics, sendingReadinessChecks } from "./status.js";
+export { createChainWriter } from "./writers.js";

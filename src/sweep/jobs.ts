@@ -1,0 +1,63 @@
+import type { AvailableChain } from "../chains/registry.js";
+import type { Config } from "../config/config.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import { createChainWriter } from "../sender/index.js";
+import type { Signer } from "../signer/protocol.js";
+import { HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import type { Job } from "../worker/runner.js";
+import { Sweeper } from "./sweeper.js";
+
+/** What the sweep jobs use (a process's runtime has all of it). */
+export interface SweepJobDeps {
+  database: { db: Db };
+  chains: { available(): AvailableChain[] };
+  addressDeriver: { address(network: CurrencyType, environment: Environment, index: number): string };
+  config: Pick<Config, "chains" | "sending">;
+  /** Only whether there is one: a chain that needs a signer is swept only where its sender runs. */
+  signer: Signer | null;
+  logger: Logger;
+  clock: Clock;
+}
+
+/**
+ * The sweeper's job of every available real chain. The simulator has no gas and its deposit
+ * addresses cost nothing to keep: no sweeping there (sandbox payments stay where the customer sent
+ * them, which is what sandbox users inspect). Like the sender, a chain that needs a signer is not
+ * swept by a process that has none (a `worker` without SIGNER_URL).
+ */
+export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
+  const jobs: Job[] = [];
+  const db = deps.database.db;
+  for (const chain of deps.chains.available()) {
+    const { network, environment } = chain;
+    if (chain.kind === "simulator") continue;
+    const address = (index: number) => deps.addressDeriver.address(network, environment, index);
+    const writer = createChainWriter(chain, deps.config, address(HOT_WALLET_INDEX));
+    if (writer.kind === "signed" && !deps.signer) continue;
+    const sweeper = new Sweeper({
+      db,
+      network,
+      environment,
+      writer,
+      address,
+      threshold:
+        network === "USDT-ERC20"
+          ? deps.config.sending.sweepThreshold.erc20
+          : deps.config.sending.sweepThreshold.trc20,
+      logger: deps.logger,
+      clock: deps.clock,
+    });
+    jobs.push({
+      name: `sweep:${network}:${environment}`,
+      everyMs: 10_000,
+      run: async () => {
+        await sweeper.tick();
+      },
+    });
+  }
+  return jobs;
+}
