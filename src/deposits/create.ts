@@ -8,15 +8,18 @@ import type { TransactionsTable } from "../db/tables/ledger.js";
 import type { CheckoutSessionRecord } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import type { FeeSchedule } from "../domain/fees.js";
+import { depositFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { Coalescer } from "../lib/coalescer.js";
-import { TRANSACTION_RECORD_COLUMNS, toRecord, transactionValues } from "../repositories/transactions.js";
-import type { AddressDeriver } from "../wallet/address-deriver.js";
-import { allocateDepositAddress, nextDepositIndex, watchedAddressValues } from "../wallet/allocation.js";
-import type { DepositIndexReserve } from "../wallet/index-reserve.js";
-import { depositFee } from "./settle.js";
+import { TRANSACTION_RECORD_COLUMNS, toRecord, transactionValues } from "../transactions/index.js";
+import {
+  type AddressDeriver,
+  allocateDepositAddress,
+  type DepositIndexReserve,
+  nextDepositIndex,
+  watchedAddressValues,
+} from "../wallet/index.js";
 
 /**
  * What creating deposits needs: the watch-only deriver, the process's reserve of HD indexes, fees,

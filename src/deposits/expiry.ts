@@ -2,13 +2,13 @@ import type { Db } from "../db/database.js";
 import { sessionOutcomeAtDeadline } from "../domain/checkout.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
+import type { Job } from "../worker/runner.js";
 import {
   type ClockTimedChain,
   claimExpiredSessionIds,
   lockCheckoutSession,
   underpaymentToleranceBp,
-} from "../repositories/checkout-sessions.js";
-import type { Job } from "../worker/runner.js";
+} from "./sessions-store.js";
 import { closeSession, type SettleDeps } from "./settle.js";
 
 /** How many sessions one run of the expiry job closes at most (each in its own transaction). */

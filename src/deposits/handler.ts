@@ -1,13 +1,13 @@
 import type { Db } from "../db/database.js";
 import { sessionOutcomeAtDeadline, sessionTransferOutcome } from "../domain/checkout.js";
 import type { Clock } from "../lib/clock.js";
+import { updateTransaction } from "../transactions/index.js";
+import type { ConfirmedTransfer, DepositHandler } from "../watcher/handoff.js";
 import {
   hasConfirmingTransferInTime,
   lockCheckoutSession,
   underpaymentToleranceBp,
-} from "../repositories/checkout-sessions.js";
-import { updateTransaction } from "../repositories/transactions.js";
-import type { ConfirmedTransfer, DepositHandler } from "../watcher/handoff.js";
+} from "./sessions-store.js";
 import { closeSession, recordSingleTransferDeposit, type SettleDeps } from "./settle.js";
 
 export interface DepositHandlerDeps extends SettleDeps {

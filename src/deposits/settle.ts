@@ -2,14 +2,14 @@ import type { Db } from "../db/database.js";
 import type { CheckoutSessionRecord } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { computeFee, type FeeSchedule } from "../domain/fees.js";
+import { depositFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
-import { creditDeposit } from "../ledger/operations.js";
-import { closeCheckoutSession } from "../repositories/checkout-sessions.js";
-import { insertTransaction, updateTransaction } from "../repositories/transactions.js";
+import { creditDeposit } from "../ledger/index.js";
+import { insertTransaction, updateTransaction } from "../transactions/index.js";
 import { enqueueWebhookEvent } from "../webhooks/outbox.js";
 import { webhookData } from "../webhooks/payload.js";
+import { closeCheckoutSession } from "./sessions-store.js";
 
 /**
  * The writes that end a deposit, each in the caller's transaction together with its ledger posting
@@ -19,13 +19,6 @@ import { webhookData } from "../webhooks/payload.js";
 
 export interface SettleDeps {
   fees: FeeSchedule;
-}
-
-/** The deposit fee on what actually arrived (never more than that). */
-export function depositFee(fees: FeeSchedule, currencyType: CurrencyType, received: bigint): bigint {
-  if (received <= 0n) return 0n;
-  const { fee } = computeFee(fees[currencyType].deposit, received);
-  return fee > received ? received : fee;
 }
 
 /**

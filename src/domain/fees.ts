@@ -42,6 +42,13 @@ export function computeFee(rule: FeeRule, amount: bigint): FeeQuote {
   return { amount, fee, netAmount: amount - fee };
 }
 
+/** The deposit fee on what actually arrived (never more than that). */
+export function depositFee(fees: FeeSchedule, currencyType: CurrencyType, received: bigint): bigint {
+  if (received <= 0n) return 0n;
+  const { fee } = computeFee(fees[currencyType].deposit, received);
+  return fee > received ? received : fee;
+}
+
 /** Parses a percent written as decimal text with at most 4 decimals ("0.5" → 5000 ppm). */
 export function percentToPpm(text: string): bigint | null {
   const m = /^(\d{1,3})(?:\.(\d{1,4}))?$/.exec(text);

@@ -1,11 +1,11 @@
 import { sql } from "kysely";
 import { expect } from "vitest";
 import type { Db } from "../../src/db/database.js";
+import { insertCheckoutSession } from "../../src/deposits/sessions-store.js";
 import type { CurrencyType } from "../../src/domain/currency.js";
 import type { Environment } from "../../src/domain/environment.js";
 import { newId } from "../../src/domain/ids.js";
-import { insertCheckoutSession } from "../../src/repositories/checkout-sessions.js";
-import { insertTransaction } from "../../src/repositories/transactions.js";
+import { insertTransaction } from "../../src/transactions/index.js";
 import { call, keysOf, type TestService } from "../support/harness.js";
 
 /**

@@ -5,6 +5,7 @@ import {
   createCheckoutSession,
   generateDepositWallet,
 } from "../../deposits/create.js";
+import { findCheckoutSession, findSessionDetections } from "../../deposits/index.js";
 import {
   checkoutUrl,
   metadataErrors,
@@ -14,8 +15,7 @@ import {
 } from "../../domain/checkout.js";
 import { AppError, type FieldError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
-import { findCheckoutSession, findSessionDetections } from "../../repositories/checkout-sessions.js";
-import { DepositIndexReserve } from "../../wallet/index-reserve.js";
+import { DepositIndexReserve } from "../../wallet/index.js";
 import { validateWebhookUrl } from "../../webhooks/ssrf.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { idempotentCreate } from "../idempotency.js";

@@ -3,6 +3,11 @@ import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
+import {
+  findCheckoutSessionsByIds,
+  findPublicCheckoutSession,
+  findSessionDetections,
+} from "../../deposits/index.js";
 import type { CheckoutSessionRecord } from "../../domain/checkout.js";
 import { noDetection } from "../../domain/checkout.js";
 import type { CurrencyType } from "../../domain/currency.js";
@@ -20,11 +25,6 @@ import {
 } from "../../pay/page.js";
 import { paymentUri, uriCarriesAmount } from "../../pay/payment-uri.js";
 import { qrSvg } from "../../pay/qr.js";
-import {
-  findCheckoutSessionsByIds,
-  findPublicCheckoutSession,
-  findSessionDetections,
-} from "../../repositories/checkout-sessions.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ErrorEnvelope, RateLimitedEnvelope } from "../schemas/common.js";
 

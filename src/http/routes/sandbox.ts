@@ -1,9 +1,9 @@
 import { Type } from "@sinclair/typebox";
-import { normalizeAddress } from "../../chains/address.js";
+import { normalizeAddress } from "../../chains/index.js";
+import { findCheckoutSession } from "../../deposits/index.js";
 import type { CurrencyType } from "../../domain/currency.js";
 import { AppError } from "../../domain/errors.js";
 import { amountField, formatAmount, parseAmount } from "../../domain/money.js";
-import { findCheckoutSession } from "../../repositories/checkout-sessions.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { principal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";

@@ -3,7 +3,7 @@ import type { Db } from "../db/database.js";
 import type { CheckoutSessionRecord, SessionDetection } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { toRecord } from "./transactions.js";
+import { toRecord } from "../transactions/index.js";
 
 /** SQL of checkout sessions: a `checkout_sessions` row joined to its deposit transaction. */
 
