@@ -11,7 +11,7 @@ import pg from "pg";
 import { openDatabase } from "../src/db/database.js";
 import { migrate } from "../src/db/migrate.js";
 import { listParams } from "../src/domain/list.js";
-import { listTransactions, transactionListQueries } from "../src/repositories/transactions.js";
+import { listTransactions, transactionListQueries } from "../src/transactions/index.js";
 
 const ADMIN_URL = process.env.EXPLAIN_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const ROWS = Number(process.env.ROWS ?? 10_000_000);

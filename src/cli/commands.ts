@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Config } from "../config/config.js";
-import type { LedgerReport } from "../ledger/verify.js";
-import type { CreatedMerchant } from "../services/merchants.js";
+import type { LedgerReport } from "../ledger/index.js";
+import type { CreatedMerchant } from "../merchants/index.js";
 import type { CliOptions, Flags } from "./args.js";
 
 /**
@@ -83,7 +83,7 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     options: { json: { type: "boolean", help: "print the report as JSON" } },
     async run(config, flags) {
       const { runOperator } = await import("./merchant-create.js");
-      const { formatLedgerReport } = await import("../ledger/verify.js");
+      const { formatLedgerReport } = await import("../ledger/index.js");
       const report = (await runOperator(config, "ledger.verify", {})) as LedgerReport;
       process.stdout.write(`${flags.json ? JSON.stringify(report, null, 2) : formatLedgerReport(report)}\n`);
       return report.ok ? 0 : 1;

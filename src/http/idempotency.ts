@@ -10,7 +10,7 @@ import {
   type IdempotencyScope,
   releaseIdempotencyKey,
   renewIdempotencyClaim,
-} from "../repositories/idempotency-keys.js";
+} from "../idempotency/index.js";
 import type { Principal } from "./context.js";
 
 /** How long a key's response is kept and replayed (CONTRACT §4: 24 h). */

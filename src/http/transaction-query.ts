@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../domain/errors.js";
-import type { TransactionFilter } from "../repositories/transactions.js";
+import type { TransactionFilter } from "../transactions/index.js";
 import { ListQuerySchema } from "./list.js";
 import { CurrencyTypeSchema, TransactionStatusSchema, TransactionTypeSchema } from "./schemas/transaction.js";
 

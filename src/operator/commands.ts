@@ -1,8 +1,8 @@
 import type { Db } from "../db/database.js";
 import { AppError } from "../domain/errors.js";
-import { verifyLedger } from "../ledger/verify.js";
-import { createAdmin } from "../services/accounts.js";
-import { createMerchantWithKeys } from "../services/merchants.js";
+import { verifyLedger } from "../ledger/index.js";
+import { createAdmin } from "../auth/index.js";
+import { createMerchantWithKeys } from "../merchants/index.js";
 
 /**
  * Operator commands: run in-process against the database, or — when another process holds the

@@ -1,4 +1,4 @@
-import { normalizeAddress } from "../chains/address.js";
+import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -8,9 +8,9 @@ import { newId } from "../domain/ids.js";
 import { formatAmount } from "../domain/money.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { withdrawalPolicy } from "../domain/withdrawal.js";
-import { holdFunds, releaseHold, requirePosted, settleHold } from "../ledger/operations.js";
-import { insertTransaction, lockTransaction, updateTransaction } from "../repositories/transactions.js";
-import { getSettings } from "../services/settings.js";
+import { holdFunds, releaseHold, requirePosted, settleHold } from "../ledger/index.js";
+import { getSettings } from "../merchants/index.js";
+import { insertTransaction, lockTransaction, updateTransaction } from "../transactions/index.js";
 import { enqueueWebhookEvent } from "../webhooks/outbox.js";
 import { webhookData } from "../webhooks/payload.js";
 

@@ -4,8 +4,8 @@ import { newId } from "../../src/domain/ids.js";
 import { UNIT } from "../../src/domain/money.js";
 import type { TransactionStatus, TransactionType } from "../../src/domain/transaction.js";
 import { creditDeposit, holdFunds } from "../../src/ledger/operations.js";
-import { insertTransaction } from "../../src/repositories/transactions.js";
-import { createAdmin } from "../../src/services/accounts.js";
+import { insertTransaction } from "../../src/transactions/index.js";
+import { createAdmin } from "../../src/auth/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { Browser } from "./support.js";
 

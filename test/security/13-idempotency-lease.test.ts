@@ -9,8 +9,8 @@ import {
   completeIdempotencyKey,
   type IdempotencyScope,
   renewIdempotencyClaim,
-} from "../../src/repositories/idempotency-keys.js";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+} from "../../src/idempotency/index.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { sleep, waitFor } from "../webhooks/support.js";
 

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import type { Db } from "../../db/database.js";
 import { AppError } from "../../domain/errors.js";
 import { presentTransaction } from "../../domain/transaction.js";
-import { listTransactionsAcrossMerchants, toRecord } from "../../repositories/transactions.js";
+import { listTransactionsAcrossMerchants, toRecord } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { adminPrincipal } from "../plugins/dashboard-auth.js";

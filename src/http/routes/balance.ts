@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { formatAmount } from "../../domain/money.js";
-import { getBalances } from "../../ledger/balances.js";
+import { getBalances } from "../../ledger/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
 import { BalanceSchema } from "../schemas/balance.js";

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { presentTransaction } from "../../domain/transaction.js";
-import { findTransaction, listTransactions } from "../../repositories/transactions.js";
+import { findTransaction, listTransactions } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { listParams, pagination } from "../list.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";

@@ -4,8 +4,8 @@ import { AppError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
 import type { TransactionRecord } from "../../domain/transaction.js";
 import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
-import { findTransaction, listTransactions } from "../../repositories/transactions.js";
-import { checkOtp, spendCheckedOtp } from "../../services/accounts.js";
+import { findTransaction, listTransactions } from "../../transactions/index.js";
+import { checkOtp, spendCheckedOtp } from "../../auth/accounts.js";
 import {
   approveWithdrawal,
   createPayout,

@@ -1,0 +1,11 @@
+/** The double-entry ledger: postings of the money flows, balances, and the consistency check. */
+export { type Balance, getBalances } from "./balances.js";
+export { creditDeposit, holdFunds, releaseHold, requirePosted, settleHold } from "./operations.js";
+export {
+  ConcurrentPostingError,
+  type PostHooks,
+  type PostingContext,
+  type PostResult,
+  postLedger,
+} from "./post.js";
+export { formatLedgerReport, type LedgerProblem, type LedgerReport, verifyLedger } from "./verify.js";
