@@ -1,7 +1,7 @@
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import type { SignRequest } from "../signer/protocol.js";
+import type { SignRequest } from "./signing.js";
 
 /**
  * Write side of a chain (chains part 2): build a transfer for the signer, broadcast the signed

@@ -1,7 +1,7 @@
 import type { Config } from "../config/config.js";
 import { keyMaterialForRole } from "../config/key-custody.js";
 import { formatAccountXpubs } from "../config/xpubs.js";
-import { accountXpubsOf, resolveAccountKeys } from "../wallet/account-keys.js";
+import { accountXpubsOf, resolveAccountKeys } from "../wallet/index.js";
 
 /**
  * `stablegate signer export-xpubs`, run on the signer host: the `MASTER_XPUBS=…` line for the

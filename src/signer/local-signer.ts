@@ -4,17 +4,14 @@ import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import { utils as tronUtils } from "tronweb";
 import { type Hex, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { addressFromPublicKey } from "../chains/address.js";
-import { isEvmAddress } from "../chains/evm/address.js";
-import { tronAddressFromHex, tronAddressToHex } from "../chains/tron/address.js";
+import { addressFromPublicKey, isEvmAddress, tronAddressFromHex, tronAddressToHex } from "../chains/index.js";
 import type { Config } from "../config/config.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import { type Environment, isEnvironment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
-import { assertAddressIndex } from "../wallet/derivation-path.js";
-import { PrivateKeyDeriver } from "../wallet/private-key-deriver.js";
+import { assertAddressIndex, PrivateKeyDeriver } from "../wallet/index.js";
 import { SigningPolicy, type TransferFacts } from "./policy.js";
 import {
   type EvmSignRequest,

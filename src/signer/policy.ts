@@ -1,9 +1,9 @@
-import { normalizeAddress } from "../chains/address.js";
+import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
-import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import { SignerRejectedError } from "./protocol.js";
 
 /**

@@ -1,51 +1,18 @@
+import type { SignRequest } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
-import type { Environment } from "../domain/environment.js";
 
 /**
- * What the signer signs: a transaction of one chain, for one derivation index. There is no
- * "sign these bytes" request: the signer builds the bytes it signs from structured fields and
- * refuses anything that is not a token transfer or a plain native-coin transfer.
+ * The signer's protocol. What it signs (`SignRequest`: a transaction of one chain, for one
+ * derivation index) is built by the chain writers and defined beside them (`chains/signing.ts`).
  */
-
-/** An EIP-1559 transaction; integers as decimal strings (JSON has no bigint). */
-export interface EvmTransactionFields {
-  chainId: number;
-  nonce: number;
-  to: string;
-  /** Wei; non-zero only for native top-ups (then `data` is empty). */
-  value: string;
-  /** `0x` (native transfer) or ERC20 `transfer(address,uint256)` call data. */
-  data: string;
-  gas: string;
-  maxFeePerGas: string;
-  maxPriorityFeePerGas: string;
-}
-
-export interface EvmSignRequest {
-  chain: "evm";
-  network: "USDT-ERC20";
-  environment: Environment;
-  index: number;
-  transaction: EvmTransactionFields;
-}
-
-/** A TRON transaction as the node builds it (`raw_data` JSON, its protobuf hex and `txID`). */
-export interface TronTransactionFields {
-  txID: string;
-  raw_data: Record<string, unknown>;
-  raw_data_hex: string;
-}
-
-export interface TronSignRequest {
-  chain: "tron";
-  network: "USDT-TRC20";
-  environment: Environment;
-  index: number;
-  transaction: TronTransactionFields;
-}
-
-export type SignRequest = EvmSignRequest | TronSignRequest;
+export type {
+  EvmSignRequest,
+  EvmTransactionFields,
+  SignRequest,
+  TronSignRequest,
+  TronTransactionFields,
+} from "../chains/index.js";
 
 export interface SignedTransaction {
   /** EVM: the serialized signed transaction (`0x…`); TRON: the signed transaction JSON. */

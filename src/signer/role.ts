@@ -5,8 +5,7 @@ import { type Database, openDatabase } from "../db/database.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { systemClock } from "../lib/clock.js";
 import { createLogger, type Logger } from "../observability/logger.js";
-import { pinAccountKeys } from "../repositories/account-keys.js";
-import { accountXpubsOf, resolveAccountKeys } from "../wallet/account-keys.js";
+import { accountXpubsOf, pinAccountKeys, resolveAccountKeys } from "../wallet/index.js";
 import { createLocalSigner } from "./local-signer.js";
 import { type RunningSignerServer, startSignerServer } from "./server.js";
 

@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { createRequire } from "node:module";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { HDKey } from "@scure/bip32";
-import { addressFromPublicKey } from "../chains/address.js";
+import { addressFromPublicKey } from "../chains/index.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { accountPath, assertAddressIndex } from "./derivation-path.js";
