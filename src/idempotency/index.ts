@@ -1,4 +1,7 @@
-/** `Idempotency-Key` records (CONTRACT §4): claiming a key, its lease, the stored answer, the purge. */
+/**
+ * `Idempotency-Key` records (CONTRACT §4): claiming a key, its lease, the stored answer, the purge,
+ * and the protocol of a creating request run once per key (`runIdempotent`).
+ */
 export {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -8,3 +11,12 @@ export {
   releaseIdempotencyKey,
   renewIdempotencyClaim,
 } from "./keys.js";
+export {
+  IDEMPOTENCY_RETENTION_MS,
+  type IdempotencyContext,
+  type IdempotentAnswer,
+  type IdempotentOptions,
+  type IdempotentRequest,
+  type IdempotentWork,
+  runIdempotent,
+} from "./run.js";

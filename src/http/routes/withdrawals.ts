@@ -5,7 +5,7 @@ import { amountField } from "../../domain/money.js";
 import type { TransactionRecord } from "../../domain/transaction.js";
 import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
 import { findTransaction, listTransactions } from "../../transactions/index.js";
-import { checkOtp, spendCheckedOtp } from "../../auth/accounts.js";
+import { checkOtp, spendCheckedOtp } from "../../auth/index.js";
 import {
   approveWithdrawal,
   createPayout,
