@@ -3,17 +3,20 @@
  * reads built on it. Other features and the routes reach it through this file only.
  */
 export {
-  findTransaction,
-  insertTransaction,
   likeLiteral,
   listTransactions,
   listTransactionsAcrossMerchants,
+  type TransactionFilter,
+  transactionListQueries,
+} from "./list.js";
+export { dailyVolume, findAnyTransaction, type VolumeDay } from "./reads.js";
+export {
+  findTransaction,
+  insertTransaction,
   lockTransaction,
   type NewTransaction,
   TRANSACTION_RECORD_COLUMNS,
-  type TransactionFilter,
   toRecord,
-  transactionListQueries,
   transactionValues,
   updateTransaction,
 } from "./records.js";

@@ -1,10 +1,7 @@
-import { type SelectQueryBuilder, sql } from "kysely";
 import type { Db } from "../db/database.js";
-import type { DB } from "../db/schema.js";
 import type { TransactionRow } from "../db/tables/ledger.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord, TransactionStatus, TransactionType } from "../domain/transaction.js";
 
 /** The columns a `TransactionRecord` is made of (an explicit list for prepared statements' results). */
@@ -179,101 +176,4 @@ export async function findTransaction(
     .where("environment", "=", scope.environment)
     .executeTakeFirst();
   return row ? toRecord(row) : undefined;
-}
-
-export interface TransactionFilter {
-  type?: TransactionType | undefined;
-  status?: TransactionStatus | undefined;
-  currencyType?: CurrencyType | undefined;
-  /** Literal text: `%`, `_`, `\`, `.*`, `(` … match only themselves. */
-  search?: string | undefined;
-  from?: Date | undefined;
-  to?: Date | undefined;
-}
-
-const SORT_COLUMNS = {
-  createdAt: "created_at",
-  updatedAt: "updated_at",
-  amount: "amount",
-  status: "status",
-  confirmedAt: "confirmed_at",
-} as const;
-
-/** Escapes LIKE metacharacters so the text is matched literally (with `escape '\'`). */
-export function likeLiteral(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-type TransactionsQuery = SelectQueryBuilder<DB, "transactions", object>;
-
-/** The filter's conditions on a transactions query. */
-function filtered(q: TransactionsQuery, filter: TransactionFilter): TransactionsQuery {
-  if (filter.type) q = q.where("type", "=", filter.type);
-  if (filter.status) q = q.where("status", "=", filter.status);
-  if (filter.currencyType) q = q.where("currency_type", "=", filter.currencyType);
-  if (filter.from) q = q.where("created_at", ">=", filter.from);
-  if (filter.to) q = q.where("created_at", "<", filter.to);
-  if (filter.search) {
-    q = q.where(
-      sql<boolean>`search_text like ${`%${likeLiteral(filter.search.toLowerCase())}%`} escape '\\'`,
-    );
-  }
-  return q;
-}
-
-/** A page of a filtered query and its total. */
-function pageOf(q: TransactionsQuery, page: ListParams) {
-  return {
-    rows: q
-      .selectAll()
-      .orderBy(SORT_COLUMNS[page.sortBy], page.order)
-      .orderBy("id", page.order)
-      .limit(page.limit)
-      .offset(page.offset),
-    count: q.select((eb) => eb.fn.countAll<string>().as("n")),
-  };
-}
-
-/** The two queries of a list page (the page and the total); `listTransactions` runs them. */
-export function transactionListQueries(
-  db: Db,
-  scope: { merchantId: string; environment: Environment },
-  filter: TransactionFilter,
-  page: ListParams,
-) {
-  const q = db
-    .selectFrom("transactions")
-    .where("merchant_id", "=", scope.merchantId)
-    .where("environment", "=", scope.environment);
-  return pageOf(filtered(q, filter), page);
-}
-
-/**
- * Transactions across merchants, for the platform admin's read-only views: the same filters, plus
- * an optional merchant and environment. Never used on a merchant's behalf (those lists are scoped
- * by `transactionListQueries`).
- */
-export async function listTransactionsAcrossMerchants(
-  db: Db,
-  scope: { merchantId?: string | undefined; environment?: Environment | undefined },
-  filter: TransactionFilter,
-  page: ListParams,
-): Promise<{ rows: TransactionRecord[]; total: number }> {
-  let q: TransactionsQuery = db.selectFrom("transactions");
-  if (scope.merchantId) q = q.where("merchant_id", "=", scope.merchantId);
-  if (scope.environment) q = q.where("environment", "=", scope.environment);
-  const queries = pageOf(filtered(q, filter), page);
-  const [rows, count] = await Promise.all([queries.rows.execute(), queries.count.executeTakeFirst()]);
-  return { rows: rows.map(toRecord), total: Number(count?.n ?? 0) };
-}
-
-export async function listTransactions(
-  db: Db,
-  scope: { merchantId: string; environment: Environment },
-  filter: TransactionFilter,
-  page: ListParams,
-): Promise<{ rows: TransactionRecord[]; total: number }> {
-  const queries = transactionListQueries(db, scope, filter, page);
-  const [rows, count] = await Promise.all([queries.rows.execute(), queries.count.executeTakeFirst()]);
-  return { rows: rows.map(toRecord), total: Number(count?.n ?? 0) };
 }

@@ -1,8 +1,12 @@
 import { Type } from "@sinclair/typebox";
-import type { Db } from "../../db/database.js";
 import { AppError } from "../../domain/errors.js";
-import { presentTransaction } from "../../domain/transaction.js";
-import { listTransactionsAcrossMerchants, toRecord } from "../../transactions/index.js";
+import { presentTransaction, type TransactionRecord } from "../../domain/transaction.js";
+import {
+  type AdminMerchantView,
+  findMerchantForAdmin,
+  listMerchantsForAdmin,
+} from "../../merchants/index.js";
+import { findAnyTransaction, listTransactionsAcrossMerchants } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { adminPrincipal } from "../plugins/dashboard-auth.js";
@@ -44,26 +48,12 @@ const AdminTransactionSchema = Type.Composite(
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
-function adminTransactionView(r: ReturnType<typeof toRecord>) {
+function adminTransactionView(r: TransactionRecord) {
   return { ...presentTransaction(r), merchantId: r.merchantId, environment: r.environment };
 }
 
-async function merchantsView(db: Db, ids: string[]) {
-  if (ids.length === 0) return new Map<string, { production: number; sandbox: number }>();
-  const counts = await db
-    .selectFrom("api_keys")
-    .select(["merchant_id", "environment", (eb) => eb.fn.countAll<string>().as("n")])
-    .where("merchant_id", "in", ids)
-    .where("status", "=", "active")
-    .groupBy(["merchant_id", "environment"])
-    .execute();
-  const out = new Map<string, { production: number; sandbox: number }>();
-  for (const c of counts) {
-    const entry = out.get(c.merchant_id) ?? { production: 0, sandbox: 0 };
-    entry[c.environment] = Number(c.n);
-    out.set(c.merchant_id, entry);
-  }
-  return out;
+function adminMerchantView(m: AdminMerchantView) {
+  return { ...m, createdAt: m.createdAt.toISOString() };
 }
 
 /**
@@ -91,37 +81,11 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
     async (request) => {
       adminPrincipal(request);
       const params = listParams(request.query);
-      const sortColumn =
-        params.sortBy === "status" ? "status" : params.sortBy === "updatedAt" ? "updated_at" : "created_at";
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom("merchants")
-          .selectAll()
-          .orderBy(sortColumn, params.order)
-          .orderBy("id", params.order)
-          .limit(params.limit)
-          .offset(params.offset)
-          .execute(),
-        db
-          .selectFrom("merchants")
-          .select((eb) => eb.fn.countAll<string>().as("n"))
-          .executeTakeFirstOrThrow(),
-      ]);
-      const keys = await merchantsView(
-        db,
-        rows.map((r) => r.id),
-      );
+      const { rows, total } = await listMerchantsForAdmin(db, params);
       return {
         success: true as const,
-        data: rows.map((m) => ({
-          id: m.id,
-          email: m.email,
-          companyName: m.company_name,
-          status: m.status,
-          createdAt: new Date(m.created_at).toISOString(),
-          activeApiKeys: keys.get(m.id) ?? { production: 0, sandbox: 0 },
-        })),
-        pagination: pagination(params, Number(count.n)),
+        data: rows.map(adminMerchantView),
+        pagination: pagination(params, total),
       };
     },
   );
@@ -139,24 +103,9 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       adminPrincipal(request);
-      const m = await db
-        .selectFrom("merchants")
-        .selectAll()
-        .where("id", "=", request.params.id)
-        .executeTakeFirst();
+      const m = await findMerchantForAdmin(db, request.params.id);
       if (!m) throw AppError.notFound("No such merchant.");
-      const keys = await merchantsView(db, [m.id]);
-      return {
-        success: true as const,
-        data: {
-          id: m.id,
-          email: m.email,
-          companyName: m.company_name,
-          status: m.status,
-          createdAt: new Date(m.created_at).toISOString(),
-          activeApiKeys: keys.get(m.id) ?? { production: 0, sandbox: 0 },
-        },
-      };
+      return { success: true as const, data: adminMerchantView(m) };
     },
   );
 
@@ -202,13 +151,9 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       adminPrincipal(request);
-      const row = await db
-        .selectFrom("transactions")
-        .selectAll()
-        .where("id", "=", request.params.id)
-        .executeTakeFirst();
-      if (!row) throw AppError.notFound("No such transaction.");
-      return { success: true as const, data: adminTransactionView(toRecord(row)) };
+      const t = await findAnyTransaction(db, request.params.id);
+      if (!t) throw AppError.notFound("No such transaction.");
+      return { success: true as const, data: adminTransactionView(t) };
     },
   );
 

@@ -1,11 +1,9 @@
 import { Type } from "@sinclair/typebox";
-import { sql } from "kysely";
-import { CURRENCY_TYPES } from "../../domain/currency.js";
 import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
 import { presentTransaction } from "../../domain/transaction.js";
 import { getBalances } from "../../ledger/index.js";
-import { findTransaction, listTransactions } from "../../transactions/index.js";
+import { dailyVolume, findTransaction, listTransactions } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
@@ -126,47 +124,16 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
     async (request) => {
       const p = dashboardPrincipal(request);
       const days = request.query.days ?? 30;
-      // From the start of the UTC day `days - 1` days ago: `days` calendar days including today.
-      const today = new Date(clock.now());
-      const since = new Date(
-        Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - (days - 1)),
-      );
-      const day = sql<string>`to_char(coalesce(confirmed_at, created_at) at time zone 'UTC', 'YYYY-MM-DD')`;
-      const rows = await db
-        .selectFrom("transactions")
-        .select([
-          day.as("day"),
-          "currency_type",
-          sql<string>`coalesce(sum(case when type = 'deposit' and status = 'confirmed'
-            then coalesce(actual_balance, amount) else 0 end), 0)`.as("incoming"),
-          sql<string>`coalesce(sum(case when type <> 'deposit' and status = 'completed'
-            then amount else 0 end), 0)`.as("outgoing"),
-          sql<string>`count(*)`.as("n"),
-        ])
-        .where("merchant_id", "=", p.merchantId)
-        .where("environment", "=", p.environment)
-        .where((eb) =>
-          eb.or([
-            eb.and([eb("type", "=", "deposit"), eb("status", "=", "confirmed")]),
-            eb.and([eb("type", "<>", "deposit"), eb("status", "=", "completed")]),
-          ]),
-        )
-        .where(sql<boolean>`coalesce(confirmed_at, created_at) >= ${since}`)
-        .groupBy([day, "currency_type"])
-        .orderBy(day)
-        .orderBy("currency_type")
-        .execute();
+      const volume = await dailyVolume(db, p, days, new Date(clock.now()));
       return {
         success: true as const,
-        data: rows
-          .filter((r) => (CURRENCY_TYPES as readonly string[]).includes(r.currency_type))
-          .map((r) => ({
-            date: r.day,
-            currencyType: r.currency_type as (typeof CURRENCY_TYPES)[number],
-            incoming: formatAmount(BigInt(r.incoming)),
-            outgoing: formatAmount(BigInt(r.outgoing)),
-            count: Number(r.n),
-          })),
+        data: volume.map((v) => ({
+          date: v.date,
+          currencyType: v.currencyType,
+          incoming: formatAmount(v.incoming),
+          outgoing: formatAmount(v.outgoing),
+          count: v.count,
+        })),
       };
     },
   );

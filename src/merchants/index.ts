@@ -1,0 +1,29 @@
+/**
+ * Merchants: the merchant rows, their settings per environment, and their API key pairs (the
+ * lookup of the API-key channel and the dashboard's key management). Other folders reach this
+ * feature through this file only.
+ */
+
+export type { ApiKeyRow, Merchant } from "../db/schema.js";
+export {
+  type ApiKeyLookup,
+  ApiKeyLookups,
+  createApiKey,
+  findOwnApiKey,
+  issueKeyPair,
+  type KeyPair,
+  listApiKeys,
+  revokeApiKey,
+  revokeOwnApiKey,
+  rotateApiKey,
+} from "./api-keys.js";
+export { type CreatedMerchant, createMerchantWithKeys } from "./create.js";
+export {
+  DEFAULT_AUTO_APPROVE_THRESHOLD,
+  getSettings,
+  type MerchantSettings,
+  type SettingsPatch,
+  updateSettings,
+} from "./settings.js";
+export { findMerchantById } from "./store.js";
+export { type AdminMerchantView, findMerchantForAdmin, listMerchantsForAdmin } from "./admin-list.js";
