@@ -22,7 +22,7 @@ import { UNIT } from "../src/domain/money.js";
 import { creditDeposit } from "../src/ledger/operations.js";
 import type { PostingContext, PostResult } from "../src/ledger/post.js";
 import { verifyLedger } from "../src/ledger/verify.js";
-import { createMerchantWithKeys } from "../src/services/merchants.js";
+import { createMerchantWithKeys } from "../src/merchants/index.js";
 import {
   alternate,
   benchRounds,

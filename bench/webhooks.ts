@@ -45,7 +45,7 @@ import { openDatabase } from "../src/db/database.js";
 import { migrate } from "../src/db/migrate.js";
 import { newId } from "../src/domain/ids.js";
 import { SecretBox } from "../src/lib/secret-box.js";
-import { createMerchantWithKeys } from "../src/services/merchants.js";
+import { createMerchantWithKeys } from "../src/merchants/index.js";
 import { enqueueWebhookEvent, WEBHOOK_CHANNEL } from "../src/webhooks/outbox.js";
 import { serializeWebhookBody, webhookMessage } from "../src/webhooks/payload.js";
 import { generateWebhookSecret, setWebhookUrl } from "../src/webhooks/secrets.js";

@@ -1,7 +1,6 @@
 import { createHmac } from "node:crypto";
 import type { Config } from "../config/config.js";
 import type { Db } from "../db/database.js";
-import type { RouteDeps } from "../http/app-types.js";
 import type { Clock } from "../lib/clock.js";
 import { SecretBox } from "../lib/secret-box.js";
 import { createMailer, type Mailer } from "../mail/index.js";
@@ -9,7 +8,7 @@ import type { Logger } from "../observability/logger.js";
 import { AccessTokens } from "./access-tokens.js";
 import { OtpService } from "./otp.js";
 
-/** What the dashboard channel needs, built once per application from its dependencies. */
+/** What the dashboard channel needs, built once per runtime (`runtime.ts`) from its dependencies. */
 export interface AuthKit {
   config: Config;
   db: Db;
@@ -22,29 +21,36 @@ export interface AuthKit {
   now(): Date;
 }
 
-const kits = new WeakMap<RouteDeps, AuthKit>();
+export interface AuthKitDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  secrets: { JWT_SECRET: string; SECRET_ENCRYPTION_KEY: string };
+}
 
-export function authKit(deps: RouteDeps): AuthKit {
-  let kit = kits.get(deps);
-  if (!kit) {
-    const db = deps.database.db;
-    const encryptionKey = deps.secrets.SECRET_ENCRYPTION_KEY;
-    // A key of its own for OTP hashing, derived from the encryption key (domain separation).
-    const otpKey = createHmac("sha256", Buffer.from(encryptionKey, "hex"))
-      .update("stablegate/otp/v1")
-      .digest();
-    kit = {
-      config: deps.config,
-      db,
-      clock: deps.clock,
-      logger: deps.logger,
-      tokens: new AccessTokens(deps.secrets.JWT_SECRET, deps.clock),
-      box: new SecretBox(encryptionKey),
-      otp: new OtpService(db, otpKey, deps.config.otpTtlSeconds),
-      mailer: createMailer(deps.config, db, deps.clock, deps.logger),
-      now: () => new Date(deps.clock.now()),
-    };
-    kits.set(deps, kit);
-  }
-  return kit;
+export function createAuthKit(deps: AuthKitDeps): AuthKit {
+  const { config, db, clock, logger } = deps;
+  const encryptionKey = deps.secrets.SECRET_ENCRYPTION_KEY;
+  // A key of its own for OTP hashing, derived from the encryption key (domain separation).
+  const otpKey = createHmac("sha256", Buffer.from(encryptionKey, "hex")).update("stablegate/otp/v1").digest();
+  return {
+    config,
+    db,
+    clock,
+    logger,
+    tokens: new AccessTokens(deps.secrets.JWT_SECRET, clock),
+    box: new SecretBox(encryptionKey),
+    otp: new OtpService(db, otpKey, config.otpTtlSeconds),
+    mailer: createMailer(config, db, clock, logger),
+    now: () => new Date(clock.now()),
+  };
+}
+
+/**
+ * The kit of the application's dependencies (`RouteDeps.authKit`, built by the runtime).
+ * Call sites may read `deps.authKit` directly; this accessor keeps the older ones working.
+ */
+export function authKit(deps: { authKit: AuthKit }): AuthKit {
+  return deps.authKit;
 }

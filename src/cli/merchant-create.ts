@@ -5,7 +5,7 @@ import { acquireEmbeddedLock, readEmbeddedLock } from "../db/embedded-lock.js";
 import { migrate } from "../db/migrate.js";
 import { runOperatorCommand } from "../operator/commands.js";
 import { sendControlCommand } from "../operator/control-client.js";
-import type { CreatedMerchant } from "../services/merchants.js";
+import type { CreatedMerchant } from "../merchants/index.js";
 
 /**
  * Runs an operator command wherever the data lives: on PostgreSQL directly; on the embedded

@@ -8,6 +8,7 @@ import { OutboxMailer } from "./outbox.js";
 import { SmtpMailer } from "./smtp.js";
 
 export type { Mail, Mailer } from "./mailer.js";
+export { listOutbox } from "./outbox.js";
 
 /** Production mode without SMTP_URL: nothing can be mailed (the outbox is for development only). */
 class NoMailer implements Mailer {

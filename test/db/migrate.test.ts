@@ -5,7 +5,7 @@ import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/database.js";
 import { MIGRATIONS_DIR, migrate, pendingMigrations, readMigrations } from "../../src/db/migrate.js";
-import { createMerchantWithKeys } from "../../src/services/merchants.js";
+import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createEmptyPostgresDatabase, onPostgres } from "../support/db.js";
 
 async function tempMigrations(files: Record<string, string>): Promise<string> {

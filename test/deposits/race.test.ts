@@ -7,7 +7,7 @@ import { DEFAULT_FEE_SCHEDULE } from "../../src/domain/fees.js";
 import { getBalances } from "../../src/ledger/balances.js";
 import { verifyLedger } from "../../src/ledger/verify.js";
 import { ManualClock } from "../../src/lib/clock.js";
-import { createMerchantWithKeys } from "../../src/services/merchants.js";
+import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
 import { openTestDatabase } from "../support/db.js";

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { call, keysOf, type TestService } from "../support/harness.js";
 import type { Receiver } from "../webhooks/support.js";
 

@@ -8,7 +8,7 @@ import type { App, RouteDeps } from "../../src/http/app-types.js";
 import { idempotentCreate } from "../../src/http/idempotency.js";
 import { principal } from "../../src/http/plugins/auth.js";
 import { commonErrors, ok } from "../../src/http/schemas/common.js";
-import { updateSettings } from "../../src/services/settings.js";
+import { updateSettings } from "../../src/merchants/index.js";
 import { openTestDatabase } from "../support/db.js";
 import { type Call, call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { updateSettings } from "../../src/services/settings.js";
+import { updateSettings } from "../../src/merchants/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver } from "../webhooks/support.js";
 import { type Funded, fundedMerchant } from "../withdrawals/support.js";

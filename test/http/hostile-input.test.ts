@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdmin } from "../../src/services/accounts.js";
+import { createAdmin } from "../../src/auth/index.js";
 import { Browser, outboxOtp } from "../dashboard/support.js";
 import { type Call, call, startTestService, type TestService } from "../support/harness.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_KEY } from "../../src/http/routes/webhook-stream.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { WebhookStreamHub } from "../../src/webhooks/stream.js";
 import { sandboxMerchant } from "../deposits/support.js";

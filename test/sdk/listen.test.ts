@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { run } from "../../packages/sdk/src/cli/run.js";
 import type { Database } from "../../src/db/database.js";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { openTestDatabase } from "../support/db.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard, waitFor } from "../webhooks/support.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdmin } from "../../src/services/accounts.js";
+import { createAdmin } from "../../src/auth/index.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { fill, inBatches, type RawResponse, rawRequest, spellings } from "./support.js";
 

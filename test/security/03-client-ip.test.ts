@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { TEST_REDIS_URL } from "../support/db.js";
 import { keysOf, startTestService, type TestService } from "../support/harness.js";
 import { rawRequest } from "./support.js";

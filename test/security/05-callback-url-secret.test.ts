@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 // Security issue #18, finding 5: a checkout session that sets `callbackUrl` aims a delivery signed

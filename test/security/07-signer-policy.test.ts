@@ -10,7 +10,7 @@ import type { Environment } from "../../src/domain/environment.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startRole } from "../../src/roles/processes.js";
 import { requestTransfer, type TransferIntent } from "../../src/sender/intents.js";
-import { createMerchantWithKeys } from "../../src/services/merchants.js";
+import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
 import { type Signer, SignerRejectedError, type SignRequest } from "../../src/signer/protocol.js";

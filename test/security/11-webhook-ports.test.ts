@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config.js";
 import type { Database } from "../../src/db/database.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
-import type { CreatedMerchant } from "../../src/services/merchants.js";
+import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { WebhookDelivery } from "../../src/webhooks/delivery.js";
 import { dnsServerResolve, validateWebhookUrl } from "../../src/webhooks/ssrf.js";
 import { openTestDatabase } from "../support/db.js";

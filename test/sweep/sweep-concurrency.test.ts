@@ -8,7 +8,7 @@ import { type Database, type Db, openDatabase } from "../../src/db/database.js";
 import type { CurrencyType } from "../../src/domain/currency.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
-import { createMerchantWithKeys } from "../../src/services/merchants.js";
+import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
 import { allocateDepositAddress } from "../../src/wallet/allocation.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/database.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { type CreatedMerchant, createMerchantWithKeys } from "../../src/services/merchants.js";
+import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { WebhookDelivery } from "../../src/webhooks/delivery.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { setWebhookUrl } from "../../src/webhooks/secrets.js";

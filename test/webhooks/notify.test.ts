@@ -5,7 +5,7 @@ import type { Database } from "../../src/db/database.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { Runtime } from "../../src/runtime.js";
-import { type CreatedMerchant, createMerchantWithKeys } from "../../src/services/merchants.js";
+import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { webhookDeliveryJob } from "../../src/webhooks/job.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { setWebhookUrl } from "../../src/webhooks/secrets.js";

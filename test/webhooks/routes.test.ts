@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SecretBox } from "../../src/lib/secret-box.js";
-import { type CreatedMerchant, createMerchantWithKeys } from "../../src/services/merchants.js";
+import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { readWebhookSecret } from "../../src/webhooks/secrets.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TEST_FAILURE_ADDRESSES } from "../../src/domain/currency.js";
-import { updateSettings } from "../../src/services/settings.js";
+import { updateSettings } from "../../src/merchants/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { balance, expectLedgerOk, type Funded, fundedMerchant, hookStatuses } from "./support.js";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { updateSettings } from "../../src/services/settings.js";
+import { updateSettings } from "../../src/merchants/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { balance, expectLedgerOk, type Funded, fundedMerchant, hookStatuses } from "./support.js";

@@ -4,7 +4,7 @@ import type { Config } from "../../config/config.js";
 import { hashSecret, parseCredential } from "../../domain/api-key-format.js";
 import { AppError } from "../../domain/errors.js";
 import { ipAllowed } from "../../domain/ip-allowlist.js";
-import type { ApiKeyLookups } from "../../repositories/api-keys.js";
+import type { ApiKeyLookups } from "../../merchants/index.js";
 import { clientIp } from "../client-ip.js";
 import type { Principal } from "../context.js";
 

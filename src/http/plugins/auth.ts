@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../../config/config.js";
-import type { Db } from "../../db/database.js";
-import { ApiKeyLookups } from "../../repositories/api-keys.js";
+import { ApiKeyLookups } from "../../merchants/index.js";
 import type { Principal } from "../context.js";
 import { authenticateApiKey } from "./api-key-auth.js";
 import { authenticateDashboard } from "./dashboard-auth.js";
@@ -11,7 +10,11 @@ import { authenticateDashboard } from "./dashboard-auth.js";
  * before the body is parsed). `merchant` routes take either channel: an `apikey` header selects
  * the API-key channel, otherwise the dashboard session is checked.
  */
-export function registerAuth(app: FastifyInstance, config: Config, db: Db) {
+export function registerAuth(
+  app: FastifyInstance,
+  config: Config,
+  db: ConstructorParameters<typeof ApiKeyLookups>[0],
+) {
   app.decorateRequest("principal", undefined);
   const keys = new ApiKeyLookups(db);
   app.addHook("onRequest", async (request) => {

@@ -1,8 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { AuthKit } from "../../auth/kit.js";
-import { checkStepUp, consumeStepUp } from "../../auth/step-up.js";
-import type { OtpPurpose } from "../../db/tables/dashboard.js";
+import { type AuthKit, checkStepUp, consumeStepUp, type OtpPurpose } from "../../auth/index.js";
 import type { Environment } from "../../domain/environment.js";
 
 /**

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
-import { findMerchantById } from "../../repositories/merchants.js";
+import { findMerchantById } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";

@@ -1,25 +1,23 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
-import { authKit } from "../../auth/kit.js";
-import { OTP_PURPOSES } from "../../auth/otp.js";
-import { revokeSession, rotateRefreshToken, sessionOfRefreshToken } from "../../auth/sessions.js";
-import { findUserById } from "../../auth/users.js";
-import type { TokenDelivery } from "../../db/tables/dashboard.js";
-import { AppError } from "../../domain/errors.js";
-import { clientKey } from "../../ratelimit/client-key.js";
-import { findMerchantById } from "../../repositories/merchants.js";
 import {
   changePassword,
+  currentUser,
   disableTotp,
   enableTotp,
   forgotPassword,
-  issueAccessToken,
   login,
+  logout,
+  OTP_PURPOSES,
+  refreshSession,
   register,
   requestOtp,
   resetPassword,
   setupTotp,
-} from "../../services/accounts.js";
+  type TokenDelivery,
+} from "../../auth/index.js";
+import { AppError } from "../../domain/errors.js";
+import { clientKey } from "../../ratelimit/client-key.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { clientIp } from "../client-ip.js";
 import { allowedOrigins, assertWriteOrigin } from "../plugins/cors.js";
@@ -31,46 +29,19 @@ import {
   setSessionCookies,
 } from "../plugins/dashboard-auth.js";
 import { StepUpBody } from "../plugins/step-up.js";
+import {
+  Code,
+  Done,
+  Email,
+  KeyPairSchema,
+  Password,
+  SessionTokens,
+  TokenDeliveryHeaders,
+  tokenFields,
+  UserSchema,
+  userView,
+} from "../schemas/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-
-export const UserSchema = Type.Object(
-  {
-    id: Type.String(),
-    email: Type.String(),
-    role: Type.Union([Type.Literal("merchant"), Type.Literal("admin")]),
-    merchantId: Nullable(Type.String()),
-    companyName: Nullable(Type.String()),
-    totpEnabled: Type.Boolean(),
-    createdAt: Type.String({ format: "date-time" }),
-  },
-  { title: "User" },
-);
-
-const SessionTokens = {
-  accessToken: Type.Optional(
-    Type.String({
-      description:
-        "Only with `X-Token-Delivery: bearer` (and on refresh only for a session signed in that way); send as `Authorization: Bearer`. Browsers use the httpOnly cookie.",
-    }),
-  ),
-  expiresIn: Type.Integer({ description: "Seconds until the access token expires; refresh before" }),
-};
-
-/**
- * The access token is in the JSON body only for a client that asks (security issue 18): a header,
- * so that refresh (no body) asks the same way, and one a cross-origin page cannot send (it is not
- * in the CORS allowed headers). Browsers keep to the httpOnly cookie, out of reach of script.
- */
-const TokenDeliveryHeaders = Type.Object({
-  "x-token-delivery": Type.Optional(
-    Type.Union([Type.Literal("cookie"), Type.Literal("bearer")], {
-      description:
-        "`bearer`: also return the access token in the body (non-browser clients). Default `cookie`: the httpOnly cookie only.",
-    }),
-  ),
-});
 
 /**
  * The client a failed sign-in is counted against: its address as the rate limiter and the IP
@@ -84,46 +55,10 @@ function deliveryOf(request: FastifyRequest): TokenDelivery {
   return request.headers["x-token-delivery"] === "bearer" ? "bearer" : "cookie";
 }
 
-/** The body's token fields: the access token only for a session that asked for bearer delivery. */
-function tokenFields(delivery: TokenDelivery, asked: TokenDelivery, accessToken: string, expiresIn: number) {
-  return delivery === "bearer" && asked === "bearer" ? { accessToken, expiresIn } : { expiresIn };
-}
-
-const KeyPairSchema = Type.Object({
-  id: Type.String(),
-  environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
-  apiKey: Type.String(),
-  apiSecret: Type.String({ description: "Shown only in this response" }),
-});
-
-const Email = Type.String({ minLength: 3, maxLength: 254 });
-const Password = Type.String({ minLength: 1, maxLength: 256 });
-const Done = Type.Object({ message: Type.String() });
-const Code = Type.Object(
-  { code: Type.String({ minLength: 1, maxLength: 16 }) },
-  { additionalProperties: false },
-);
-
 /** `/api/v1/auth/*`: registration, sessions, password reset and change, OTPs and TOTP enrolment. */
 export function authRoutes(app: App, deps: RouteDeps) {
-  const kit = authKit(deps);
-  const { config } = deps;
+  const { authKit: kit, config } = deps;
   const origins = allowedOrigins(config);
-
-  async function userView(userId: string) {
-    const user = await findUserById(kit.db, userId);
-    if (!user) throw AppError.invalidAuth();
-    const merchant = user.merchant_id ? await findMerchantById(kit.db, user.merchant_id) : undefined;
-    return {
-      id: user.id,
-      email: user.email,
-      role: user.role,
-      merchantId: user.merchant_id,
-      companyName: merchant?.company_name ?? null,
-      totpEnabled: user.totp_enabled,
-      createdAt: new Date(user.created_at).toISOString(),
-    };
-  }
 
   function refreshCookie(request: FastifyRequest): string | undefined {
     const v = request.cookies?.[REFRESH_COOKIE];
@@ -155,7 +90,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       return reply.code(201).send({
         success: true as const,
         data: {
-          user: await userView(r.user.id),
+          user: userView(r.profile),
           apiKeys: r.merchant.keys,
           ...tokenFields(r.tokenDelivery, asked, r.accessToken, kit.tokens.ttlSeconds),
         },
@@ -187,7 +122,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       return {
         success: true as const,
         data: {
-          user: await userView(r.user.id),
+          user: userView(r.profile),
           ...tokenFields(r.tokenDelivery, asked, r.accessToken, kit.tokens.ttlSeconds),
         },
       };
@@ -211,18 +146,17 @@ export function authRoutes(app: App, deps: RouteDeps) {
       assertWriteOrigin(request, origins, false);
       const token = refreshCookie(request);
       if (!token) throw AppError.invalidAuth("Missing refresh token.");
-      const r = await rotateRefreshToken(kit.db, token, kit.now());
+      const r = await refreshSession(kit, token);
       if (r.kind !== "rotated") {
         clearSessionCookies(reply, config);
         if (r.kind === "reuse")
           request.log.warn({ sessionId: r.sessionId }, "refresh token reuse: session revoked");
         throw AppError.invalidAuth("Invalid or expired refresh token; sign in again.");
       }
-      const accessToken = await issueAccessToken(kit, r.userId, r.sessionId);
-      setSessionCookies(reply, config, accessToken, kit.tokens.ttlSeconds, r.refreshToken);
+      setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.refreshToken);
       return {
         success: true as const,
-        data: tokenFields(r.tokenDelivery, deliveryOf(request), accessToken, kit.tokens.ttlSeconds),
+        data: tokenFields(r.tokenDelivery, deliveryOf(request), r.accessToken, kit.tokens.ttlSeconds),
       };
     },
   );
@@ -239,16 +173,11 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       assertWriteOrigin(request, origins, false);
-      const now = kit.now();
-      const refresh = refreshCookie(request);
-      const fromRefresh = refresh ? await sessionOfRefreshToken(kit.db, refresh) : undefined;
-      if (fromRefresh) await revokeSession(kit.db, fromRefresh, "logout", now);
       const authorization = request.headers.authorization;
-      const access = authorization?.startsWith("Bearer ")
+      const accessToken = authorization?.startsWith("Bearer ")
         ? authorization.slice(7).trim()
         : request.cookies?.sg_access;
-      const claims = access ? await kit.tokens.verify(access) : null;
-      if (claims) await revokeSession(kit.db, claims.sessionId, "logout", now);
+      await logout(kit, { refreshToken: refreshCookie(request), accessToken });
       clearSessionCookies(reply, config);
       return { success: true as const, data: { message: "Signed out." } };
     },
@@ -274,7 +203,10 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      return { success: true as const, data: { user: await userView(p.userId), environment: p.environment } };
+      return {
+        success: true as const,
+        data: { user: userView(await currentUser(kit, p.userId)), environment: p.environment },
+      };
     },
   );
 

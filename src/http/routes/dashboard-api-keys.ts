@@ -1,13 +1,13 @@
 import { Type } from "@sinclair/typebox";
-import type { ApiKeyRow } from "../../db/schema.js";
 import type { Environment } from "../../domain/environment.js";
 import {
+  type ApiKeyRow,
   createApiKey,
   findOwnApiKey,
   listApiKeys,
   revokeOwnApiKey,
   rotateApiKey,
-} from "../../services/api-key-management.js";
+} from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
-import { listOutbox } from "../../mail/outbox.js";
+import { listOutbox } from "../../mail/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardSession } from "../plugins/dashboard-auth.js";

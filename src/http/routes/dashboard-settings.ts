@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { CURRENCY_TYPES } from "../../domain/currency.js";
 import { formatAmount } from "../../domain/money.js";
-import { getSettings, type MerchantSettings, updateSettings } from "../../services/settings.js";
+import { getSettings, type MerchantSettings, updateSettings } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpFields } from "../plugins/step-up.js";

@@ -5,7 +5,7 @@ import type { Environment } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import { validateAllowlist } from "../domain/ip-allowlist.js";
 import { parseAmount, UNIT } from "../domain/money.js";
-import { insertDefaultSettings } from "../repositories/merchants.js";
+import { insertDefaultSettings } from "./store.js";
 
 /**
  * Merchant settings per environment (CONTRACT §4.2, §6): `autoWithdraw` (default on),

@@ -1,21 +1,11 @@
-import { randomBytes } from "node:crypto";
 import type { Db } from "../db/database.js";
-import { formatCredential, hashSecret } from "../domain/api-key-format.js";
-import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
+import { ENVIRONMENTS } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import type { SecretBox } from "../lib/secret-box.js";
-import { insertApiKey } from "../repositories/api-keys.js";
-import { findMerchantByEmail, insertDefaultSettings, insertMerchant } from "../repositories/merchants.js";
-import { createWebhookEndpoints } from "../webhooks/secrets.js";
-
-export interface KeyPair {
-  id: string;
-  environment: Environment;
-  apiKey: string;
-  /** Shown once; only its hash is stored. */
-  apiSecret: string;
-}
+import { createWebhookEndpoints } from "../webhooks/index.js";
+import { issueKeyPair, type KeyPair } from "./api-keys.js";
+import { findMerchantByEmail, insertDefaultSettings, insertMerchant } from "./store.js";
 
 export interface CreatedMerchant {
   id: string;
@@ -37,22 +27,6 @@ export function validateMerchantInput(input: { email: string; companyName: strin
     errors.push({ field: "companyName", message: "must be 1 to 200 characters" });
   }
   return errors;
-}
-
-/** Generates a fresh key pair for an environment and stores the key and the secret's hash. */
-export async function issueKeyPair(db: Db, merchantId: string, environment: Environment): Promise<KeyPair> {
-  const apiKey = formatCredential("key", environment, randomBytes(32));
-  const apiSecret = formatCredential("secret", environment, randomBytes(32));
-  const id = newId("key");
-  await insertApiKey(db, {
-    id,
-    merchantId,
-    environment,
-    apiKey,
-    secretHash: hashSecret(apiSecret),
-    secretHint: apiSecret.slice(-4),
-  });
-  return { id, environment, apiKey, apiSecret };
 }
 
 /**

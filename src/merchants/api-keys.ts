@@ -1,9 +1,29 @@
+import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { compiledByShape } from "../db/compiled.js";
 import type { Db } from "../db/database.js";
+import { paginate } from "../db/paginate.js";
 import { PREPARED } from "../db/prepared.js";
+import type { ApiKeyRow } from "../db/schema.js";
+import { formatCredential, hashSecret } from "../domain/api-key-format.js";
 import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
+import { newId } from "../domain/ids.js";
 import { Coalescer } from "../lib/coalescer.js";
+
+/**
+ * SQL of `api_keys`: the per-request lookup of the API-key channel, and the dashboard's key
+ * management (CONTRACT §6): create per environment (secret shown once), list (never secrets),
+ * rotate (new pair; the old one is dead at once), revoke.
+ */
+
+export interface KeyPair {
+  id: string;
+  environment: Environment;
+  apiKey: string;
+  /** Shown once; only its hash is stored. */
+  apiSecret: string;
+}
 
 export interface ApiKeyLookup {
   id: string;
@@ -123,4 +143,69 @@ export async function revokeApiKey(
     .where("status", "=", "active")
     .executeTakeFirst();
   return res.numUpdatedRows === 1n;
+}
+
+/** Generates a fresh key pair for an environment and stores the key and the secret's hash. */
+export async function issueKeyPair(db: Db, merchantId: string, environment: Environment): Promise<KeyPair> {
+  const apiKey = formatCredential("key", environment, randomBytes(32));
+  const apiSecret = formatCredential("secret", environment, randomBytes(32));
+  const id = newId("key");
+  await insertApiKey(db, {
+    id,
+    merchantId,
+    environment,
+    apiKey,
+    secretHash: hashSecret(apiSecret),
+    secretHint: apiSecret.slice(-4),
+  });
+  return { id, environment, apiKey, apiSecret };
+}
+
+export function listApiKeys(
+  db: Db,
+  merchantId: string,
+  environment: Environment,
+  page: { limit: number; offset: number },
+): Promise<{ rows: ApiKeyRow[]; total: number }> {
+  const filtered = db
+    .selectFrom("api_keys")
+    .where("merchant_id", "=", merchantId)
+    .where("environment", "=", environment);
+  return paginate(filtered, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+}
+
+export async function findOwnApiKey(db: Db, merchantId: string, id: string): Promise<ApiKeyRow> {
+  const row = await db
+    .selectFrom("api_keys")
+    .selectAll()
+    .where("id", "=", id)
+    .where("merchant_id", "=", merchantId)
+    .executeTakeFirst();
+  if (!row) throw AppError.notFound("No such API key.");
+  return row;
+}
+
+export function createApiKey(db: Db, merchantId: string, environment: Environment): Promise<KeyPair> {
+  return issueKeyPair(db, merchantId, environment);
+}
+
+/** New pair of the same environment; the old one stops working in the same transaction. */
+export async function rotateApiKey(db: Db, merchantId: string, id: string): Promise<KeyPair> {
+  return db.transaction().execute(async (trx) => {
+    const old = await findOwnApiKey(trx, merchantId, id);
+    if (old.status !== "active") throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
+    const pair = await issueKeyPair(trx, merchantId, old.environment);
+    if (!(await revokeApiKey(trx, old.id, "rotated", pair.id))) {
+      throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
+    }
+    return pair;
+  });
+}
+
+export async function revokeOwnApiKey(db: Db, merchantId: string, id: string): Promise<ApiKeyRow> {
+  const key = await findOwnApiKey(db, merchantId, id);
+  if (!(await revokeApiKey(db, key.id, "revoked"))) {
+    throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
+  }
+  return findOwnApiKey(db, merchantId, id);
 }

@@ -1,0 +1,25 @@
+/**
+ * Dashboard authentication: accounts, sessions, e-mailed codes, TOTP, step-up, and the kit they
+ * share (built once by the runtime). Other folders reach this feature through this file only.
+ */
+
+export type { DashboardRole, DashboardUser, OtpPurpose, TokenDelivery } from "../db/tables/dashboard.js";
+export { ACCESS_TOKEN_TTL_SECONDS, type AccessClaims } from "./access-tokens.js";
+export {
+  createAdmin,
+  currentUser,
+  LOGIN_FAILED,
+  LOGIN_THROTTLED,
+  login,
+  register,
+  type SignedIn,
+  type UserProfile,
+} from "./accounts.js";
+export { checkOtp, consumeOtp, requestOtp, spendCheckedOtp } from "./codes.js";
+export { type AuthKit, type AuthKitDeps, authKit, createAuthKit } from "./kit.js";
+export { OTP_PURPOSES } from "./otp.js";
+export { changePassword, forgotPassword, PASSWORD_RESET_TTL_MS, resetPassword } from "./password-reset.js";
+export { issueAccessToken, logout, type RefreshResult, refreshSession } from "./session-flows.js";
+export { type ActiveSession, findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "./sessions.js";
+export { checkStepUp, consumeStepUp, type StepUpCodes } from "./step-up.js";
+export { disableTotp, enableTotp, setupTotp } from "./two-factor.js";
