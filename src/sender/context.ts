@@ -1,0 +1,64 @@
+import type { ChainWriter } from "../chains/writer.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import type { Signer } from "../signer/protocol.js";
+import { Funding } from "./funding.js";
+import type { TransferOutcomes } from "./outcomes.js";
+
+/** Where the fault-injection test kills the sending process. */
+export type FaultPoint = "before-commit" | "after-commit" | "after-broadcast" | "after-receipt";
+
+export interface SenderOptions {
+  db: Db;
+  network: CurrencyType;
+  environment: Environment;
+  writer: ChainWriter;
+  /** Required for chains whose writer is "signed" (EVM, TRON). */
+  signer: Signer | null;
+  /** Address of an HD index of this (network, environment) (watch-only derivation). */
+  address: (index: number) => string;
+  outcomes: TransferOutcomes;
+  /** A mined transfer is final (confirmed or failed) at this depth. */
+  confirmations: number;
+  logger: Logger;
+  clock: Clock;
+  /** An EVM transaction unmined for this long is replaced with higher fees at the same nonce. Default 3 min. */
+  stuckAfterMs?: number;
+  /** A TRON transaction unmined this long after its expiration is provably dropped and re-signed. Default 60 s. */
+  expiryGraceMs?: number;
+  /** Intents signed per sending address and round. Default 25. */
+  batchSize?: number;
+  /** How soon an open transfer is looked at again. Default 1 s. */
+  recheckMs?: number;
+  /** Tests: called at each crash-relevant step. */
+  fault?: (point: FaultPoint, intentIds: string[]) => void | Promise<void>;
+}
+
+/** A sender's options with their defaults, and its funds checks: what its steps share. */
+export interface SenderContext extends SenderOptions {
+  stuckAfterMs: number;
+  expiryGraceMs: number;
+  batchSize: number;
+  recheckMs: number;
+  funding: Funding;
+}
+
+export function senderContext(o: SenderOptions): SenderContext {
+  return {
+    ...o,
+    stuckAfterMs: o.stuckAfterMs ?? 180_000,
+    expiryGraceMs: o.expiryGraceMs ?? 60_000,
+    batchSize: o.batchSize ?? 25,
+    recheckMs: o.recheckMs ?? 1_000,
+    funding: new Funding({
+      db: o.db,
+      network: o.network,
+      environment: o.environment,
+      clock: o.clock,
+      logger: o.logger,
+    }),
+  };
+}

@@ -1,0 +1,188 @@
+import {
+  type DatabaseChainWriter,
+  InsufficientFundsError,
+  type PreparedTransfer,
+  type SignedChainWriter,
+  TransferWouldFailError,
+} from "../chains/writer.js";
+import type { Db } from "../db/database.js";
+import type { Signer } from "../signer/protocol.js";
+import type { SenderContext } from "./context.js";
+import { broadcastAttempt, finishIn, transferSpec } from "./steps.js";
+import {
+  claimOneQueued,
+  claimQueued,
+  insertAttempt,
+  insertExecutedAttempt,
+  lockNextNonce,
+  markExecuted,
+  markSigned,
+  saveNextNonce,
+  type TransferRow,
+} from "./transfer-store.js";
+
+/** A transfer signed in this round: its intent and the bytes to broadcast. */
+interface Signed {
+  intentId: string;
+  raw: string;
+}
+
+/** Simulator: mine each transfer inside the transaction that records it (queued → broadcast). */
+export async function executeBatch(
+  c: SenderContext,
+  writer: DatabaseChainWriter,
+  index: number,
+  rows: TransferRow[],
+): Promise<void> {
+  const from = c.address(index);
+  for (const r of rows) {
+    await c.db.transaction().execute(async (trx) => {
+      if (!(await claimOneQueued(trx, r.intent_id))) return;
+      const { hash } = await writer.execute(trx, transferSpec(c, r, from));
+      await insertExecutedAttempt(trx, r.intent_id, hash, new Date(c.clock.now()));
+      await markExecuted(trx, r, from, new Date(c.clock.now()));
+      await c.fault?.("before-commit", [r.intent_id]);
+    });
+  }
+}
+
+/**
+ * EVM/TRON: sign a batch under the address's nonce lock, commit, then broadcast. Steps: keep what
+ * the token balance covers, sign under the nonce lock (claim, reserve nonces, prepare within the
+ * native budget, sign, store), let the unpayable wait for funds, broadcast what was signed.
+ */
+export async function signBatch(
+  c: SenderContext,
+  writer: SignedChainWriter,
+  index: number,
+  rows: TransferRow[],
+): Promise<void> {
+  const signer = c.signer;
+  if (!signer) throw new Error("no signer configured (set SIGNER_URL or run serve)");
+  const from = c.address(index);
+  // Funds: the token must cover this batch plus what is already signed but not finished.
+  const fundable = await c.funding.tokenFundable(writer, index, from, rows);
+  if (fundable.length === 0) return;
+  const nativeAvailable = await c.funding.nativeAvailable(writer, index, from);
+  const { signed, poor } = await signUnderNonceLock(c, writer, signer, from, fundable, nativeAvailable);
+  if (poor.length > 0) await c.funding.waitForFunds(poor, from, "native");
+  if (signed.length === 0) return;
+  await broadcastSigned(c, writer, signed);
+}
+
+/**
+ * One database transaction: claim the still-queued rows, reserve their nonces, prepare each within
+ * the native budget, sign them all, store the attempts and the next nonce. A crash before the
+ * commit leaves nothing (no bytes left the process, no nonce used).
+ */
+async function signUnderNonceLock(
+  c: SenderContext,
+  writer: SignedChainWriter,
+  signer: Signer,
+  from: string,
+  fundable: TransferRow[],
+  nativeAvailable: bigint,
+): Promise<{ signed: Signed[]; poor: TransferRow[] }> {
+  // The transaction runs again after a transient database fault (db/retrying-kysely.ts): what a
+  // rolled-back attempt counted or signed must not be broadcast or spent twice, so each run starts
+  // afresh and only the committed run's result is returned.
+  return c.db.transaction().execute(async (trx) => {
+    const signed: Signed[] = [];
+    const poor: TransferRow[] = [];
+    const ids = await claimQueued(
+      trx,
+      fundable.map((r) => r.intent_id),
+    );
+    const mine = fundable.filter((r) => ids.has(r.intent_id));
+    if (mine.length === 0) return { signed, poor };
+    const firstNonce = await reserveNonce(c, trx, writer, from);
+    const { prepared, nextNonce } = await prepareWithinBudget(c, trx, writer, from, mine, firstNonce, {
+      native: nativeAvailable,
+      poor,
+    });
+    // Sign the whole batch concurrently (the signer may be another process). An in-process
+    // signer's policy reads the intents through this transaction (signer/policy.ts).
+    const signatures = await Promise.all(prepared.map(({ p }) => signer.sign(p.signRequest, { db: trx })));
+    const now = new Date(c.clock.now());
+    for (let i = 0; i < prepared.length; i++) {
+      const { row, p } = prepared[i]!;
+      const s = signatures[i]!;
+      await insertAttempt(trx, {
+        intentId: row.intent_id,
+        seq: 1,
+        txHash: s.hash,
+        raw: s.raw,
+        fee: p.fee,
+        expiresAt: p.expiresAt,
+      });
+      await markSigned(trx, row, { nonce: p.nonce, from, now });
+      signed.push({ intentId: row.intent_id, raw: s.raw });
+    }
+    if (nextNonce !== null) await saveNextNonce(trx, c, from, nextNonce);
+    await c.fault?.(
+      "before-commit",
+      signed.map((s) => s.intentId),
+    );
+    return { signed, poor };
+  });
+}
+
+/**
+ * EVM: the first nonce of the batch, under the address's nonce row lock: the database's counter,
+ * or the account's mined nonce when the chain is ahead of it. TRON has no nonce (null).
+ */
+async function reserveNonce(c: SenderContext, trx: Db, writer: SignedChainWriter, from: string) {
+  const minedNonce = await writer.minedNonce(from);
+  if (minedNonce === null) return null;
+  return Math.max(await lockNextNonce(trx, c, from), minedNonce);
+}
+
+/**
+ * Prepares each claimed row in order with consecutive nonces while the native budget lasts: one
+ * that would revert fails now; one the budget cannot pay goes to `poor` (it waits for funds).
+ */
+async function prepareWithinBudget(
+  c: SenderContext,
+  trx: Db,
+  writer: SignedChainWriter,
+  from: string,
+  rows: TransferRow[],
+  firstNonce: number | null,
+  budget: { native: bigint; poor: TransferRow[] },
+): Promise<{ prepared: { row: TransferRow; p: PreparedTransfer }[]; nextNonce: number | null }> {
+  let nonce = firstNonce;
+  let native = budget.native;
+  const prepared: { row: TransferRow; p: PreparedTransfer }[] = [];
+  for (const r of rows) {
+    let p: PreparedTransfer;
+    try {
+      p = await writer.prepare(transferSpec(c, r, from), { nonce, nativeBudget: native > 0n ? native : 0n });
+    } catch (err) {
+      if (err instanceof TransferWouldFailError) {
+        await finishIn(c, trx, r, null, "failed", err.message);
+        continue;
+      }
+      if (err instanceof InsufficientFundsError) {
+        budget.poor.push(r);
+        continue;
+      }
+      throw err;
+    }
+    if (p.maxNativeCost > native) {
+      budget.poor.push(r);
+      continue;
+    }
+    native -= p.maxNativeCost;
+    prepared.push({ row: r, p });
+    if (nonce !== null) nonce += 1;
+  }
+  return { prepared, nextNonce: nonce };
+}
+
+/** After the commit: broadcast in nonce order, so that the node never sees a gap. */
+async function broadcastSigned(c: SenderContext, writer: SignedChainWriter, signed: Signed[]): Promise<void> {
+  const ids = signed.map((s) => s.intentId);
+  await c.fault?.("after-commit", ids);
+  for (const s of signed) await broadcastAttempt(c, writer, s.intentId, 1, s.raw);
+  await c.fault?.("after-broadcast", ids);
+}

@@ -1,0 +1,106 @@
+import { ChainUnavailableError } from "../chains/errors.js";
+import type { SignedChainWriter } from "../chains/writer.js";
+import type { Db } from "../db/database.js";
+import { retriedFailureLevel } from "../db/transient.js";
+import { SignerRejectedError } from "../signer/protocol.js";
+import type { SenderContext } from "./context.js";
+import type { FinalState } from "./transfer-states.js";
+import {
+  markAttemptBroadcast,
+  markBroadcast,
+  markFinished,
+  noteBroadcastRefused,
+  recordStepError,
+  scheduleRecheck,
+  type TransferRow,
+} from "./transfer-store.js";
+
+/** The steps both signing and progress use: build, broadcast, finish, reschedule, record an error. */
+
+/** What the chain writer builds for a transfer sent from `from`. */
+export function transferSpec(c: SenderContext, r: TransferRow, from: string) {
+  return {
+    asset: r.asset,
+    environment: c.environment,
+    from,
+    fromIndex: r.from_index,
+    to: r.to_address,
+    amount: BigInt(r.amount),
+  };
+}
+
+/** Sends an attempt's stored bytes (idempotent), then records it broadcast (signed → broadcast). */
+export async function broadcastAttempt(
+  c: SenderContext,
+  writer: SignedChainWriter,
+  intentId: string,
+  seq: number,
+  raw: string,
+): Promise<void> {
+  const result = await writer.broadcast(raw);
+  const now = new Date(c.clock.now());
+  if (!result.accepted) {
+    c.logger.warn({ intentId, seq, error: result.error }, "broadcast refused; will check the chain");
+    await noteBroadcastRefused(c.db, intentId, `broadcast: ${result.error ?? "refused"}`, now);
+  }
+  await markAttemptBroadcast(c.db, intentId, seq, now);
+  await markBroadcast(c.db, intentId, now);
+}
+
+/** Finishes a transfer in its own transaction; waits (rechecked in 10 s) while its kind has no handler. */
+export async function finish(
+  c: SenderContext,
+  r: Pick<TransferRow, "intent_id" | "kind" | "status">,
+  txHash: string | null,
+  status: FinalState,
+  reason: string | null,
+  blockNumber: number | null = null,
+): Promise<void> {
+  if (!c.outcomes.handler(r.kind)) {
+    c.logger.warn(
+      { intentId: r.intent_id, kind: r.kind },
+      "no outcome handler registered; the transfer waits",
+    );
+    return later(c, r.intent_id, 10_000);
+  }
+  await c.db.transaction().execute((trx) => finishIn(c, trx, r, txHash, status, reason, blockNumber));
+}
+
+/** Records the final state and calls the outcome hook in `trx`; nothing when already final. */
+export async function finishIn(
+  c: SenderContext,
+  trx: Db,
+  r: Pick<TransferRow, "intent_id" | "kind" | "status">,
+  txHash: string | null,
+  status: FinalState,
+  reason: string | null,
+  blockNumber: number | null = null,
+): Promise<void> {
+  const handler = c.outcomes.handler(r.kind);
+  if (!handler) return;
+  const now = new Date(c.clock.now());
+  if (!(await markFinished(trx, r, { status, txHash, blockNumber, reason, now }))) return;
+  await handler(trx, { intentId: r.intent_id, kind: r.kind, status, txHash, reason });
+  c.logger.info(
+    { intentId: r.intent_id, kind: r.kind, status, txHash, reason },
+    "outgoing transfer finished",
+  );
+}
+
+/** The transfer is looked at again in `ms` (default: the sender's recheck interval). */
+export async function later(c: SenderContext, intentId: string, ms = c.recheckMs): Promise<void> {
+  await scheduleRecheck(c.db, intentId, new Date(c.clock.now() + ms));
+}
+
+/** A failed step: logged (a signer refusal as an alert), and the intents retried with backoff. */
+export async function recordError(c: SenderContext, intentIds: string[], err: unknown): Promise<void> {
+  const message = err instanceof Error ? err.message : String(err);
+  const level = err instanceof ChainUnavailableError ? "warn" : retriedFailureLevel(err);
+  c.logger[level]({ err, intents: intentIds.slice(0, 10) }, "outgoing transfer step failed; will retry");
+  if (err instanceof SignerRejectedError) {
+    // A policy refusal is a bug, not a chain state: keep the intent, alert, retry slowly.
+    c.logger.error({ alert: "signer_rejected", intents: intentIds }, "ALERT: the signer refused a transfer");
+  }
+  if (intentIds.length === 0) return;
+  await recordStepError(c.db, intentIds, message);
+}
