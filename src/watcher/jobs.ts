@@ -1,9 +1,8 @@
-import type { ChainRegistry } from "../chains/registry.js";
-import { SIM_BLOCK_CHANNEL } from "../chains/simulator/simulated-chain.js";
+import { type ChainRegistry, SIM_BLOCK_CHANNEL } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
-import { Wakeup } from "../lib/wakeup.js";
 import type { Logger } from "../observability/logger.js";
+import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
 import type { Job } from "../worker/runner.js";
 import type { DepositHandoff } from "./handoff.js";
 import { ChainWatcher } from "./watcher.js";
@@ -21,7 +20,7 @@ export interface WatcherJobDeps {
   logger: Logger;
   clock: Clock;
   /** LISTEN on the database (`Database.listen`): wakes simulator watchers when a block is mined. */
-  listen?: ((channel: string, onNotify: () => void) => Promise<() => Promise<void>>) | undefined;
+  listen?: Listen | undefined;
 }
 
 /** One watcher job per available (network, environment) chain; the lease picks one worker per chain. */
@@ -54,27 +53,23 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
     // The simulator announces each mined block (NOTIFY at commit): one long run that scans, then
     // sleeps until a block of this chain is announced or the poll interval passes.
     const listen = deps.listen;
-    const key = `${chain.network}/${chain.environment}`;
-    const wake = new Wakeup();
     return {
       name,
       everyMs: chain.scan.pollIntervalMs,
-      async run(signal: AbortSignal) {
-        let unlisten: (() => Promise<void>) | undefined;
-        try {
-          unlisten = await listen(SIM_BLOCK_CHANNEL, () => wake.notify());
-        } catch (err) {
-          deps.logger.warn({ err, chain: key }, "simulator LISTEN unavailable; blocks are found by polling");
-        }
-        try {
-          while (!signal.aborted) {
-            await watcher.tick(signal);
-            await wake.wait(SIM_NOTIFIED_POLL_MS, signal);
-          }
-        } finally {
-          await unlisten?.().catch(() => {});
-        }
-      },
+      run: (signal: AbortSignal) =>
+        runNotifiedLoop(signal, {
+          listen,
+          channel: SIM_BLOCK_CHANNEL,
+          logger: deps.logger,
+          logContext: { chain: `${chain.network}/${chain.environment}` },
+          what: "simulator blocks",
+          // `tick` never throws: every round is followed by the notified poll.
+          round: async (s) => {
+            await watcher.tick(s);
+            return SIM_NOTIFIED_POLL_MS;
+          },
+          retryMs: SIM_NOTIFIED_POLL_MS,
+        }),
       stop: () => watcher.releaseLease(),
     };
   });

@@ -1,4 +1,4 @@
-import type { ChainRegistry } from "../chains/registry.js";
+import type { ChainRegistry } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { ReadinessCheck } from "../observability/readiness.js";

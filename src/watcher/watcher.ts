@@ -1,73 +1,22 @@
-import { sql } from "kysely";
 import {
   type BlockHeader,
   type ChainAdapter,
+  ChainTimeError,
+  ChainUnavailableError,
   safeBlockFromHead,
   type TokenTransfer,
-} from "../chains/adapter.js";
-import { ChainTimeError, ChainUnavailableError } from "../chains/errors.js";
-import type { ScanSettings } from "../chains/registry.js";
-import type { Db } from "../db/database.js";
+} from "../chains/index.js";
 import { retriedFailureLevel } from "../db/transient.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { newId } from "../domain/ids.js";
 import { type Clock, systemClock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import type { ConfirmedTransfer, DepositHandoff } from "./handoff.js";
+import type { ConfirmedTransfer } from "./handoff.js";
+import type { ChainWatcherOptions, ScanResult, TickOutcome } from "./options.js";
+import type { TimedTransfer, WatcherScope } from "./store.js";
+import * as store from "./store.js";
 
-export interface ChainWatcherOptions {
-  db: Db;
-  network: CurrencyType;
-  environment: Environment;
-  adapter: ChainAdapter;
-  confirmations: number;
-  scan: ScanSettings;
-  handoff: DepositHandoff;
-  logger: Logger;
-  /** Lease owner id: the worker instance. Only the lease holder scans a (network, environment). */
-  owner: string;
-  clock?: Clock;
-  /** Lease lifetime; renewed by every committed step. Default 20 s. */
-  leaseMs?: number;
-  /**
-   * Where a chain that was never scanned starts: "genesis" (block 0; the simulator) or "safe" (the
-   * safe block at the first run: addresses are only handed out once the service runs). Default "safe".
-   */
-  start?: "genesis" | "safe";
-  /** Longest time one `tick` keeps scanning a backlog before it returns (and renews its lease). Default 10 s. */
-  maxTickMs?: number;
-  /** At most this many ranges per tick (tests stop a scan mid-backlog with it). Default unlimited. */
-  maxRangesPerTick?: number;
-  /** Block hashes kept behind the cursor for reorg detection. Default 2 000 blocks. */
-  keepBlocks?: number;
-  /**
-   * A checkout address is matched until `watch_until` + this grace (measured at scan time), so that
-   * a watcher that was down for less than the grace still credits payments made in time. Default 24 h.
-   */
-  matchGraceMs?: number;
-  /** Back-off after a failed tick: doubles from `min` to `max`. Default 1 s .. 60 s. */
-  backoff?: { minMs: number; maxMs: number };
-}
-
-export interface ScanResult {
-  head: number;
-  /** Newest block with the required confirmations: observations up to it are handed off. */
-  safe: number;
-  /** Cursor after the scan. */
-  cursor: number;
-  scannedBlocks: number;
-  /** Transfers stored by this scan (confirmed or not yet). */
-  observed: number;
-  /** Block the cursor was rolled back to, when a reorg was detected. */
-  reorgTo: number | null;
-}
-
-export type TickOutcome =
-  | { kind: "scanned"; scan: ScanResult; handedOff: number }
-  | { kind: "standby" }
-  | { kind: "backoff"; untilMs: number }
-  | { kind: "failed"; error: string };
+export type { ChainWatcherOptions, ScanResult, TickOutcome } from "./options.js";
 
 const HANDOFF_BATCH = 200;
 
@@ -103,11 +52,10 @@ const HANDOFF_BATCH = 200;
 export class ChainWatcher {
   readonly network: CurrencyType;
   readonly environment: Environment;
-  private readonly db: Db;
+  private readonly store: WatcherScope;
   private readonly adapter: ChainAdapter;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly leaseMs: number;
   private readonly maxTickMs: number;
   private readonly keepBlocks: number;
   private readonly matchGraceMs: number;
@@ -123,11 +71,17 @@ export class ChainWatcher {
   constructor(readonly options: ChainWatcherOptions) {
     this.network = options.network;
     this.environment = options.environment;
-    this.db = options.db;
     this.adapter = options.adapter;
     this.clock = options.clock ?? systemClock;
     this.log = options.logger.child({ chain: `${options.network}/${options.environment}` });
-    this.leaseMs = options.leaseMs ?? 20_000;
+    this.store = {
+      db: options.db,
+      network: options.network,
+      environment: options.environment,
+      owner: options.owner,
+      leaseMs: options.leaseMs ?? 20_000,
+      clock: this.clock,
+    };
     this.maxTickMs = options.maxTickMs ?? 10_000;
     this.keepBlocks = options.keepBlocks ?? 2_000;
     this.matchGraceMs = options.matchGraceMs ?? 24 * 3600_000;
@@ -191,53 +145,20 @@ export class ChainWatcher {
   }
 
   private async leaveError(message: string): Promise<void> {
-    await this.db
-      .updateTable("chain_cursors")
-      .set({ last_error: message.slice(0, 500), last_error_at: new Date(this.clock.now()) })
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .execute()
-      .catch(() => {});
+    await store.recordError(this.store, message);
   }
 
   /** Takes or renews the scanning lease. Creates the cursor row the first time. */
   async acquireLease(): Promise<boolean> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const row = await this.db
-        .updateTable("chain_cursors")
-        .set({
-          lease_owner: this.options.owner,
-          lease_until: sql`now() + ${`${this.leaseMs} milliseconds`}::interval`,
-        })
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where((eb) =>
-          eb.or([
-            eb("lease_owner", "is", null),
-            eb("lease_owner", "=", this.options.owner),
-            eb("lease_until", "<", sql<Date>`now()`),
-          ]),
-        )
-        .returning("cursor_block")
-        .executeTakeFirst();
-      if (row) return true;
-      const exists = await this.db
-        .selectFrom("chain_cursors")
-        .select("cursor_block")
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .executeTakeFirst();
-      if (exists) return false;
+      if (await store.takeLease(this.store)) return true;
+      if (await store.cursorExists(this.store)) return false;
       // First run for this chain: start at genesis or at the current safe block.
       const start =
         this.options.start === "genesis"
           ? -1
           : safeBlockFromHead(await this.adapter.headBlock(), this.options.confirmations);
-      await this.db
-        .insertInto("chain_cursors")
-        .values({ network: this.network, environment: this.environment, cursor_block: start })
-        .onConflict((oc) => oc.columns(["network", "environment"]).doNothing())
-        .execute();
+      await store.createCursor(this.store, start);
     }
     return false;
   }
@@ -247,13 +168,7 @@ export class ChainWatcher {
    * takes the chain over at once instead of after the lease's expiry.
    */
   async releaseLease(): Promise<void> {
-    await this.db
-      .updateTable("chain_cursors")
-      .set({ lease_owner: null, lease_until: null })
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .where("lease_owner", "=", this.options.owner)
-      .execute();
+    await store.releaseLease(this.store);
   }
 
   /** Scans from the cursor to the head block. The caller holds the lease. */
@@ -261,7 +176,7 @@ export class ChainWatcher {
     const started = Date.now();
     const head = await this.adapter.headBlock();
     const safe = safeBlockFromHead(head, this.options.confirmations);
-    let cursor = await this.cursor();
+    let cursor = await store.readCursor(this.store);
     let reorgTo: number | null = null;
     let scannedBlocks = 0;
     let observed = 0;
@@ -295,25 +210,14 @@ export class ChainWatcher {
         this.range = Math.max(1, Math.floor(this.range / 2));
         throw err;
       }
-      if (!(await this.commit(from, to, end, matched))) break;
+      if (!(await store.commitRange(this.store, { from, to, end, matched, keepBlocks: this.keepBlocks })))
+        break;
       observed += matched.length;
       scannedBlocks += to - from + 1;
       cursor = to;
       this.range = Math.min(this.options.scan.maxRangeBlocks, this.range * 2);
     }
-    await this.db
-      .updateTable("chain_cursors")
-      .set({
-        head_block: head,
-        safe_block: safe,
-        head_seen_at: new Date(this.clock.now()),
-        last_error: null,
-        last_error_at: null,
-      })
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .where("lease_owner", "=", this.options.owner)
-      .execute();
+    await store.recordHead(this.store, head, safe);
     return { head, safe, cursor, scannedBlocks, observed, reorgTo };
   }
 
@@ -322,16 +226,8 @@ export class ChainWatcher {
     if (transfers.length === 0) return [];
     const recipients = [...new Set(transfers.map((t) => t.to))];
     const cutoff = new Date(this.clock.now() - this.matchGraceMs);
-    const rows = await this.db
-      .selectFrom("watched_addresses")
-      .select("address")
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .where("address", "=", sql<string>`any(${sql.val(recipients)}::text[])`)
-      .where((eb) => eb.or([eb("watch_until", "is", null), eb("watch_until", ">", cutoff)]))
-      .execute();
-    if (rows.length === 0) return [];
-    const watched = new Set(rows.map((r) => r.address));
+    const watched = await store.watchedAmong(this.store, recipients, cutoff);
+    if (watched.size === 0) return [];
     return transfers.filter((t) => watched.has(t.to));
   }
 
@@ -358,104 +254,12 @@ export class ChainWatcher {
   }
 
   /**
-   * Stores one scanned range atomically: observations (idempotent), block hashes, the new cursor
-   * and the chain time (the timestamp of the range's last block).
-   * Returns false (and writes nothing) when this worker no longer holds the lease or the cursor
-   * moved under it.
-   */
-  private async commit(
-    from: number,
-    to: number,
-    end: BlockHeader,
-    matched: TimedTransfer[],
-  ): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const moved = await trx
-        .updateTable("chain_cursors")
-        .set({
-          cursor_block: to,
-          chain_time: new Date(end.timestamp),
-          lease_until: sql`now() + ${`${this.leaseMs} milliseconds`}::interval`,
-          updated_at: sql`now()`,
-        })
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where("lease_owner", "=", this.options.owner)
-        .where("cursor_block", "=", from - 1)
-        .returning("cursor_block")
-        .executeTakeFirst();
-      if (!moved) return false;
-      const blocks = new Map<number, string>([[to, end.hash]]);
-      if (matched.length > 0) {
-        await trx
-          .insertInto("chain_observations")
-          .values(
-            matched.map((t) => ({
-              id: newId("obs"),
-              network: this.network,
-              environment: this.environment,
-              address: t.to,
-              from_address: t.from,
-              tx_hash: t.txHash,
-              log_index: t.logIndex,
-              block_number: t.blockNumber,
-              block_hash: t.blockHash,
-              block_time: new Date(t.blockTime),
-              amount: t.amount,
-            })),
-          )
-          .onConflict((oc) => oc.columns(["network", "tx_hash", "log_index"]).doNothing())
-          .execute();
-        for (const t of matched) {
-          blocks.set(t.blockNumber, t.blockHash);
-          // A transfer that was reorganised away after its hand-off and came back in the new fork:
-          // its deposit stands; record where it lives now.
-          await trx
-            .updateTable("chain_observations")
-            .set({
-              status: "handed_off",
-              block_number: t.blockNumber,
-              block_hash: t.blockHash,
-              block_time: new Date(t.blockTime),
-            })
-            .where("network", "=", this.network)
-            .where("tx_hash", "=", t.txHash)
-            .where("log_index", "=", t.logIndex)
-            .where("status", "=", "reorged")
-            .execute();
-        }
-      }
-      await trx
-        .insertInto("chain_blocks")
-        .values(
-          [...blocks].map(([number, hash]) => ({
-            network: this.network,
-            environment: this.environment,
-            number,
-            hash,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(["network", "environment", "number"]).doUpdateSet({ hash: sql`excluded.hash` }),
-        )
-        .execute();
-      await trx
-        .deleteFrom("chain_blocks")
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where("number", "<", to - this.keepBlocks)
-        .execute();
-      return true;
-    });
-  }
-
-  /**
    * Compares the cursor block's kept hash with the chain. Returns the block the cursor was rolled
    * back to, or null when nothing changed.
    */
   private async checkCursorBlock(cursor: number): Promise<number | null> {
     if (cursor < 0) return null;
-    const kept = await this.keptHash(cursor);
+    const kept = await store.keptHash(this.store, cursor);
     // Nothing kept for the cursor block (a chain's first scan starts below its kept hashes).
     if (kept === null) return null;
     const current = await this.adapter.blockHash(cursor);
@@ -468,15 +272,8 @@ export class ChainWatcher {
    * on the chain, moves the cursor there and discards what is above.
    */
   private async rollBack(changed: number): Promise<number> {
-    const cursor = await this.cursor();
-    const kept = await this.db
-      .selectFrom("chain_blocks")
-      .select(["number", "hash"])
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .where("number", "<", changed)
-      .orderBy("number", "desc")
-      .execute();
+    const cursor = await store.readCursor(this.store);
+    const kept = await store.keptBlocksBelow(this.store, changed);
     let fork: number | null = null;
     for (const b of kept) {
       if ((await this.adapter.blockHash(Number(b.number))) === b.hash) {
@@ -491,41 +288,7 @@ export class ChainWatcher {
       this.log.error({ cursor, rollBackTo: fork }, "reorg deeper than the kept block hashes");
     }
     const target = fork;
-    const lost = await this.db.transaction().execute(async (trx) => {
-      const moved = await trx
-        .updateTable("chain_cursors")
-        // Chain time is unknown until the new fork is scanned again: nothing expires meanwhile.
-        .set({ cursor_block: target, chain_time: null, updated_at: sql`now()` })
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where("lease_owner", "=", this.options.owner)
-        .returning("cursor_block")
-        .executeTakeFirst();
-      if (!moved) throw new Error("lost the watcher lease during a reorg roll-back");
-      await trx
-        .deleteFrom("chain_observations")
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where("status", "=", "observed")
-        .where("block_number", ">", target)
-        .execute();
-      const reorged = await trx
-        .updateTable("chain_observations")
-        .set({ status: "reorged" })
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where("status", "=", "handed_off")
-        .where("block_number", ">", target)
-        .returning(["id", "tx_hash"])
-        .execute();
-      await trx
-        .deleteFrom("chain_blocks")
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .where("number", ">", target)
-        .execute();
-      return reorged;
-    });
+    const lost = await store.rollBackTo(this.store, target);
     this.log.warn({ from: cursor, to: target }, "reorg detected; cursor rolled back");
     if (lost.length > 0) {
       // Only a reorg deeper than the confirmations can do this; the deposit logic has credited them.
@@ -543,39 +306,7 @@ export class ChainWatcher {
     const handler = this.options.handoff.handler;
     if (!handler || safe < 0) return 0;
     const now = new Date(this.clock.now());
-    const rows = await this.db
-      .selectFrom("chain_observations as o")
-      .innerJoin("watched_addresses as w", (j) =>
-        j
-          .onRef("w.network", "=", "o.network")
-          .onRef("w.environment", "=", "o.environment")
-          .onRef("w.address", "=", "o.address"),
-      )
-      .select([
-        "o.id",
-        "o.address",
-        "o.from_address",
-        "o.tx_hash",
-        "o.log_index",
-        "o.block_number",
-        "o.block_hash",
-        "o.amount",
-        "o.block_time",
-        "o.observed_at",
-        "o.attempts",
-        "w.merchant_id",
-        "w.purpose",
-        "w.reference_id",
-      ])
-      .where("o.network", "=", this.network)
-      .where("o.environment", "=", this.environment)
-      .where("o.status", "=", "observed")
-      .where("o.block_number", "<=", safe)
-      .where((eb) => eb.or([eb("o.next_attempt_at", "is", null), eb("o.next_attempt_at", "<=", now)]))
-      .orderBy("o.block_number")
-      .orderBy("o.log_index")
-      .limit(HANDOFF_BATCH)
-      .execute();
+    const rows = await store.dueObservations(this.store, safe, now, HANDOFF_BATCH);
     if (rows.length === 0) return 0;
 
     // The blocks must still be on the chain (one call per block with deposits, not per address).
@@ -607,19 +338,7 @@ export class ChainWatcher {
         referenceId: r.reference_id,
       };
       try {
-        const done = await this.db.transaction().execute(async (trx) => {
-          const claimed = await trx
-            .updateTable("chain_observations")
-            .set({ status: "handed_off", handed_off_at: new Date(this.clock.now()), last_error: null })
-            .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
-            .where("id", "=", r.id)
-            .where("status", "=", "observed")
-            .returning("id")
-            .executeTakeFirst();
-          if (!claimed) return false; // someone else (a previous owner of the lease) did it
-          await handler(trx, transfer);
-          return true;
-        });
+        const done = await store.claimAndHandOff(this.store, r.id, (trx) => handler(trx, transfer));
         if (done) handed += 1;
       } catch (err) {
         const attempts = r.attempts + 1;
@@ -628,45 +347,16 @@ export class ChainWatcher {
           { err, observation: r.id, attempts },
           "deposit handler failed; will retry",
         );
-        await this.db
-          .updateTable("chain_observations")
-          .set({
-            attempts,
-            last_error: describe(err).slice(0, 500),
-            next_attempt_at: new Date(this.clock.now() + delayMs),
-          })
-          .where("id", "=", r.id)
-          .where("status", "=", "observed")
-          .execute();
+        await store.recordHandOffFailure(this.store, r.id, {
+          attempts,
+          error: describe(err),
+          nextAttemptAt: new Date(this.clock.now() + delayMs),
+        });
       }
     }
     return handed;
   }
-
-  private async cursor(): Promise<number> {
-    const row = await this.db
-      .selectFrom("chain_cursors")
-      .select("cursor_block")
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .executeTakeFirstOrThrow();
-    return Number(row.cursor_block);
-  }
-
-  private async keptHash(n: number): Promise<string | null> {
-    const row = await this.db
-      .selectFrom("chain_blocks")
-      .select("hash")
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .where("number", "=", n)
-      .executeTakeFirst();
-    return row?.hash ?? null;
-  }
 }
-
-/** A matched transfer with its block's timestamp (ms). */
-type TimedTransfer = TokenTransfer & { blockTime: number };
 
 function describe(err: unknown): string {
   if (err instanceof Error) {
