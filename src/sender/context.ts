@@ -1,10 +1,10 @@
-import type { ChainWriter } from "../chains/writer.js";
+import type { ChainWriter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import type { Signer } from "../signer/protocol.js";
+import type { Signer } from "../signer/index.js";
 import { Funding } from "./funding.js";
 import type { TransferOutcomes } from "./outcomes.js";
 

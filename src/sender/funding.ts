@@ -1,4 +1,4 @@
-import type { SignedChainWriter } from "../chains/writer.js";
+import type { SignedChainWriter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";

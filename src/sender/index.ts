@@ -13,4 +13,3 @@ export {
 } from "./outcomes.js";
 export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";
 export { recordSendingWallets, registerSendingMetrics, sendingReadinessChecks } from "./status.js";
-export { createChainWriter } from "./writers.js";

@@ -1,10 +1,10 @@
 import { sql } from "kysely";
-import { normalizeAddress } from "../chains/address.js";
+import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { TransferKind } from "../db/tables/sending.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import { HOT_WALLET_INDEX } from "../wallet/index.js";
 
 export interface TransferIntent {
   /** The transaction id (`tx_…`) of the withdrawal/payout, or the sweep's own id; unique. */

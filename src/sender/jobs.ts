@@ -1,19 +1,17 @@
-import type { AvailableChain } from "../chains/registry.js";
-import type { Config } from "../config/config.js";
+import { type AvailableChain, createChainWriter, type WriterConfig } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import type { Signer } from "../signer/protocol.js";
-import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import type { Signer } from "../signer/index.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
 import type { Job } from "../worker/runner.js";
 import { TRANSFER_CHANNEL } from "./intents.js";
 import type { TransferOutcomes } from "./outcomes.js";
 import { type FaultPoint, Sender } from "./sender.js";
 import { recordSendingWallets } from "./status.js";
-import { createChainWriter } from "./writers.js";
 
 /**
  * What the sending jobs use (a process's runtime has all of it): the database and its LISTEN, the
@@ -24,7 +22,7 @@ export interface SenderJobDeps {
   database: { db: Db; listen?: Listen };
   chains: { available(): AvailableChain[] };
   addressDeriver: { address(network: CurrencyType, environment: Environment, index: number): string };
-  config: Pick<Config, "chains" | "sending">;
+  config: WriterConfig;
   signer: Signer | null;
   transferOutcomes: TransferOutcomes;
   logger: Logger;

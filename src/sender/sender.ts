@@ -1,4 +1,4 @@
-import type { FeeParams, SignedChainWriter, TransferCheck } from "../chains/writer.js";
+import type { FeeParams, SignedChainWriter, TransferCheck } from "../chains/index.js";
 import { type SenderContext, type SenderOptions, senderContext } from "./context.js";
 import { executeBatch, signBatch } from "./signing.js";
 import { broadcastAttempt, finish, later, recordError, transferSpec } from "./steps.js";

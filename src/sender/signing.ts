@@ -4,9 +4,9 @@ import {
   type PreparedTransfer,
   type SignedChainWriter,
   TransferWouldFailError,
-} from "../chains/writer.js";
+} from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { Signer } from "../signer/protocol.js";
+import type { Signer } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
 import { broadcastAttempt, finishIn, transferSpec } from "./steps.js";
 import {

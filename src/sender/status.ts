@@ -1,6 +1,5 @@
 import { Gauge } from "prom-client";
-import type { ChainRegistry } from "../chains/registry.js";
-import type { ChainWriter } from "../chains/writer.js";
+import type { ChainRegistry, ChainWriter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";

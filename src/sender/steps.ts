@@ -1,8 +1,8 @@
-import { ChainUnavailableError } from "../chains/errors.js";
-import type { SignedChainWriter } from "../chains/writer.js";
+import type { SignedChainWriter } from "../chains/index.js";
+import { ChainUnavailableError } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import { retriedFailureLevel } from "../db/transient.js";
-import { SignerRejectedError } from "../signer/protocol.js";
+import { SignerRejectedError } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
 import type { FinalState } from "./transfer-states.js";
 import {

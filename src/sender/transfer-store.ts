@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { FeeParams } from "../chains/writer.js";
+import type { FeeParams } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { OutgoingTransfersTable } from "../db/tables/sending.js";
 import type { CurrencyType } from "../domain/currency.js";

@@ -1,13 +1,11 @@
-import type { AvailableChain } from "../chains/registry.js";
-import type { Config } from "../config/config.js";
+import { type AvailableChain, createChainWriter, type WriterConfig } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import { createChainWriter } from "../sender/index.js";
-import type { Signer } from "../signer/protocol.js";
-import { HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import type { Signer } from "../signer/index.js";
+import { HOT_WALLET_INDEX } from "../wallet/index.js";
 import type { Job } from "../worker/runner.js";
 import { Sweeper } from "./sweeper.js";
 
@@ -16,7 +14,7 @@ export interface SweepJobDeps {
   database: { db: Db };
   chains: { available(): AvailableChain[] };
   addressDeriver: { address(network: CurrencyType, environment: Environment, index: number): string };
-  config: Pick<Config, "chains" | "sending">;
+  config: WriterConfig;
   /** Only whether there is one: a chain that needs a signer is swept only where its sender runs. */
   signer: Signer | null;
   logger: Logger;

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import type { ChainWriter } from "../chains/writer.js";
+import type { ChainWriter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -8,7 +8,7 @@ import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import { requestTransfer, type TransferOutcomes } from "../sender/index.js";
-import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/derivation-path.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 
 export interface SweeperOptions {
   db: Db;
