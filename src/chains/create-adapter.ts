@@ -1,28 +1,22 @@
-import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { ChainAdapter } from "./adapter.js";
-import { type EvmAdapterOptions, EvmChainAdapter } from "./evm/evm-adapter.js";
-import { SimulatedChain, type SimulatedChainOptions } from "./simulator/simulated-chain.js";
-import { SimulatorChainAdapter } from "./simulator/simulator-adapter.js";
-import { type TronAdapterOptions, TronChainAdapter } from "./tron/tron-adapter.js";
+import type { EvmAdapterOptions } from "./evm/index.js";
+import { CHAIN_MODULES } from "./registry.js";
+import type { SimulatorEndpoint } from "./simulator/index.js";
+import type { TronAdapterOptions } from "./tron/index.js";
 
-/** How one (network, environment) reaches its chain; built from the validated config by the caller. */
+/**
+ * How one (network, environment) reaches its chain, named by the module's `kind`; built by the
+ * caller (tools, tests). The deployment's chains come from the configuration (`buildChainRegistry`).
+ */
 export type ChainEndpoint =
   | ({ kind: "evm" } & EvmAdapterOptions)
   | ({ kind: "tron" } & TronAdapterOptions)
-  | ({ kind: "simulator"; db: Db } & Omit<SimulatedChainOptions, "network">);
+  | ({ kind: "simulator" } & SimulatorEndpoint);
 
+/** The read side of `network` over `endpoint`, by the chain module of its kind. */
 export function createChainAdapter(network: CurrencyType, endpoint: ChainEndpoint): ChainAdapter {
-  switch (endpoint.kind) {
-    case "evm":
-      if (network !== "USDT-ERC20") throw new Error(`${network} cannot use an EVM endpoint.`);
-      return new EvmChainAdapter(endpoint);
-    case "tron":
-      if (network !== "USDT-TRC20") throw new Error(`${network} cannot use a TRON endpoint.`);
-      return new TronChainAdapter(endpoint);
-    case "simulator": {
-      const { db, kind: _kind, ...options } = endpoint;
-      return new SimulatorChainAdapter(new SimulatedChain(db, { ...options, network }));
-    }
-  }
+  const module = CHAIN_MODULES.find((m) => m.kind === endpoint.kind);
+  if (!module) throw new Error(`No chain module of kind ${endpoint.kind}.`);
+  return module.createAdapterFor(network, endpoint);
 }

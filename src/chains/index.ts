@@ -12,17 +12,30 @@ export {
   type TokenTransferQuery,
   usableBlockTime,
 } from "./adapter.js";
-export { addressFromPublicKey, normalizeAddress, validateAddress } from "./address.js";
+export { addressCodec, addressFromPublicKey, normalizeAddress, validateAddress } from "./address.js";
+export { type ChainEndpoint, createChainAdapter } from "./create-adapter.js";
 export { ChainTimeError, ChainUnavailableError, InvalidAddressError } from "./errors.js";
-export { isEvmAddress } from "./evm/address.js";
+export { EVM_DEFINITION, evmAddress, evmChain, isEvmAddress } from "./evm/index.js";
+export type {
+  AddressCodec,
+  ChainBuildContext,
+  ChainModule,
+  NetworkChainDefinition,
+  NetworkChainModule,
+  NetworkEndpoint,
+  WriterConfig,
+} from "./module.js";
+export { NETWORK_CHAINS } from "./networks.js";
 export {
   type AvailableChain,
   type BuildChainRegistryOptions,
   buildChainRegistry,
+  CHAIN_MODULES,
   CHAIN_RPC_TIMEOUT_MS,
   type ChainEntry,
   ChainRegistry,
   chainUnavailable,
+  createChainWriter,
   DEFAULT_CONFIRMATIONS,
   type ScanSettings,
   SIMULATOR_CONFIRMATIONS,
@@ -35,8 +48,19 @@ export type {
   TronSignRequest,
   TronTransactionFields,
 } from "./signing.js";
-export { SIM_BLOCK_CHANNEL, SimulatedChain } from "./simulator/simulated-chain.js";
-export { tronAddressFromHex, tronAddressToHex } from "./tron/address.js";
+export {
+  SIM_BLOCK_CHANNEL,
+  SIMULATOR_DEFINITION,
+  SimulatedChain,
+  simulatorChain,
+} from "./simulator/index.js";
+export {
+  TRON_DEFINITION,
+  tronAddress,
+  tronAddressFromHex,
+  tronAddressToHex,
+  tronChain,
+} from "./tron/index.js";
 export {
   type Asset,
   type BroadcastResult,

@@ -8,9 +8,10 @@ import { type Clock, systemClock } from "../../lib/clock.js";
 import type { TokenTransfer } from "../adapter.js";
 import { normalizeAddress } from "../address.js";
 import { tronAddressFromBytes } from "../tron/address.js";
+import { SIMULATOR_DEFINITION } from "./definition.js";
 
 /** NOTIFY channel of newly mined simulator blocks (payload `<network>/<environment>`). */
-export const SIM_BLOCK_CHANNEL = "stablegate_sim_blocks";
+export const SIM_BLOCK_CHANNEL = SIMULATOR_DEFINITION.blockChannel;
 
 export type SimTransactionStatus = "success" | "failed";
 
