@@ -1,14 +1,8 @@
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  checkAddress,
-  createGuardedAgent,
-  dnsServerResolve,
-  parseCidrs,
-  type Resolve,
-  ssrfPolicy,
-  validateWebhookUrl,
-} from "../../src/webhooks/ssrf.js";
+import { createGuardedAgent } from "../../src/webhooks/guarded-agent.js";
+import { checkAddress, parseCidrs } from "../../src/webhooks/ip-addresses.js";
+import { dnsServerResolve, type Resolve, ssrfPolicy, validateWebhookUrl } from "../../src/webhooks/ssrf.js";
 import { startDnsServer } from "./dns-server.js";
 import { type Receiver, startReceiver } from "./support.js";
 

@@ -3,7 +3,7 @@ import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { SecretBox } from "../../lib/secret-box.js";
-import { type StreamedDelivery, startCursor, WebhookStreamHub } from "../../webhooks/stream.js";
+import { type StreamedDelivery, startCursor, WebhookStreamHub } from "../../webhooks/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
 import { commonErrors } from "../schemas/common.js";

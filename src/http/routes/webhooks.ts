@@ -1,16 +1,15 @@
 import { Type } from "@sinclair/typebox";
-import type { WebhookAttemptRow, WebhookEventRow } from "../../db/tables/webhooks.js";
 import { AppError } from "../../domain/errors.js";
 import { SecretBox } from "../../lib/secret-box.js";
-import { WebhookDelivery } from "../../webhooks/delivery.js";
 import {
-  ensureEndpoint,
-  maskSecret,
-  readWebhookSecret,
-  rotateWebhookSecret,
-  setWebhookUrl,
-} from "../../webhooks/secrets.js";
-import { validateWebhookUrl } from "../../webhooks/ssrf.js";
+  eventWithAttempts,
+  listEvents,
+  maskedEndpointSecret,
+  rotateEndpointSecret,
+  setEndpointUrl,
+  type WebhookAttemptRow,
+  type WebhookEventRow,
+} from "../../webhooks/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { principal } from "../plugins/auth.js";
@@ -125,20 +124,13 @@ function formatAttempt(a: WebhookAttemptRow) {
 }
 
 export function webhookRoutes(app: App, deps: RouteDeps) {
-  const { config, database, logger } = deps;
-  const db = database.db;
-  const box = new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY);
-  const delivery = new WebhookDelivery({
+  const db = deps.database.db;
+  const endpoints = {
     db,
-    box,
-    logger,
-    retryScheduleMs: config.webhooks.retryScheduleSeconds.map((s) => Math.round(s * 1000)),
-    timeoutMs: config.webhooks.timeoutMs,
-    ssrfAllowCidrs: config.webhooks.ssrfAllowCidrs,
-    allowedPorts: config.webhooks.allowedPorts,
-    workerId: `api-${process.pid}`,
-  });
-  app.addHook("onClose", () => delivery.close());
+    box: new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY),
+    webhooks: deps.config.webhooks,
+  };
+  const manual = deps.manualWebhooks;
   const tags = ["Webhooks"];
 
   app.post(
@@ -165,13 +157,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     async (request) => {
       const p = principal(request);
       const { webhookUrl } = request.body;
-      const errors = await validateWebhookUrl(webhookUrl, {
-        environment: p.environment,
-        allowCidrs: config.webhooks.ssrfAllowCidrs,
-        allowedPorts: config.webhooks.allowedPorts,
-      });
-      if (errors.length > 0) throw AppError.validation(errors);
-      await setWebhookUrl(db, box, p.merchantId, p.environment, webhookUrl);
+      await setEndpointUrl(endpoints, p.merchantId, p.environment, webhookUrl);
       return { success: true as const, data: { webhookUrl } };
     },
   );
@@ -201,9 +187,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = principal(request);
-      const endpoint = await ensureEndpoint(db, box, p.merchantId, p.environment);
-      if (!endpoint.url) throw new AppError("INVALID_STATE", "No webhook URL is set for this environment.");
-      const event = await delivery.sendTest(p.merchantId, p.environment, endpoint.url);
+      const event = await manual.testEndpoint(p.merchantId, p.environment);
       return {
         success: true as const,
         data: {
@@ -233,8 +217,8 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = principal(request);
-      const secret = await readWebhookSecret(db, box, p.merchantId, p.environment);
-      return { success: true as const, data: { webhookSecret: maskSecret(secret) } };
+      const webhookSecret = await maskedEndpointSecret(endpoints, p.merchantId, p.environment);
+      return { success: true as const, data: { webhookSecret } };
     },
   );
 
@@ -258,7 +242,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       const p = principal(request);
-      const secret = await rotateWebhookSecret(db, box, p.merchantId, p.environment, new Date());
+      const secret = await rotateEndpointSecret(endpoints, p.merchantId, p.environment);
       reply.header("cache-control", "no-store");
       return { success: true as const, data: { webhookSecret: secret } };
     },
@@ -277,7 +261,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = principal(request);
-      const event = await delivery.retryNow(p.merchantId, p.environment, request.params.webhookEventId);
+      const event = await manual.retryNow(p.merchantId, p.environment, request.params.webhookEventId);
       return { success: true as const, data: formatWebhookEvent(event) };
     },
   );
@@ -315,32 +299,17 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
       }
       const status = q.deliveryStatus ?? q.status;
       const params = listParams(q);
-      let base = db
-        .selectFrom("webhook_events")
-        .where("merchant_id", "=", p.merchantId)
-        .where("environment", "=", p.environment);
-      if (status) base = base.where("delivery_status", "=", status);
-      if (q.transactionId) base = base.where("transaction_id", "=", q.transactionId);
-      const sortColumn =
-        params.sortBy === "updatedAt"
-          ? "updated_at"
-          : params.sortBy === "status"
-            ? "delivery_status"
-            : "created_at";
-      const [rows, count] = await Promise.all([
-        base
-          .selectAll()
-          .orderBy(sortColumn, params.order)
-          .orderBy("id", params.order)
-          .limit(params.limit)
-          .offset(params.offset)
-          .execute(),
-        base.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
-      ]);
+      const { rows, total } = await listEvents(
+        db,
+        p.merchantId,
+        p.environment,
+        { status, transactionId: q.transactionId },
+        params,
+      );
       return {
         success: true as const,
         data: rows.map(formatWebhookEvent),
-        pagination: pagination(params, Number(count.n)),
+        pagination: pagination(params, total),
       };
     },
   );
@@ -365,20 +334,12 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = principal(request);
-      const event = await db
-        .selectFrom("webhook_events")
-        .selectAll()
-        .where("id", "=", request.params.webhookEventId)
-        .where("merchant_id", "=", p.merchantId)
-        .where("environment", "=", p.environment)
-        .executeTakeFirst();
-      if (!event) throw AppError.notFound("Webhook event not found.");
-      const attempts = await db
-        .selectFrom("webhook_attempts")
-        .selectAll()
-        .where("event_id", "=", event.id)
-        .orderBy("id", "asc")
-        .execute();
+      const { event, attempts } = await eventWithAttempts(
+        db,
+        p.merchantId,
+        p.environment,
+        request.params.webhookEventId,
+      );
       return {
         success: true as const,
         data: { ...formatWebhookEvent(event), deliveryAttempts: attempts.map(formatAttempt) },
