@@ -8,16 +8,15 @@ import {
 import type { Db } from "../db/database.js";
 import type { Signer } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
+import { lockNextNonce, saveNextNonce } from "./nonce-store.js";
 import { broadcastAttempt, finishIn, transferSpec } from "./steps.js";
 import {
   claimOneQueued,
   claimQueued,
   insertAttempt,
   insertExecutedAttempt,
-  lockNextNonce,
   markExecuted,
   markSigned,
-  saveNextNonce,
   type TransferRow,
 } from "./transfer-store.js";
 

@@ -7,9 +7,9 @@ import type { Environment } from "../domain/environment.js";
 import { checkTransition, type FinalState, OPEN_STATES } from "./transfer-states.js";
 
 /**
- * The SQL of the sender's tables (`outgoing_transfers`, `outgoing_transfer_attempts`,
- * `sender_nonces`). Every state change of a transfer is one named function here, and each checks
- * its transition with the state machine (transfer-states.ts) before it writes.
+ * The SQL of the sender's transfer tables (`outgoing_transfers`, `outgoing_transfer_attempts`; the
+ * nonce counters: nonce-store.ts). Every state change of a transfer is one named function here,
+ * and each checks its transition with the state machine (transfer-states.ts) before it writes.
  */
 
 /** The (network, environment) whose transfers one sender drives. */
@@ -183,41 +183,6 @@ export async function lockForNewAttempt(trx: Db, intentId: string, latestSeq: nu
     (row.status !== "signed" && row.status !== "broadcast") ||
     Number(last?.seq) !== latestSeq
   );
-}
-
-// --------------------------------------------------------------- nonces
-
-/** Locks the sending address's nonce row in `trx` (created at 0 if missing); returns its next nonce. */
-export async function lockNextNonce(trx: Db, scope: SenderScope, address: string): Promise<number> {
-  await trx
-    .insertInto("sender_nonces")
-    .values({ network: scope.network, environment: scope.environment, address, next_nonce: 0 })
-    .onConflict((oc) => oc.columns(["network", "environment", "address"]).doNothing())
-    .execute();
-  const row = await trx
-    .selectFrom("sender_nonces")
-    .select("next_nonce")
-    .where("network", "=", scope.network)
-    .where("environment", "=", scope.environment)
-    .where("address", "=", address)
-    .forUpdate()
-    .executeTakeFirstOrThrow();
-  return Number(row.next_nonce);
-}
-
-export async function saveNextNonce(
-  trx: Db,
-  scope: SenderScope,
-  address: string,
-  nonce: number,
-): Promise<void> {
-  await trx
-    .updateTable("sender_nonces")
-    .set({ next_nonce: nonce })
-    .where("network", "=", scope.network)
-    .where("environment", "=", scope.environment)
-    .where("address", "=", address)
-    .execute();
 }
 
 // ------------------------------------------------------------- attempts
