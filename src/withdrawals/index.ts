@@ -1,13 +1,30 @@
 /** Withdrawal requests and payouts: creation, approval, rejection, and the outcome of their transfer. */
 export { registerWithdrawalOutcomes } from "./outcomes.js";
 export {
+  createPayout,
+  getPayout,
+  listPayouts,
+  type NewPayout,
+  type PayoutCall,
+  type PayoutDesk,
+} from "./payouts.js";
+export {
+  approveWithdrawalRequest,
+  type CreateCall,
+  getWithdrawal,
+  listWithdrawals,
+  rejectWithdrawalRequest,
+  requestWithdrawal,
+  type WithdrawalDesk,
+} from "./requests.js";
+export {
   applyTransferOutcome,
   approveWithdrawal,
-  createPayout,
   createWithdrawal,
   type NewWithdrawal,
   type RequestTransfer,
   rejectWithdrawal,
+  sendPayout,
   type TransferIntent,
   type TransferOutcome,
   validateWithdrawal,

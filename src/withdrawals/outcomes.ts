@@ -1,5 +1,5 @@
 import type { Clock } from "../lib/clock.js";
-import type { TransferOutcomes } from "../sender/outcomes.js";
+import type { TransferOutcomes } from "../sender/index.js";
 import { applyTransferOutcome } from "./service.js";
 
 /**

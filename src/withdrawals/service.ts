@@ -11,8 +11,7 @@ import { withdrawalPolicy } from "../domain/withdrawal.js";
 import { holdFunds, releaseHold, requirePosted, settleHold } from "../ledger/index.js";
 import { getSettings } from "../merchants/index.js";
 import { insertTransaction, lockTransaction, updateTransaction } from "../transactions/index.js";
-import { enqueueWebhookEvent } from "../webhooks/outbox.js";
-import { webhookData } from "../webhooks/payload.js";
+import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
 
 /** One on-chain payment the sending pipeline must make exactly once (chains part 2). */
 export interface TransferIntent {
@@ -119,8 +118,8 @@ export async function createWithdrawal(
   return record;
 }
 
-/** A dashboard payout (after its OTP was checked): held and executed at once. */
-export async function createPayout(
+/** A dashboard payout (after its OTP was checked), in the caller's transaction: held and executed at once. */
+export async function sendPayout(
   trx: Db,
   deps: WithdrawalDeps,
   scope: Scope,

@@ -1,26 +1,23 @@
 import { Type } from "@sinclair/typebox";
-import { authKit } from "../../auth/kit.js";
+import { authKit } from "../../auth/index.js";
 import { AppError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
-import type { TransactionRecord } from "../../domain/transaction.js";
 import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
-import { findTransaction, listTransactions } from "../../transactions/index.js";
-import { checkOtp, spendCheckedOtp } from "../../auth/index.js";
 import {
-  approveWithdrawal,
+  approveWithdrawalRequest,
   createPayout,
-  createWithdrawal,
-  rejectWithdrawal,
-  validateWithdrawal,
-  type WithdrawalDeps,
-} from "../../withdrawals/service.js";
+  getPayout,
+  getWithdrawal,
+  listPayouts,
+  listWithdrawals,
+  type PayoutDesk,
+  rejectWithdrawalRequest,
+  requestWithdrawal,
+} from "../../withdrawals/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import type { AuthMode, Principal } from "../context.js";
-import { idempotentCreate } from "../idempotency.js";
+import { idempotentRequest, sendAnswer, serialize } from "../idempotency.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
-
-type ListQuery = Parameters<typeof listParams>[0];
-
 import { principal } from "../plugins/auth.js";
 import { checkStepUpOf } from "../plugins/step-up.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
@@ -32,6 +29,8 @@ import {
   WithdrawalSchema,
   WithdrawalStatusSchema,
 } from "../schemas/withdrawals.js";
+
+type ListQuery = Parameters<typeof listParams>[0];
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 const WithdrawalListQuery = Type.Composite([
@@ -46,9 +45,12 @@ const WithdrawalListQuery = Type.Composite([
  */
 export function withdrawalRoutes(app: App, deps: RouteDeps) {
   const db = deps.database.db;
-  const idem = { db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs };
   const kit = authKit(deps);
-  const service: WithdrawalDeps = {
+  const desk: PayoutDesk = {
+    db,
+    idempotency: { db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs },
+    chains: deps.chains,
+    kit,
     fees: deps.config.fees,
     requestTransfer: deps.requestTransfer,
     now: () => new Date(deps.clock.now()),
@@ -65,14 +67,6 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       throw new AppError("FORBIDDEN", "Administrators have read-only access.");
     }
     return who;
-  };
-  const present = (t: TransactionRecord | undefined, type: "withdrawal" | "payout") => {
-    if (!t || t.type !== type) {
-      throw AppError.notFound(
-        type === "withdrawal" ? "No withdrawal request with this id." : "No payout with this id.",
-      );
-    }
-    return t;
   };
 
   app.post(
@@ -100,18 +94,22 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       const body = request.body;
       const amount = amountField("amount", body.amount);
       if (amount.units === undefined) throw AppError.validation(amount.errors);
-      const units = amount.units;
-      deps.chains.get(body.currencyType, who.environment);
-      return idempotentCreate(idem, request, reply, who, 201, async (trx) => {
-        const t = await createWithdrawal(trx, service, who, {
-          amount: units,
+      const answer = await requestWithdrawal(
+        desk,
+        who,
+        {
+          amount: amount.units,
           currencyType: body.currencyType,
           walletAddress: body.walletAddress,
           externalUserId: body.externalUserId ?? null,
           reference: body.reference ?? null,
-        });
-        return { success: true as const, data: presentWithdrawal(t) };
-      });
+        },
+        {
+          idempotency: () => idempotentRequest(request, reply, who, 201),
+          answer: (t) => serialize(reply, { success: true as const, data: presentWithdrawal(t) }),
+        },
+      );
+      return sendAnswer(reply, answer);
     },
   );
 
@@ -130,12 +128,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       async (request) => {
         const who = principal(request);
         const params = listParams(request.query);
-        const { rows, total } = await listTransactions(
-          db,
-          who,
-          { type: "withdrawal", status: request.query.status ?? "pending" },
-          params,
-        );
+        const { rows, total } = await listWithdrawals(db, who, request.query.status, params);
         return {
           success: true as const,
           data: rows.map(presentWithdrawal),
@@ -156,7 +149,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         },
       },
       async (request) => {
-        const t = present(await findTransaction(db, principal(request), request.params.id), "withdrawal");
+        const t = await getWithdrawal(db, principal(request), request.params.id);
         return { success: true as const, data: presentWithdrawal(t) };
       },
     );
@@ -174,9 +167,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       },
       async (request) => {
         const who = writer(request);
-        const t = await db
-          .transaction()
-          .execute((trx) => approveWithdrawal(trx, service, who, request.params.id));
+        const t = await approveWithdrawalRequest(desk, who, request.params.id);
         return { success: true as const, data: presentWithdrawal(t) };
       },
     );
@@ -196,9 +187,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       async (request) => {
         const who = writer(request);
         const reason = request.body?.reason ?? null;
-        const t = await db
-          .transaction()
-          .execute((trx) => rejectWithdrawal(trx, service, who, request.params.id, reason));
+        const t = await rejectWithdrawalRequest(desk, who, request.params.id, reason);
         return { success: true as const, data: presentWithdrawal(t) };
       },
     );
@@ -206,11 +195,11 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
 
   const payoutRead = async (who: Principal, query: { id?: string | undefined } & ListQuery) => {
     if (query.id !== undefined) {
-      const t = present(await findTransaction(db, who, query.id), "payout");
+      const t = await getPayout(db, who, query.id);
       return { success: true as const, data: presentPayout(t) };
     }
     const params = listParams(query);
-    const { rows, total } = await listTransactions(db, who, { type: "payout" }, params);
+    const { rows, total } = await listPayouts(db, who, params);
     return { success: true as const, data: rows.map(presentPayout), pagination: pagination(params, total) };
   };
   const PayoutQuery = Type.Composite([
@@ -271,41 +260,23 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       const body = request.body;
       const amount = amountField("amount", body.amount);
       if (amount.units === undefined) throw AppError.validation(amount.errors);
-      const units = amount.units;
-      deps.chains.get(body.currencyType, who.environment);
-      // Everything that can be refused is checked before the single-use OTP is tried.
-      validateWithdrawal(deps.config.fees, "payout", {
-        amount: units,
-        currencyType: body.currencyType,
-        walletAddress: body.walletAddress,
-      });
-      let otpId = "";
-      return idempotentCreate(
-        idem,
-        request,
-        reply,
+      const answer = await createPayout(
+        desk,
         who,
-        201,
-        async (trx) => {
-          // Spent in the payout's transaction: a payout refused here (the balance, a chain error)
-          // rolls back and leaves the code usable.
-          await spendCheckedOtp(kit, trx, otpId);
-          const t = await createPayout(trx, service, who, {
-            amount: units,
-            currencyType: body.currencyType,
-            walletAddress: body.walletAddress,
-          });
-          return { success: true as const, data: presentPayout(t) };
-        },
-        // The OTP is checked only by a request that runs: a retry with the same Idempotency-Key replays.
         {
-          beforeRun: async () => {
-            // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (§4.3).
-            otpId =
-              (await checkStepUpOf(request, kit)) ?? (await checkOtp(kit, who.userId, "payout", body.otp));
-          },
+          amount: amount.units,
+          currencyType: body.currencyType,
+          walletAddress: body.walletAddress,
+          otp: body.otp,
+        },
+        {
+          idempotency: () => idempotentRequest(request, reply, who, 201),
+          answer: (t) => serialize(reply, { success: true as const, data: presentPayout(t) }),
+          // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (§4.3).
+          stepUp: () => checkStepUpOf(request, kit),
         },
       );
+      return sendAnswer(reply, answer);
     },
   );
 }

@@ -1,0 +1,98 @@
+import type { ChainRegistry } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
+import type { ListParams } from "../domain/list.js";
+import type { TransactionRecord, TransactionStatus } from "../domain/transaction.js";
+import { type IdempotencyContext, type IdempotentRequest, runIdempotent } from "../idempotency/index.js";
+import { findTransaction, listTransactions } from "../transactions/index.js";
+import {
+  approveWithdrawal,
+  createWithdrawal,
+  type NewWithdrawal,
+  rejectWithdrawal,
+  type WithdrawalDeps,
+} from "./service.js";
+
+/**
+ * The use cases of withdrawal requests (CONTRACT §4.2) and payouts (§4.3) as the channels call
+ * them: each owns its transaction (and, for a creation, its `Idempotency-Key`).
+ */
+export interface WithdrawalDesk extends WithdrawalDeps {
+  db: Db;
+  idempotency: IdempotencyContext;
+  /** Which chains are available (CHAIN_UNAVAILABLE otherwise). */
+  chains: Pick<ChainRegistry, "get">;
+}
+
+export type Scope = { merchantId: string; environment: Environment };
+
+/** How a creating request is answered: the idempotency of its channel and the bytes of its answer. */
+export interface CreateCall {
+  /** The request's `Idempotency-Key` and hash, read (and validated) when the checks before it passed. */
+  idempotency: () => IdempotentRequest;
+  /** The answer's body (what a retry with the same key replays). */
+  answer: (t: TransactionRecord) => string;
+}
+
+/**
+ * `POST /withdrawal-requests`: the chain must be available; then, once per `Idempotency-Key`, the
+ * request is created in its own transaction (`createWithdrawal`).
+ */
+export async function requestWithdrawal(
+  desk: WithdrawalDesk,
+  scope: Scope,
+  input: NewWithdrawal,
+  call: CreateCall,
+) {
+  desk.chains.get(input.currencyType, scope.environment);
+  return runIdempotent(desk.idempotency, call.idempotency(), async (trx) =>
+    call.answer(await createWithdrawal(trx, desk, scope, input)),
+  );
+}
+
+/** Approves a pending withdrawal request (executed at once), in its own transaction. */
+export async function approveWithdrawalRequest(desk: WithdrawalDesk, scope: Scope, id: string) {
+  return desk.db.transaction().execute((trx) => approveWithdrawal(trx, desk, scope, id));
+}
+
+/** Rejects a pending withdrawal request (its hold released), in its own transaction. */
+export async function rejectWithdrawalRequest(
+  desk: WithdrawalDesk,
+  scope: Scope,
+  id: string,
+  reason: string | null,
+) {
+  return desk.db.transaction().execute((trx) => rejectWithdrawal(trx, desk, scope, id, reason));
+}
+
+/** One transaction of the given kind, or 404 in the kind's words. */
+export async function findOfKind(
+  db: Db,
+  scope: Scope,
+  id: string,
+  type: "withdrawal" | "payout",
+): Promise<TransactionRecord> {
+  const t = await findTransaction(db, scope, id);
+  if (!t || t.type !== type) {
+    throw AppError.notFound(
+      type === "withdrawal" ? "No withdrawal request with this id." : "No payout with this id.",
+    );
+  }
+  return t;
+}
+
+/** One withdrawal request of the merchant, or 404. */
+export function getWithdrawal(db: Db, scope: Scope, id: string): Promise<TransactionRecord> {
+  return findOfKind(db, scope, id, "withdrawal");
+}
+
+/** A page of the merchant's withdrawal requests in a status (default: pending). */
+export function listWithdrawals(
+  db: Db,
+  scope: Scope,
+  status: TransactionStatus | undefined,
+  page: ListParams,
+): Promise<{ rows: TransactionRecord[]; total: number }> {
+  return listTransactions(db, scope, { type: "withdrawal", status: status ?? "pending" }, page);
+}
