@@ -91,6 +91,8 @@ export interface AddressCodec {
   normalize(s: string): string;
   /** The address of a secp256k1 public key (compressed or not). */
   fromPublicKey(publicKey: Uint8Array): string;
+  /** The address of 20 account bytes (what both networks hash a key to). */
+  fromAccountBytes(account: Uint8Array): string;
 }
 
 /** A network's variables and defaults (its `definition.ts`). */

@@ -1,7 +1,9 @@
 import path from "node:path";
+import { EVM_DEFINITION as EVM } from "../chains/evm/definition.js";
+import { TRON_DEFINITION as TRON } from "../chains/tron/definition.js";
 import { DEFAULT_FEE_SCHEDULE, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
 import { parseAmount } from "../domain/money.js";
-import { envSchema } from "./schema.js";
+import { envSchema, type RawEnv } from "./schema.js";
 import { type AccountXpubs, parseAccountXpubs } from "./xpubs.js";
 
 export const RATE_LIMIT_TIERS = [
@@ -148,8 +150,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
   const sweepThreshold = { erc20: 0n, trc20: 0n };
   for (const [key, variable] of [
-    ["erc20", "SWEEP_THRESHOLD_ERC20"],
-    ["trc20", "SWEEP_THRESHOLD_TRC20"],
+    ["erc20", EVM.variables.sweepThreshold],
+    ["trc20", TRON.variables.sweepThreshold],
   ] as const) {
     const r = parseAmount(e[variable]);
     if (r.ok) sweepThreshold[key] = r.units;
@@ -208,19 +210,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     idempotency: { leaseMs: Math.round(e.IDEMPOTENCY_LEASE_SECONDS * 1000) },
     chains: {
-      confirmations: { trc20: e.CONFIRMATIONS_TRC20, erc20: e.CONFIRMATIONS_ERC20 },
-      production: {
-        erc20RpcUrl: e.ERC20_RPC_URL,
-        trc20ApiUrl: e.TRC20_API_URL,
-        usdtErc20Contract: e.USDT_ERC20_CONTRACT,
-        usdtTrc20Contract: e.USDT_TRC20_CONTRACT,
-      },
-      sandbox: {
-        erc20RpcUrl: e.SANDBOX_ERC20_RPC_URL,
-        trc20ApiUrl: e.SANDBOX_TRC20_API_URL,
-        usdtErc20Contract: e.SANDBOX_USDT_ERC20_CONTRACT,
-        usdtTrc20Contract: e.SANDBOX_USDT_TRC20_CONTRACT,
-      },
+      confirmations: { trc20: e[TRON.variables.confirmations], erc20: e[EVM.variables.confirmations] },
+      production: chainEndpoints(e, "production"),
+      sandbox: chainEndpoints(e, "sandbox"),
     },
     mnemonic: { value: e.MASTER_MNEMONIC, file: e.MASTER_MNEMONIC_FILE },
     accountXpubs,
@@ -241,8 +233,18 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       signerPort: e.SIGNER_PORT,
       sweepThreshold,
       stuckAfterMs: e.SENDER_STUCK_AFTER_SECONDS * 1000,
-      tronFeeLimitSun: e.TRC20_FEE_LIMIT_SUN,
+      tronFeeLimitSun: e[TRON.variables.feeLimit],
     },
+  };
+}
+
+/** The endpoints of one environment, from the variables the chain modules' definitions name. */
+function chainEndpoints(e: RawEnv, environment: "production" | "sandbox"): ChainEndpoints {
+  return {
+    erc20RpcUrl: e[EVM.variables.endpoint[environment]],
+    trc20ApiUrl: e[TRON.variables.endpoint[environment]],
+    usdtErc20Contract: e[EVM.variables.contract[environment]],
+    usdtTrc20Contract: e[TRON.variables.contract[environment]],
   };
 }
 

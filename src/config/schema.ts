@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { EVM_DEFINITION as EVM } from "../chains/evm/definition.js";
+import { TRON_DEFINITION as TRON } from "../chains/tron/definition.js";
 import { validateAllowlistEntry } from "../domain/ip-allowlist.js";
 import { DEFAULT_WEBHOOK_PORTS } from "../domain/webhook-ports.js";
 
@@ -85,17 +87,18 @@ export const envSchema = z.object({
   LATE_PAYMENT_WATCH_HOURS: positiveInt.default(168),
   // How long an Idempotency-Key claim outlives its request's last heartbeat (fractions: tests).
   IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().finite().default(120),
-  CONFIRMATIONS_TRC20: positiveInt.optional(),
-  CONFIRMATIONS_ERC20: positiveInt.optional(),
+  // Each chain's variables, named and defaulted by its module's definition (`chains/<chain>/definition.ts`).
+  [TRON.variables.confirmations]: positiveInt.optional(),
+  [EVM.variables.confirmations]: positiveInt.optional(),
 
-  ERC20_RPC_URL: optionalUrl,
-  TRC20_API_URL: optionalUrl,
-  SANDBOX_ERC20_RPC_URL: optionalUrl,
-  SANDBOX_TRC20_API_URL: optionalUrl,
-  USDT_ERC20_CONTRACT: z.string().default("0xdAC17F958D2ee523a2206206994597C13D831ec7"),
-  USDT_TRC20_CONTRACT: z.string().default("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"),
-  SANDBOX_USDT_ERC20_CONTRACT: z.string().optional(),
-  SANDBOX_USDT_TRC20_CONTRACT: z.string().optional(),
+  [EVM.variables.endpoint.production]: optionalUrl,
+  [TRON.variables.endpoint.production]: optionalUrl,
+  [EVM.variables.endpoint.sandbox]: optionalUrl,
+  [TRON.variables.endpoint.sandbox]: optionalUrl,
+  [EVM.variables.contract.production]: z.string().default(EVM.defaultContract),
+  [TRON.variables.contract.production]: z.string().default(TRON.defaultContract),
+  [EVM.variables.contract.sandbox]: z.string().optional(),
+  [TRON.variables.contract.sandbox]: z.string().optional(),
 
   MASTER_MNEMONIC: z.string().optional(),
   MASTER_MNEMONIC_FILE: z.string().optional(),
@@ -119,10 +122,10 @@ export const envSchema = z.object({
   SIGNER_URL: optionalUrl,
   SIGNER_HOST: z.string().min(1).default("127.0.0.1"),
   SIGNER_PORT: port.default(8090),
-  SWEEP_THRESHOLD_ERC20: z.string().default("50"),
-  SWEEP_THRESHOLD_TRC20: z.string().default("10"),
+  [EVM.variables.sweepThreshold]: z.string().default(EVM.defaultSweepThreshold),
+  [TRON.variables.sweepThreshold]: z.string().default(TRON.defaultSweepThreshold),
   SENDER_STUCK_AFTER_SECONDS: positiveInt.default(180),
-  TRC20_FEE_LIMIT_SUN: positiveInt.default(100_000_000),
+  [TRON.variables.feeLimit]: positiveInt.default(TRON.defaultFeeLimitSun),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

@@ -1,3 +1,4 @@
+import { getAddress, toHex } from "viem";
 import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
 import { networkChainEntry } from "../network-entry.js";
@@ -16,6 +17,7 @@ export const evmAddress: AddressCodec = {
   validate: isEvmAddress,
   normalize: normalizeEvmAddress,
   fromPublicKey: evmAddressFromPublicKey,
+  fromAccountBytes: (account) => getAddress(toHex(account)),
 };
 
 export const evmChain: NetworkChainModule<EvmAdapterOptions> = {

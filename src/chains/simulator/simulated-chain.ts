@@ -1,13 +1,18 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { sql } from "kysely";
 import type { Db } from "../../db/database.js";
 import { type CurrencyType, TEST_FAILURE_ADDRESSES } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import { type Clock, systemClock } from "../../lib/clock.js";
 import type { TokenTransfer } from "../adapter.js";
-import { normalizeAddress } from "../address.js";
-import { tronAddressFromBytes } from "../tron/address.js";
+import { addressCodec, normalizeAddress } from "../address.js";
+import {
+  createSimChain,
+  type SimChainState,
+  type SimSealedTransaction,
+  sealSimBlock,
+  withLockedSimChain,
+} from "./chain-store.js";
 import { SIMULATOR_DEFINITION } from "./definition.js";
 
 /** NOTIFY channel of newly mined simulator blocks (payload `<network>/<environment>`). */
@@ -92,10 +97,7 @@ export class SimulatedChain {
     this.clock = options.clock ?? systemClock;
     this.failureAddress = normalizeAddress(this.network, TEST_FAILURE_ADDRESSES[this.network]);
     const faucet = sha256(utf8ToBytes("stablegate simulator faucet")).slice(0, 20);
-    this.faucetAddress =
-      this.network === "USDT-TRC20"
-        ? tronAddressFromBytes(faucet)
-        : normalizeAddress(this.network, `0x${bytesToHex(faucet)}`);
+    this.faucetAddress = addressCodec(this.network).fromAccountBytes(faucet);
   }
 
   isTestFailureAddress(address: string): boolean {
@@ -303,7 +305,7 @@ export class SimulatedChain {
   /** Mines one transfer as its own block; the caller holds the chain row lock (`write`). */
   private async mineTransfer(
     trx: Db,
-    chain: { head: number; fork: number; nonce: number },
+    chain: SimChainState,
     from: string,
     to: string,
     amount: bigint,
@@ -339,88 +341,16 @@ export class SimulatedChain {
   /** Runs `fn` with the chain row locked, in the caller's transaction or a new one. */
   private async write<T>(
     options: SimWriteOptions,
-    fn: (trx: Db, chain: { head: number; fork: number; nonce: number }) => Promise<T>,
+    fn: (trx: Db, chain: SimChainState) => Promise<T>,
   ): Promise<T> {
     // Inside a caller's transaction, create the chain on that connection (PGlite has only one).
     if (options.trx) await this.createChain(options.trx);
     else await this.init();
-    const run = async (trx: Db) => {
-      const row = await trx
-        .selectFrom("sim_chains")
-        .select(["head", "fork", "nonce"])
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .forUpdate()
-        .executeTakeFirstOrThrow();
-      const chain = { head: Number(row.head), fork: row.fork, nonce: Number(row.nonce) };
-      const out = await fn(trx, chain);
-      await trx
-        .updateTable("sim_chains")
-        .set({ head: chain.head, fork: chain.fork, nonce: chain.nonce })
-        .where("network", "=", this.network)
-        .where("environment", "=", this.environment)
-        .execute();
-      return out;
-    };
-    const trx = options.trx ?? this.db;
-    return trx.isTransaction ? run(trx) : trx.transaction().execute(run);
+    return withLockedSimChain(options.trx ?? this.db, this, fn);
   }
 
-  private async seal(
-    trx: Db,
-    chain: { head: number; fork: number },
-    tx: {
-      txHash: string;
-      from: string;
-      to: string;
-      amount: bigint;
-      status: SimTransactionStatus;
-      failureReason?: string;
-    } | null,
-  ): Promise<SimBlock> {
-    const number = chain.head + 1;
-    const parent = await trx
-      .selectFrom("sim_blocks")
-      .select("hash")
-      .where("network", "=", this.network)
-      .where("environment", "=", this.environment)
-      .where("number", "=", chain.head)
-      .executeTakeFirstOrThrow();
-    const hash = this.hash(`block|${chain.fork}|${number}|${parent.hash}|${tx?.txHash ?? ""}`);
-    const timestamp = this.clock.now();
-    // Announce the block when the mining transaction commits: the watcher of any process wakes at
-    // once instead of waiting for its next poll (CONTRACT: a sandbox payment lands in moments).
-    await sql`select pg_notify(${SIM_BLOCK_CHANNEL}, ${`${this.network}/${this.environment}`})`.execute(trx);
-    await trx
-      .insertInto("sim_blocks")
-      .values({
-        network: this.network,
-        environment: this.environment,
-        number,
-        hash,
-        parent_hash: parent.hash,
-        mined_at: new Date(timestamp),
-      })
-      .execute();
-    if (tx) {
-      await trx
-        .insertInto("sim_transactions")
-        .values({
-          network: this.network,
-          environment: this.environment,
-          tx_hash: tx.txHash,
-          block_number: number,
-          log_index: tx.status === "success" ? 0 : null,
-          from_address: tx.from,
-          to_address: tx.to,
-          amount: tx.amount,
-          status: tx.status,
-          failure_reason: tx.failureReason ?? null,
-        })
-        .execute();
-    }
-    chain.head = number;
-    return { number, hash, parentHash: parent.hash, timestamp };
+  private seal(trx: Db, chain: SimChainState, tx: SimSealedTransaction | null): Promise<SimBlock> {
+    return sealSimBlock(trx, this, chain, tx, { hash: (c) => this.hash(c), now: () => this.clock.now() });
   }
 
   /** Creates the chain (genesis block 0) the first time any process uses it. Idempotent. */
@@ -432,24 +362,11 @@ export class SimulatedChain {
     return this.ready;
   }
 
-  private async createChain(db: Db): Promise<void> {
-    await db
-      .insertInto("sim_chains")
-      .values({ network: this.network, environment: this.environment, head: 0 })
-      .onConflict((oc) => oc.columns(["network", "environment"]).doNothing())
-      .execute();
-    await db
-      .insertInto("sim_blocks")
-      .values({
-        network: this.network,
-        environment: this.environment,
-        number: 0,
-        hash: this.hash("block|0|0|genesis|"),
-        parent_hash: this.hash("genesis"),
-        mined_at: new Date(0),
-      })
-      .onConflict((oc) => oc.columns(["network", "environment", "number"]).doNothing())
-      .execute();
+  private createChain(db: Db): Promise<void> {
+    return createSimChain(db, this, {
+      hash: this.hash("block|0|0|genesis|"),
+      parentHash: this.hash("genesis"),
+    });
   }
 
   /** 32-byte content hash in the network's spelling: `0x…` on Ethereum, bare hex on TRON. */

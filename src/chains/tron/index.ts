@@ -17,6 +17,7 @@ export const tronAddress: AddressCodec = {
   validate: isTronAddress,
   normalize: normalizeTronAddress,
   fromPublicKey: (publicKey) => tronAddressFromBytes(accountBytesFromPublicKey(publicKey)),
+  fromAccountBytes: tronAddressFromBytes,
 };
 
 export const tronChain: NetworkChainModule<TronAdapterOptions> = {
