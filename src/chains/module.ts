@@ -99,6 +99,8 @@ export interface AddressCodec {
 export interface NetworkChainDefinition {
   readonly kind: string;
   readonly network: CurrencyType;
+  /** SLIP-44 coin type of the network's HD keys (wallet/derivation-path.ts). */
+  readonly coinType: number;
   readonly defaultConfirmations: number;
   readonly scan: Readonly<ScanSettings>;
   readonly variables: {

@@ -1,3 +1,4 @@
+import { NETWORK_CHAINS } from "../chains/index.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
@@ -10,8 +11,10 @@ export const FIRST_DEPOSIT_INDEX = 100;
 /** Largest non-hardened BIP32 child index. */
 export const MAX_ADDRESS_INDEX = 0x7fff_ffff;
 
-/** SLIP-44 coin types: 60 Ethereum, 195 TRON. */
-export const COIN_TYPE: Readonly<Record<CurrencyType, number>> = { "USDT-ERC20": 60, "USDT-TRC20": 195 };
+/** SLIP-44 coin types, from each network's chain module (60 Ethereum, 195 TRON). */
+export const COIN_TYPE: Readonly<Record<CurrencyType, number>> = Object.fromEntries(
+  NETWORK_CHAINS.map((m) => [m.network, m.definition.coinType]),
+) as Record<CurrencyType, number>;
 
 /** One BIP44 account per environment, so that sandbox keys can never sign for production funds. */
 export const ENVIRONMENT_ACCOUNT: Readonly<Record<Environment, number>> = { production: 0, sandbox: 1 };

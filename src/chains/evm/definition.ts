@@ -5,6 +5,8 @@
 export const EVM_DEFINITION = {
   kind: "evm",
   network: "USDT-ERC20",
+  /** SLIP-44 coin type of its HD keys (`m/44'/60'/…`). */
+  coinType: 60,
   /** Confirmations when `CONFIRMATIONS_ERC20` is unset (CONTRACT §10). */
   defaultConfirmations: 12,
   /** Ethereum: 12 s blocks, log queries over ranges. */

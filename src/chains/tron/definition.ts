@@ -5,6 +5,8 @@
 export const TRON_DEFINITION = {
   kind: "tron",
   network: "USDT-TRC20",
+  /** SLIP-44 coin type of its HD keys (`m/44'/195'/…`). */
+  coinType: 195,
   /** Confirmations when `CONFIRMATIONS_TRC20` is unset (CONTRACT §10). */
   defaultConfirmations: 19,
   /** TRON: 3 s blocks, one call per block. */
