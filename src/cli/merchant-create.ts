@@ -3,9 +3,9 @@ import type { Config } from "../config/config.js";
 import { openDatabase } from "../db/database.js";
 import { acquireEmbeddedLock, readEmbeddedLock } from "../db/embedded-lock.js";
 import { migrate } from "../db/migrate.js";
+import type { CreatedMerchant } from "../merchants/index.js";
 import { runOperatorCommand } from "../operator/commands.js";
 import { sendControlCommand } from "../operator/control-client.js";
-import type { CreatedMerchant } from "../merchants/index.js";
 
 /**
  * Runs an operator command wherever the data lives: on PostgreSQL directly; on the embedded

@@ -1,7 +1,7 @@
+import { createAdmin } from "../auth/index.js";
 import type { Db } from "../db/database.js";
 import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
-import { createAdmin } from "../auth/index.js";
 import { createMerchantWithKeys } from "../merchants/index.js";
 
 /**

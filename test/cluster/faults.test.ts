@@ -9,8 +9,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../src/db/database.js";
 import { verifyLedger } from "../../src/ledger/verify.js";
-import { createMerchantWithKeys } from "../../src/merchants/index.js";
-import { updateSettings } from "../../src/merchants/index.js";
+import { createMerchantWithKeys, updateSettings } from "../../src/merchants/index.js";
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL, TEST_REDIS_URL } from "../support/db.js";
 import { type Receiver, startReceiver } from "../webhooks/support.js";
 import {

@@ -1,7 +1,7 @@
 import { generate } from "otplib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/lib/clock.js";
 import { createAdmin } from "../../src/auth/index.js";
+import { ManualClock } from "../../src/lib/clock.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { Browser, ORIGIN, otpFrom, startSmtp } from "./support.js";
 

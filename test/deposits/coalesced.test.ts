@@ -3,8 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/database.js";
 import { CheckoutSessionInserts, createCheckoutSession } from "../../src/deposits/create.js";
 import { DEFAULT_FEE_SCHEDULE } from "../../src/domain/fees.js";
-import { ApiKeyLookups, revokeApiKey } from "../../src/merchants/index.js";
-import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
+import {
+  ApiKeyLookups,
+  type CreatedMerchant,
+  createMerchantWithKeys,
+  revokeApiKey,
+} from "../../src/merchants/index.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
 import { openTestDatabase } from "../support/db.js";

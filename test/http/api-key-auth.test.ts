@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCredential } from "../../src/domain/api-key-format.js";
 import type { App } from "../../src/http/app-types.js";
-import { revokeApiKey } from "../../src/merchants/index.js";
-import { type CreatedMerchant, issueKeyPair } from "../../src/merchants/index.js";
+import { type CreatedMerchant, issueKeyPair, revokeApiKey } from "../../src/merchants/index.js";
 import { call, callWithHost, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 // A route that requires the secret, standing in for approve/reject and webhook secret reads.

@@ -7,9 +7,9 @@ import { type Config, parseConfig } from "../../src/config/config.js";
 import type { Database } from "../../src/db/database.js";
 import type { App, RouteDeps } from "../../src/http/app-types.js";
 import type { Clock } from "../../src/lib/clock.js";
+import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { type RunningProcess, startRole } from "../../src/roles/processes.js";
-import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { openTestDatabase } from "./db.js";
 
 export interface TestService {

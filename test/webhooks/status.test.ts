@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/database.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
-import { createMetrics } from "../../src/observability/metrics.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
+import { createMetrics } from "../../src/observability/metrics.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { setWebhookUrl } from "../../src/webhooks/secrets.js";
 import {
