@@ -2,7 +2,7 @@ import type { Db } from "../db/database.js";
 import { sessionOutcomeAtDeadline, sessionTransferOutcome } from "../domain/checkout.js";
 import type { Clock } from "../lib/clock.js";
 import { updateTransaction } from "../transactions/index.js";
-import type { ConfirmedTransfer, DepositHandler } from "../watcher/handoff.js";
+import type { ConfirmedTransfer, DepositHandler } from "../watcher/index.js";
 import {
   hasConfirmingTransferInTime,
   lockCheckoutSession,

@@ -10,6 +10,21 @@ export {
 export { type ExpiryDeps, expireDueSessions, expireOneSession, sessionExpiryJob } from "./expiry.js";
 export { createDepositHandler, type DepositHandlerDeps } from "./handler.js";
 export {
+  type CheckoutDeps,
+  type CheckoutSessionView,
+  checkoutDeps,
+  getCheckoutSession,
+  type OpenCheckoutSessionInput,
+  openCheckoutSession,
+  openDepositWallet,
+} from "./open-session.js";
+export {
+  paySandboxAddress,
+  paySandboxSession,
+  type SandboxPayDeps,
+  type SandboxPayment,
+} from "./sandbox-pay.js";
+export {
   findCheckoutSession,
   findCheckoutSessionsByIds,
   findPublicCheckoutSession,

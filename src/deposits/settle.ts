@@ -7,8 +7,7 @@ import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { creditDeposit } from "../ledger/index.js";
 import { insertTransaction, updateTransaction } from "../transactions/index.js";
-import { enqueueWebhookEvent } from "../webhooks/outbox.js";
-import { webhookData } from "../webhooks/payload.js";
+import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
 import { closeCheckoutSession } from "./sessions-store.js";
 
 /**

@@ -9,5 +9,6 @@ export {
   renderNotFoundPage,
   renderPayPage,
 } from "./page.js";
+export { PayPages, type PayPagesDeps } from "./pages.js";
 export { paymentUri, uriCarriesAmount } from "./payment-uri.js";
 export { qrSvg } from "./qr.js";

@@ -1,22 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import {
-  CheckoutSessionInserts,
-  type CreateDepositDeps,
-  createCheckoutSession,
-  generateDepositWallet,
-} from "../../deposits/create.js";
-import { findCheckoutSession, findSessionDetections } from "../../deposits/index.js";
-import {
-  checkoutUrl,
-  metadataErrors,
-  noDetection,
-  presentCheckoutSession,
-  sessionLifetimeMs,
-} from "../../domain/checkout.js";
-import { AppError, type FieldError } from "../../domain/errors.js";
-import { amountField } from "../../domain/money.js";
-import { DepositIndexReserve } from "../../wallet/index.js";
-import { validateWebhookUrl } from "../../webhooks/ssrf.js";
+  checkoutDeps,
+  getCheckoutSession,
+  openCheckoutSession,
+  openDepositWallet,
+} from "../../deposits/index.js";
+import { presentCheckoutSession } from "../../domain/checkout.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { idempotentCreate } from "../idempotency.js";
 import { requireVerifiedSecret } from "../plugins/api-key-auth.js";
@@ -73,15 +62,17 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   const { config, database, clock, chains } = deps;
   const db = database.db;
   const idem = { db, clock, leaseMs: config.idempotency.leaseMs };
-  const createDeps: CreateDepositDeps = {
-    deriver: deps.addressDeriver,
-    indexes: new DepositIndexReserve(),
+  const checkout = checkoutDeps({
+    db,
+    clock,
+    chains,
+    addressDeriver: deps.addressDeriver,
     fees: config.fees,
-    latePaymentWatchHours: config.checkout.latePaymentWatchHours,
-    inserts: new CheckoutSessionInserts(db),
-  };
-  const baseUrl = (environment: "production" | "sandbox") =>
-    environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl;
+    checkout: config.checkout,
+    callbackUrls: { allowCidrs: config.webhooks.ssrfAllowCidrs, allowedPorts: config.webhooks.allowedPorts },
+    baseUrl: (environment) =>
+      environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl,
+  });
   const tags = ["Deposits"];
 
   app.post(
@@ -105,22 +96,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
       const body = request.body;
       // Before anything else (validation resolves the URL; an Idempotency-Key replay must not skip it).
       if (body.callbackUrl !== undefined) requireVerifiedSecret(who, "Setting callbackUrl");
-      const amount = amountField("amount", body.amount);
-      const lifetime = sessionLifetimeMs(body.expiresInMinutes, config.checkout.minExpirySeconds);
-      const errors: FieldError[] = [...amount.errors, ...lifetime.errors, ...metadataErrors(body.metadata)];
-      if (body.callbackUrl !== undefined) {
-        errors.push(
-          ...(await validateWebhookUrl(body.callbackUrl, {
-            environment: who.environment,
-            allowCidrs: config.webhooks.ssrfAllowCidrs,
-            allowedPorts: config.webhooks.allowedPorts,
-            field: "callbackUrl",
-          })),
-        );
-      }
-      if (errors.length > 0 || amount.units === undefined) throw AppError.validation(errors);
-      const units = amount.units;
-      chains.get(body.currencyType, who.environment); // 503 CHAIN_UNAVAILABLE before anything is written
+      const open = await openCheckoutSession(checkout, who, body);
       return idempotentCreate(
         idem,
         request,
@@ -128,27 +104,10 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
         who,
         201,
         async (trx) => {
-          const session = await createCheckoutSession(
-            trx,
-            createDeps,
-            who,
-            {
-              amount: units,
-              currencyType: body.currencyType,
-              lifetimeMs: lifetime.ms,
-              callbackUrl: body.callbackUrl ?? null,
-              orderId: body.orderId ?? null,
-              metadata: body.metadata ?? null,
-            },
-            new Date(clock.now()),
-          );
+          const view = await open(trx);
           return {
             success: true as const,
-            data: presentCheckoutSession(
-              session,
-              checkoutUrl(baseUrl(who.environment), session.transaction.id),
-              noDetection(chains.requiredConfirmations(body.currencyType, who.environment)),
-            ),
+            data: presentCheckoutSession(view.session, view.checkoutUrl, view.detection),
           };
         },
         // createCheckoutSession writes its three rows in one statement (its index is not transactional).
@@ -170,20 +129,10 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const who = principal(request);
-      const session = await findCheckoutSession(db, who, request.params.id);
-      if (!session) throw new AppError("NOT_FOUND", "No checkout session with this id.");
-      const required = (n: typeof session.network, e: typeof who.environment) =>
-        chains.requiredConfirmations(n, e);
-      const detection = (await findSessionDetections(db, [session.transaction.id], required)).get(
-        session.transaction.id,
-      );
+      const view = await getCheckoutSession(checkout, who, request.params.id);
       return {
         success: true as const,
-        data: presentCheckoutSession(
-          session,
-          checkoutUrl(baseUrl(who.environment), session.transaction.id),
-          detection ?? noDetection(required(session.network, who.environment)),
-        ),
+        data: presentCheckoutSession(view.session, view.checkoutUrl, view.detection),
       };
     },
   );
@@ -206,19 +155,9 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
     async (request, reply) => {
       const who = principal(request);
       const body = request.body;
-      chains.get(body.currencyType, who.environment);
+      const open = openDepositWallet(checkout, who, body);
       return idempotentCreate(idem, request, reply, who, 201, async (trx) => {
-        const wallet = await generateDepositWallet(
-          trx,
-          createDeps,
-          who,
-          {
-            currencyType: body.currencyType,
-            label: body.label ?? null,
-            externalUserId: body.externalUserId ?? null,
-          },
-          new Date(clock.now()),
-        );
+        const wallet = await open(trx);
         return {
           success: true as const,
           data: { ...wallet, walletAddress: wallet.address, createdAt: wallet.createdAt.toISOString() },

@@ -3,35 +3,22 @@ import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
-import {
-  findCheckoutSessionsByIds,
-  findPublicCheckoutSession,
-  findSessionDetections,
-} from "../../deposits/index.js";
-import type { CheckoutSessionRecord } from "../../domain/checkout.js";
-import { noDetection } from "../../domain/checkout.js";
-import type { CurrencyType } from "../../domain/currency.js";
-import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
-import { isFinal, type LiveSnapshot, LiveStatusHub, snapshotOf } from "../../pay/live-status.js";
-import { chooseLanguage } from "../../pay/messages.js";
 import {
+  chooseLanguage,
   contentSecurityPolicy,
-  pageState,
+  isFinal,
+  type LiveSnapshot,
+  PayPages,
   remainingAmount,
   renderNotFoundPage,
-  renderPayPage,
-} from "../../pay/page.js";
-import { paymentUri, uriCarriesAmount } from "../../pay/payment-uri.js";
-import { qrSvg } from "../../pay/qr.js";
+} from "../../pay/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ErrorEnvelope, RateLimitedEnvelope } from "../schemas/common.js";
 
 /** Reconnection delay the browser uses after a dropped stream (SSE `retry:`). */
 export const SSE_RETRY_MS = 3_000;
-/** Longest session id we look up (ids are `tx_` + 26 characters). */
-const MAX_ID_LENGTH = 100;
 
 const Html = (description: string) => ({
   description,
@@ -70,46 +57,17 @@ function pageHeaders(reply: FastifyReply, nonce: string) {
  * the merchant's secrets, `callbackUrl` or `metadata`.
  */
 export function payRoutes(app: App, deps: RouteDeps) {
-  const { config, clock, logger } = deps;
-  const db = deps.database.db;
+  const { config } = deps;
   const tags = ["Hosted payment page"];
-
-  // What the chain shows of sessions (detection, confirmations), for the page and its live status.
-  const required = (network: CurrencyType, environment: Environment) =>
-    deps.chains.requiredConfirmations(network, environment);
-  const snapshots = async (sessions: CheckoutSessionRecord[]) => {
-    const detections = await findSessionDetections(
-      db,
-      sessions.map((s) => s.transaction.id),
-      required,
-    );
-    return new Map(
-      sessions.map((s) => [
-        s.transaction.id,
-        snapshotOf(
-          s,
-          detections.get(s.transaction.id) ?? noDetection(required(s.network, s.transaction.environment)),
-        ),
-      ]),
-    );
-  };
-  const snapshotOfOne = async (s: CheckoutSessionRecord) => (await snapshots([s])).get(s.transaction.id)!;
-
-  // One poller per process for every open page (two queries per interval, whatever the number of pages).
-  const hub = new LiveStatusHub({
-    load: async (ids) => snapshots(await findCheckoutSessionsByIds(db, ids)),
-    onError: (err) => logger.warn({ err }, "hosted page live status: read failed"),
+  const pages = new PayPages({
+    db: deps.database.db,
+    clock: deps.clock,
+    chains: deps.chains,
+    contracts: config.chains,
+    logger: deps.logger,
   });
-  app.addHook("preClose", async () => hub.close());
-  app.addHook("onClose", async () => hub.close());
-
-  // The USDT contract the QR code names: the configured one, except on the sandbox simulator (no token).
-  const tokenContract = (network: CurrencyType, environment: Environment) => {
-    const entry = deps.chains.entry(network, environment);
-    if (entry.status === "available" && entry.kind === "simulator") return undefined;
-    const endpoints = config.chains[environment];
-    return network === "USDT-ERC20" ? endpoints.usdtErc20Contract : endpoints.usdtTrc20Contract;
-  };
+  app.addHook("preClose", async () => pages.close());
+  app.addHook("onClose", async () => pages.close());
 
   app.get(
     "/pay/:id",
@@ -138,43 +96,9 @@ export function payRoutes(app: App, deps: RouteDeps) {
       const nonce = randomBytes(16).toString("base64");
       pageHeaders(reply, nonce);
       reply.header("Content-Language", lang).header("Vary", "Accept-Language");
-      const id = request.params.id;
-      const session =
-        id.length <= MAX_ID_LENGTH ? await findPublicCheckoutSession(db, request.environment, id) : null;
-      if (!session) return reply.code(404).send(renderNotFoundPage(lang, nonce));
-
-      const snapshot = await snapshotOfOne(session);
-      const now = clock.now();
-      const state = pageState(snapshot, session.expiresAt, now);
-      const remaining = remainingAmount(snapshot);
-      let qr: string | null = null;
-      let qrUnits: bigint | null = null;
-      if (state === "waiting" || state === "partial") {
-        const uri = paymentUri({
-          network: session.network,
-          address: session.address,
-          units: remaining,
-          tokenContract: tokenContract(session.network, request.environment),
-        });
-        qr = await qrSvg(uri);
-        qrUnits = uriCarriesAmount(uri) ? remaining : null;
-      }
-      return reply.send(
-        renderPayPage({
-          lang,
-          environment: request.environment,
-          sessionId: session.transaction.id,
-          network: session.network,
-          address: session.address,
-          orderId: session.transaction.orderId,
-          snapshot,
-          expiresAt: session.expiresAt,
-          now,
-          qrSvg: qr,
-          qrUnits,
-          nonce,
-        }),
-      );
+      const page = await pages.page(request.environment, request.params.id, lang, nonce);
+      if (page === null) return reply.code(404).send(renderNotFoundPage(lang, nonce));
+      return reply.send(page);
     },
   );
 
@@ -203,10 +127,8 @@ export function payRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request, reply) => {
-      const id = request.params.id;
-      const session =
-        id.length <= MAX_ID_LENGTH ? await findPublicCheckoutSession(db, request.environment, id) : null;
-      if (!session) throw AppError.notFound("No checkout session with this id.");
+      const live = await pages.liveStatus(request.environment, request.params.id);
+      if (!live) throw AppError.notFound("No checkout session with this id.");
 
       // A stream payload keeps Fastify's lifecycle (headers set by hooks, logging, metrics at the end);
       // Fastify destroys it when the client goes away. Node's requestTimeout only bounds receiving the
@@ -219,7 +141,7 @@ export function payRoutes(app: App, deps: RouteDeps) {
         .type("text/event-stream; charset=utf-8")
         .header("Cache-Control", "no-cache, no-transform")
         .header("X-Accel-Buffering", "no"); // nginx: do not buffer the stream
-      const first = await snapshotOfOne(session);
+      const first = live.first;
       write(`retry: ${SSE_RETRY_MS}\n\n`);
       write(statusEvent(first));
       // A closed session never changes; a HEAD request (Fastify drains its payload) must not subscribe.
@@ -230,9 +152,9 @@ export function payRoutes(app: App, deps: RouteDeps) {
       // The listener's server: once it stops listening (graceful stop) the stream ends, so the
       // drain of in-flight requests does not wait for the shutdown timeout.
       const server = (request.raw.socket as { server?: Server } | null)?.server;
-      const unsubscribe = hub.subscribe(
+      const unsubscribe = pages.subscribe(
         {
-          sessionId: session.transaction.id,
+          sessionId: live.sessionId,
           onChange: (s) => {
             write(statusEvent(s));
             if (isFinal(s)) stream.end();

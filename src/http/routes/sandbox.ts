@@ -1,9 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import { normalizeAddress } from "../../chains/index.js";
-import { findCheckoutSession } from "../../deposits/index.js";
-import type { CurrencyType } from "../../domain/currency.js";
-import { AppError } from "../../domain/errors.js";
-import { amountField, formatAmount, parseAmount } from "../../domain/money.js";
+import { paySandboxAddress, paySandboxSession, type SandboxPayment } from "../../deposits/index.js";
+import { formatAmount } from "../../domain/money.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { principal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
@@ -28,12 +25,7 @@ const SandboxPaymentSchema = Type.Object(
   { title: "SandboxPayment" },
 );
 
-function payment(
-  tx: { txHash: string; blockNumber: number },
-  address: string,
-  units: bigint,
-  currencyType: CurrencyType,
-) {
+function payment({ tx, address, units, currencyType }: SandboxPayment) {
   return {
     blockchainTxHash: tx.txHash,
     walletAddress: address,
@@ -52,7 +44,7 @@ function payment(
  * exactly what production does. Answers 202: the payment is on-chain, the deposit follows.
  */
 export function sandboxRoutes(app: App, deps: RouteDeps) {
-  const db = deps.database.db;
+  const pay = { db: deps.database.db, chains: deps.chains };
   const tags = ["Sandbox"];
 
   app.post(
@@ -74,21 +66,9 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
       // is `{}` (http/json-body.ts).
     },
     async (request, reply) => {
-      const who = principal(request);
-      if (who.environment !== "sandbox")
-        throw AppError.notFound("Sandbox payments exist only in the sandbox.");
-      const session = await findCheckoutSession(db, who, request.params.id);
-      if (!session) throw AppError.notFound("No checkout session with this id.");
-      let units = session.transaction.amount;
-      if (request.body?.amount !== undefined) {
-        const parsed = amountField("amount", request.body.amount);
-        if (parsed.units === undefined) throw AppError.validation(parsed.errors);
-        units = parsed.units;
-      }
-      const chain = deps.chains.simulator(session.network, "sandbox");
-      const tx = await chain.pay(session.address, units);
+      const paid = await paySandboxSession(pay, principal(request), request.params.id, request.body?.amount);
       reply.code(202);
-      return { success: true as const, data: payment(tx, session.address, units, session.network) };
+      return { success: true as const, data: payment(paid) };
     },
   );
 
@@ -108,31 +88,13 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request, reply) => {
-      const who = principal(request);
-      if (who.environment !== "sandbox")
-        throw AppError.notFound("Sandbox payments exist only in the sandbox.");
-      const { currencyType } = request.body;
-      const parsed = parseAmount(request.body.amount);
-      if (!parsed.ok) throw AppError.validation([{ field: "amount", message: parsed.message }]);
-      let address: string;
-      try {
-        address = normalizeAddress(currencyType, request.params.address);
-      } catch {
-        throw AppError.validation([{ field: "address", message: `is not a valid ${currencyType} address` }]);
-      }
-      // Only the merchant's own deposit addresses: the faucet is not a way to fund arbitrary addresses.
-      const watched = await db
-        .selectFrom("watched_addresses")
-        .select("address")
-        .where("network", "=", currencyType)
-        .where("environment", "=", "sandbox")
-        .where("address", "=", address)
-        .where("merchant_id", "=", who.merchantId)
-        .executeTakeFirst();
-      if (!watched) throw AppError.notFound("No deposit address of yours with this value in the sandbox.");
-      const tx = await deps.chains.simulator(currencyType, "sandbox").pay(address, parsed.units);
+      const paid = await paySandboxAddress(pay, principal(request), {
+        address: request.params.address,
+        currencyType: request.body.currencyType,
+        amount: request.body.amount,
+      });
       reply.code(202);
-      return { success: true as const, data: payment(tx, address, parsed.units, currencyType) };
+      return { success: true as const, data: payment(paid) };
     },
   );
 }

@@ -1,0 +1,81 @@
+import { type ChainRegistry, normalizeAddress } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
+import { amountField, parseAmount } from "../domain/money.js";
+import { findCheckoutSession } from "./sessions-store.js";
+
+/**
+ * Sandbox payments (CONTRACT §4.1): the built-in simulator pays an address of the merchant from its
+ * faucet, mined at once. The deposit then takes the real path (watcher, deposit logic, webhook).
+ * Only in the sandbox; only the merchant's own addresses (the faucet funds nothing else).
+ */
+export interface SandboxPayDeps {
+  db: Db;
+  chains: Pick<ChainRegistry, "simulator">;
+}
+
+export interface SandboxPayment {
+  tx: { txHash: string; blockNumber: number };
+  address: string;
+  units: bigint;
+  currencyType: CurrencyType;
+}
+
+type Scope = { merchantId: string; environment: Environment };
+
+function sandboxOnly(scope: Scope): void {
+  if (scope.environment !== "sandbox") throw AppError.notFound("Sandbox payments exist only in the sandbox.");
+}
+
+/** Pays checkout session `id`: its full amount, or `amount` when given (any amount, also after expiry). */
+export async function paySandboxSession(
+  deps: SandboxPayDeps,
+  scope: Scope,
+  id: string,
+  amount: unknown,
+): Promise<SandboxPayment> {
+  sandboxOnly(scope);
+  const session = await findCheckoutSession(deps.db, scope, id);
+  if (!session) throw AppError.notFound("No checkout session with this id.");
+  let units = session.transaction.amount;
+  if (amount !== undefined) {
+    const parsed = amountField("amount", amount);
+    if (parsed.units === undefined) throw AppError.validation(parsed.errors);
+    units = parsed.units;
+  }
+  const chain = deps.chains.simulator(session.network, "sandbox");
+  const tx = await chain.pay(session.address, units);
+  return { tx, address: session.address, units, currencyType: session.network };
+}
+
+/** Pays one of the merchant's deposit addresses in the sandbox. */
+export async function paySandboxAddress(
+  deps: SandboxPayDeps,
+  scope: Scope,
+  input: { address: string; currencyType: CurrencyType; amount: unknown },
+): Promise<SandboxPayment> {
+  sandboxOnly(scope);
+  const { currencyType } = input;
+  const parsed = parseAmount(input.amount);
+  if (!parsed.ok) throw AppError.validation([{ field: "amount", message: parsed.message }]);
+  let address: string;
+  try {
+    address = normalizeAddress(currencyType, input.address);
+  } catch {
+    throw AppError.validation([{ field: "address", message: `is not a valid ${currencyType} address` }]);
+  }
+  // Only the merchant's own deposit addresses: the faucet is not a way to fund arbitrary addresses.
+  const watched = await deps.db
+    .selectFrom("watched_addresses")
+    .select("address")
+    .where("network", "=", currencyType)
+    .where("environment", "=", "sandbox")
+    .where("address", "=", address)
+    .where("merchant_id", "=", scope.merchantId)
+    .executeTakeFirst();
+  if (!watched) throw AppError.notFound("No deposit address of yours with this value in the sandbox.");
+  const tx = await deps.chains.simulator(currencyType, "sandbox").pay(address, parsed.units);
+  return { tx, address, units: parsed.units, currencyType };
+}

@@ -1,0 +1,146 @@
+import type { ChainRegistry } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import {
+  findCheckoutSessionsByIds,
+  findPublicCheckoutSession,
+  findSessionDetections,
+} from "../deposits/index.js";
+import { type CheckoutSessionRecord, noDetection } from "../domain/checkout.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber, snapshotOf } from "./live-status.js";
+import type { Language } from "./messages.js";
+import { pageState, remainingAmount, renderPayPage } from "./page.js";
+import { paymentUri, uriCarriesAmount } from "./payment-uri.js";
+import { qrSvg } from "./qr.js";
+
+/** Longest session id we look up (ids are `tx_` + 26 characters). */
+const MAX_ID_LENGTH = 100;
+
+export interface PayPagesDeps {
+  db: Db;
+  clock: Clock;
+  chains: Pick<ChainRegistry, "requiredConfirmations" | "entry">;
+  /** The configured USDT contracts of each environment (what the QR code names). */
+  contracts: Record<
+    Environment,
+    { usdtErc20Contract?: string | undefined; usdtTrc20Contract?: string | undefined }
+  >;
+  logger: Logger;
+}
+
+/**
+ * The hosted payment page's use cases (CONTRACT §4.1, issue #7): the page of a session and its live
+ * status. A session is visible only in the environment whose base URL serves the page; the page
+ * never carries the merchant's secrets, `callbackUrl` or `metadata`. One live-status poller per
+ * process for every open page (two queries per interval, whatever the number of pages).
+ */
+export class PayPages {
+  readonly #deps: PayPagesDeps;
+  readonly #hub: LiveStatusHub;
+
+  constructor(deps: PayPagesDeps) {
+    this.#deps = deps;
+    this.#hub = new LiveStatusHub({
+      load: async (ids) => this.#snapshots(await findCheckoutSessionsByIds(deps.db, ids)),
+      onError: (err) => deps.logger.warn({ err }, "hosted page live status: read failed"),
+    });
+  }
+
+  /** The page of session `id` in `environment` (HTML), or null when there is none. */
+  async page(environment: Environment, id: string, lang: Language, nonce: string): Promise<string | null> {
+    const session = await this.#find(environment, id);
+    if (!session) return null;
+    const snapshot = await this.#snapshotOfOne(session);
+    const now = this.#deps.clock.now();
+    const state = pageState(snapshot, session.expiresAt, now);
+    const remaining = remainingAmount(snapshot);
+    let qr: string | null = null;
+    let qrUnits: bigint | null = null;
+    if (state === "waiting" || state === "partial") {
+      const uri = paymentUri({
+        network: session.network,
+        address: session.address,
+        units: remaining,
+        tokenContract: this.#tokenContract(session.network, environment),
+      });
+      qr = await qrSvg(uri);
+      qrUnits = uriCarriesAmount(uri) ? remaining : null;
+    }
+    return renderPayPage({
+      lang,
+      environment,
+      sessionId: session.transaction.id,
+      network: session.network,
+      address: session.address,
+      orderId: session.transaction.orderId,
+      snapshot,
+      expiresAt: session.expiresAt,
+      now,
+      qrSvg: qr,
+      qrUnits,
+      nonce,
+    });
+  }
+
+  /** The live status of session `id` in `environment` as it is now, or null when there is none. */
+  async liveStatus(
+    environment: Environment,
+    id: string,
+  ): Promise<{ sessionId: string; first: LiveSnapshot } | null> {
+    const session = await this.#find(environment, id);
+    if (!session) return null;
+    return { sessionId: session.transaction.id, first: await this.#snapshotOfOne(session) };
+  }
+
+  /** Follows a session's live status from `first` on; returns the unsubscribe. */
+  subscribe(subscriber: LiveSubscriber, first: LiveSnapshot): () => void {
+    return this.#hub.subscribe(subscriber, first);
+  }
+
+  close(): void {
+    this.#hub.close();
+  }
+
+  #find(environment: Environment, id: string): Promise<CheckoutSessionRecord | null> {
+    return id.length <= MAX_ID_LENGTH
+      ? findPublicCheckoutSession(this.#deps.db, environment, id)
+      : Promise.resolve(null);
+  }
+
+  #required = (network: CurrencyType, environment: Environment) =>
+    this.#deps.chains.requiredConfirmations(network, environment);
+
+  // What the chain shows of sessions (detection, confirmations), for the page and its live status.
+  async #snapshots(sessions: CheckoutSessionRecord[]): Promise<Map<string, LiveSnapshot>> {
+    const detections = await findSessionDetections(
+      this.#deps.db,
+      sessions.map((s) => s.transaction.id),
+      this.#required,
+    );
+    return new Map(
+      sessions.map((s) => [
+        s.transaction.id,
+        snapshotOf(
+          s,
+          detections.get(s.transaction.id) ??
+            noDetection(this.#required(s.network, s.transaction.environment)),
+        ),
+      ]),
+    );
+  }
+
+  async #snapshotOfOne(s: CheckoutSessionRecord): Promise<LiveSnapshot> {
+    return (await this.#snapshots([s])).get(s.transaction.id)!;
+  }
+
+  // The USDT contract the QR code names: the configured one, except on the sandbox simulator (no token).
+  #tokenContract(network: CurrencyType, environment: Environment): string | undefined {
+    const entry = this.#deps.chains.entry(network, environment);
+    if (entry.status === "available" && entry.kind === "simulator") return undefined;
+    const endpoints = this.#deps.contracts[environment];
+    return network === "USDT-ERC20" ? endpoints.usdtErc20Contract : endpoints.usdtTrc20Contract;
+  }
+}
