@@ -61,6 +61,14 @@ module.exports = {
       },
     },
     {
+      name: "chain-definitions-are-pure",
+      comment:
+        "A chain's definition.ts (its defaults and variable names, read by config/) imports only domain/: it sits under config.",
+      severity: "error",
+      from: { path: "^src/chains/[^/]+/definition\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/domain/" },
+    },
+    {
       name: "db-and-worker-mechanism-import-no-feature",
       comment: "The query layer and the job mechanism know no feature (the job list lives with the roles).",
       severity: "error",
@@ -82,7 +90,7 @@ module.exports = {
       from: { path: "^src/([^/]+)/" },
       to: {
         path: features,
-        pathNot: [`^src/$1/`, "^src/[^/]+/index\\.ts$"],
+        pathNot: [`^src/$1/`, "^src/[^/]+/index\\.ts$", "^src/chains/[^/]+/definition\\.ts$"],
       },
     },
     {

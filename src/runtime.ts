@@ -1,33 +1,41 @@
 import path from "node:path";
 import { Redis } from "ioredis";
-import { buildChainRegistry, type ChainRegistry } from "./chains/registry.js";
+import { type AuthKit, createAuthKit } from "./auth/index.js";
+import { buildChainRegistry, type ChainRegistry } from "./chains/index.js";
 import type { Config } from "./config/config.js";
 import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
-import { createDepositHandler } from "./deposits/handler.js";
+import { createDepositHandler } from "./deposits/index.js";
 import type { RouteDeps } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import type { ReadinessCheck } from "./observability/readiness.js";
-import { FallbackRateLimitStore } from "./ratelimit/fallback-store.js";
-import { MemoryRateLimitStore } from "./ratelimit/memory-store.js";
-import { RedisRateLimitStore } from "./ratelimit/redis-store.js";
-import type { RateLimitStore } from "./ratelimit/store.js";
-import { requestTransfer } from "./sender/intents.js";
-import { TransferOutcomes } from "./sender/outcomes.js";
-import { registerSendingMetrics, sendingReadinessChecks } from "./sender/status.js";
-import type { Signer } from "./signer/protocol.js";
-import { createRoleSigner } from "./signer/role-signer.js";
-import { registerSweepOutcomes } from "./sweep/sweeper.js";
-import { type AccountKeys, resolveAccountKeys } from "./wallet/account-keys.js";
-import type { AddressDeriver } from "./wallet/address-deriver.js";
-import { DepositHandoff } from "./watcher/handoff.js";
-import { chainReadinessChecks } from "./watcher/status.js";
-import { registerWebhookMetrics, webhookReadinessCheck } from "./webhooks/status.js";
-import { registerWithdrawalOutcomes } from "./withdrawals/outcomes.js";
+import {
+  FallbackRateLimitStore,
+  MemoryRateLimitStore,
+  type RateLimitStore,
+  RedisRateLimitStore,
+} from "./ratelimit/index.js";
+import {
+  registerSendingMetrics,
+  requestTransfer,
+  sendingReadinessChecks,
+  TransferOutcomes,
+} from "./sender/index.js";
+import { createRoleSigner, type Signer } from "./signer/index.js";
+import { registerSweepOutcomes } from "./sweep/index.js";
+import { type AccountKeys, type AddressDeriver, resolveAccountKeys } from "./wallet/index.js";
+import { chainReadinessChecks, DepositHandoff } from "./watcher/index.js";
+import {
+  createWebhookSending,
+  registerWebhookMetrics,
+  type WebhookTransport,
+  webhookReadinessCheck,
+} from "./webhooks/index.js";
+import { registerWithdrawalOutcomes } from "./withdrawals/index.js";
 import { liveWorkers } from "./worker/heartbeat.js";
 
 /** Everything a process role needs, built once from the configuration. */
@@ -48,6 +56,8 @@ export interface Runtime extends RouteDeps {
   transferOutcomes: TransferOutcomes;
   /** Signs outgoing transfers: in-process in `serve`, the signer role over HTTP (`SIGNER_URL`) in `worker`, else null. */
   signer: Signer | null;
+  /** The process's one webhook transport (the delivery job and `manualWebhooks` share it). */
+  webhookTransport: WebhookTransport;
   close(): Promise<void>;
 }
 
@@ -217,15 +227,27 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   registerSendingMetrics(metrics, chains, db.db);
   registerWebhookMetrics(metrics, db.db);
   readiness.push(webhookReadinessCheck(db.db));
+  const webhooks = createWebhookSending(config.webhooks, {
+    db: db.db,
+    logger,
+    secretEncryptionKey: secrets.SECRET_ENCRYPTION_KEY,
+  });
+  closers.unshift(() => webhooks.transport.close());
   const signer =
     options.signer !== undefined
       ? options.signer
       : await createRoleSigner(config, options.role, secrets, { db: db.db, logger });
 
+  // The dashboard channel's kit, built once on first use (a role that serves no dashboard never builds its mailer).
+  let authKit: AuthKit | undefined;
   let closed = false;
   return {
     config,
     secrets,
+    get authKit() {
+      authKit ??= createAuthKit({ config, db: db.db, clock, logger, secrets });
+      return authKit;
+    },
     logger,
     clock,
     database,
@@ -242,6 +264,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     requestTransfer,
     transferOutcomes,
     signer,
+    webhookTransport: webhooks.transport,
+    manualWebhooks: webhooks.manual,
     async close() {
       if (closed) return;
       closed = true;

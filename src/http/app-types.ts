@@ -6,7 +6,8 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from "fastify";
-import type { ChainRegistry } from "../chains/registry.js";
+import type { AuthKit } from "../auth/index.js";
+import type { ChainRegistry } from "../chains/index.js";
 import type { Config } from "../config/config.js";
 import type { ResolvedSecrets } from "../config/secrets.js";
 import type { Database } from "../db/database.js";
@@ -14,9 +15,10 @@ import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { ReadinessCheck } from "../observability/readiness.js";
-import type { RateLimitStore } from "../ratelimit/store.js";
-import type { AddressDeriver } from "../wallet/address-deriver.js";
-import type { RequestTransfer } from "../withdrawals/service.js";
+import type { RateLimitStore } from "../ratelimit/index.js";
+import type { AddressDeriver } from "../wallet/index.js";
+import type { ManualDelivery } from "../webhooks/index.js";
+import type { RequestTransfer } from "../withdrawals/index.js";
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -42,4 +44,8 @@ export interface RouteDeps {
   requestTransfer: RequestTransfer;
   /** Watch-only address derivation for new deposit addresses (no private keys). */
   addressDeriver: AddressDeriver;
+  /** Manual retries and test sends of webhooks, on the process's one transport (built once by the runtime). */
+  manualWebhooks: ManualDelivery;
+  /** The dashboard channel's kit (tokens, OTPs, mailer, secret box), built once by the runtime. */
+  authKit: AuthKit;
 }

@@ -1,8 +1,9 @@
-import { sessionExpiryJob } from "../deposits/expiry.js";
+import { sessionExpiryJob } from "../deposits/index.js";
 import type { Runtime } from "../runtime.js";
-import { senderJobs } from "../sender/jobs.js";
-import { watcherJobs } from "../watcher/jobs.js";
-import { webhookDeliveryJob } from "../webhooks/job.js";
+import { senderJobs } from "../sender/index.js";
+import { sweepJobs } from "../sweep/index.js";
+import { watcherJobs } from "../watcher/index.js";
+import { webhookDeliveryJob } from "../webhooks/index.js";
 import { heartbeatJob } from "./heartbeat.js";
 import type { Job } from "./runner.js";
 
@@ -24,8 +25,18 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
       },
       instanceId,
     ),
-    webhookDeliveryJob(runtime, instanceId),
+    webhookDeliveryJob(
+      {
+        config: { webhooks: runtime.config.webhooks },
+        secrets: { SECRET_ENCRYPTION_KEY: runtime.secrets.SECRET_ENCRYPTION_KEY },
+        logger: runtime.logger,
+        database: runtime.database,
+        webhookTransport: runtime.webhookTransport,
+      },
+      instanceId,
+    ),
     ...senderJobs(runtime, instanceId),
+    ...sweepJobs(runtime, instanceId),
     sessionExpiryJob({
       db: runtime.database.db,
       clock: runtime.clock,

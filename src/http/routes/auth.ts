@@ -17,7 +17,7 @@ import {
   type TokenDelivery,
 } from "../../auth/index.js";
 import { AppError } from "../../domain/errors.js";
-import { clientKey } from "../../ratelimit/client-key.js";
+import { clientKey } from "../../ratelimit/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { clientIp } from "../client-ip.js";
 import { allowedOrigins, assertWriteOrigin } from "../plugins/cors.js";
