@@ -16,7 +16,7 @@ export {
   type UserProfile,
 } from "./accounts.js";
 export { checkOtp, consumeOtp, requestOtp, spendCheckedOtp } from "./codes.js";
-export { type AuthKit, type AuthKitDeps, authKit, createAuthKit } from "./kit.js";
+export { type AuthKit, type AuthKitDeps, createAuthKit } from "./kit.js";
 export { OTP_PURPOSES } from "./otp.js";
 export { changePassword, forgotPassword, PASSWORD_RESET_TTL_MS, resetPassword } from "./password-reset.js";
 export { issueAccessToken, logout, type RefreshResult, refreshSession } from "./session-flows.js";

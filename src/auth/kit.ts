@@ -46,11 +46,3 @@ export function createAuthKit(deps: AuthKitDeps): AuthKit {
     now: () => new Date(clock.now()),
   };
 }
-
-/**
- * The kit of the application's dependencies (`RouteDeps.authKit`, built by the runtime).
- * Call sites may read `deps.authKit` directly; this accessor keeps the older ones working.
- */
-export function authKit(deps: { authKit: AuthKit }): AuthKit {
-  return deps.authKit;
-}

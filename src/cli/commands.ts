@@ -97,7 +97,7 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     options: {},
     custodyRole: "signer",
     async run(config) {
-      const { exportAccountXpubs } = await import("../signer/export-xpubs.js");
+      const { exportAccountXpubs } = await import("../signer/index.js");
       process.stdout.write(`${await exportAccountXpubs(config)}\n`);
       return 0;
     },

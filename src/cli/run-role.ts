@@ -3,7 +3,7 @@ import { createLogger } from "../observability/logger.js";
 import { tightenDataDir } from "../roles/data-dir.js";
 import { type RunningProcess, runMigrations, startRole } from "../roles/processes.js";
 import { StartupError } from "../roles/startup-error.js";
-import { SignerStartupError, startSignerRole } from "../signer/role.js";
+import { SignerStartupError, startSignerRole } from "../signer/index.js";
 import type { RoleName } from "./usage.js";
 
 /**

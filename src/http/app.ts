@@ -1,7 +1,6 @@
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify from "fastify";
-import { authKit } from "../auth/kit.js";
 import { newId } from "../domain/ids.js";
 import type { App, RouteDeps } from "./app-types.js";
 import { trustProxyOption } from "./client-ip.js";
@@ -74,11 +73,11 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   registerRateLimit(app, config, deps.rateLimitStore, deps.clock);
   // Dashboard channel: CORS + Origin check of writes, cookies and the JWT verifier (before auth).
   await registerCors(app, config);
-  await registerDashboardAuth(app, authKit(deps));
+  await registerDashboardAuth(app, deps.authKit);
   registerSandboxOnly(app);
   registerAuth(app, config, deps.database.db);
   // Sensitive production writes need a fresh e-mailed code (+ TOTP); before the routes (onRoute check).
-  registerStepUp(app, authKit(deps));
+  registerStepUp(app, deps.authKit);
   registerMetrics(app, deps.metrics);
 
   // The OpenAPI document: from the route schemas, finished from each route's config (openapi/document.ts).

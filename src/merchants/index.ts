@@ -5,6 +5,7 @@
  */
 
 export type { ApiKeyRow, Merchant } from "../db/schema.js";
+export { type AdminMerchantView, findMerchantForAdmin, listMerchantsForAdmin } from "./admin-list.js";
 export {
   type ApiKeyLookup,
   ApiKeyLookups,
@@ -26,4 +27,3 @@ export {
   updateSettings,
 } from "./settings.js";
 export { findMerchantById } from "./store.js";
-export { type AdminMerchantView, findMerchantForAdmin, listMerchantsForAdmin } from "./admin-list.js";

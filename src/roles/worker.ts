@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Runtime } from "../runtime.js";
 import { removeHeartbeat } from "../worker/heartbeat.js";
-import { workerJobs } from "../worker/jobs.js";
 import { JobRunner } from "../worker/runner.js";
+import { workerJobs } from "./jobs.js";
 
-/** Runs the background jobs (`worker/jobs.ts`) of a worker process or of `serve`. */
+/** Runs the background jobs (`roles/jobs.ts`) of a worker process or of `serve`. */
 export function startWorker(runtime: Runtime, role: string): { stop(): Promise<void> } {
   const instanceId = `${role}-${randomBytes(6).toString("hex")}`;
   const db = runtime.database.db;

@@ -2,7 +2,8 @@ import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
 import { newId } from "../domain/ids.js";
-import { serializeWebhookBody, type TransactionType, webhookMessage } from "./payload.js";
+import type { TransactionType } from "../domain/transaction.js";
+import { serializeWebhookBody, webhookMessage } from "./payload.js";
 
 export const NO_URL_ERROR =
   "No webhook URL is configured for this environment; set one, then retry the event.";

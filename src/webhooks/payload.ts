@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Environment } from "../domain/environment.js";
 import { newId } from "../domain/ids.js";
+import type { TransactionType } from "../domain/transaction.js";
 import { presentTransaction, type TransactionRecord } from "../domain/transaction.js";
 
 /**
@@ -12,8 +13,6 @@ import { presentTransaction, type TransactionRecord } from "../domain/transactio
  * receiver written to the spec keeps working. The schema of these bytes, per type:
  * `http/schemas/webhook-delivery.ts` (test/webhooks/delivery-shape.test.ts holds them together).
  */
-
-export type TransactionType = "deposit" | "withdrawal" | "payout";
 
 const NOUN: Record<TransactionType | "test", string> = {
   deposit: "Deposit",

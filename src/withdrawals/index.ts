@@ -25,8 +25,6 @@ export {
   type RequestTransfer,
   rejectWithdrawal,
   sendPayout,
-  type TransferIntent,
-  type TransferOutcome,
   validateWithdrawal,
   type WithdrawalDeps,
 } from "./service.js";

@@ -10,31 +10,12 @@ import type { TransactionRecord } from "../domain/transaction.js";
 import { withdrawalPolicy } from "../domain/withdrawal.js";
 import { holdFunds, releaseHold, requirePosted, settleHold } from "../ledger/index.js";
 import { getSettings } from "../merchants/index.js";
+import type { TransferIntent, TransferOutcome } from "../sender/index.js";
 import { insertTransaction, lockTransaction, updateTransaction } from "../transactions/index.js";
 import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
 
-/** One on-chain payment the sending pipeline must make exactly once (chains part 2). */
-export interface TransferIntent {
-  /** The withdrawal's or payout's transaction id: one intent per transaction. */
-  intentId: string;
-  kind: "withdrawal" | "payout";
-  network: CurrencyType;
-  environment: Environment;
-  to: string;
-  /** Token base units the recipient receives (`netAmount`). */
-  amount: bigint;
-}
-
 /** Queues an intent in the caller's transaction: nothing is sent unless that transaction commits. */
 export type RequestTransfer = (trx: Db, intent: TransferIntent) => Promise<void>;
-
-/** What the sending pipeline reports, once per intent, inside its own transaction. */
-export interface TransferOutcome {
-  intentId: string;
-  status: "confirmed" | "failed";
-  txHash: string | null;
-  reason: string | null;
-}
 
 export interface WithdrawalDeps {
   fees: FeeSchedule;

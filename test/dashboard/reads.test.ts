@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAdmin } from "../../src/auth/index.js";
 import type { CurrencyType } from "../../src/domain/currency.js";
 import { newId } from "../../src/domain/ids.js";
 import { UNIT } from "../../src/domain/money.js";
 import type { TransactionStatus, TransactionType } from "../../src/domain/transaction.js";
 import { creditDeposit, holdFunds } from "../../src/ledger/operations.js";
 import { insertTransaction } from "../../src/transactions/index.js";
-import { createAdmin } from "../../src/auth/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { Browser } from "./support.js";
 

@@ -4,8 +4,8 @@ import { newId } from "../../src/domain/ids.js";
 import { UNIT } from "../../src/domain/money.js";
 import type { TransactionStatus, TransactionType } from "../../src/domain/transaction.js";
 import { creditDeposit, holdFunds } from "../../src/ledger/operations.js";
-import { insertTransaction } from "../../src/transactions/index.js";
 import type { CreatedMerchant } from "../../src/merchants/index.js";
+import { insertTransaction } from "../../src/transactions/index.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 let svc: TestService;

@@ -5,8 +5,8 @@ import { newId } from "../../src/domain/ids.js";
 import { UNIT } from "../../src/domain/money.js";
 import { creditDeposit } from "../../src/ledger/operations.js";
 import type { PostingContext } from "../../src/ledger/post.js";
-import { insertTransaction } from "../../src/transactions/index.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
+import { insertTransaction } from "../../src/transactions/index.js";
 
 let seq = 0;
 

@@ -3,13 +3,13 @@ import { AppError } from "../../src/domain/errors.js";
 import type { App, RouteDeps } from "../../src/http/app-types.js";
 import { idempotentCreate } from "../../src/http/idempotency.js";
 import { principal } from "../../src/http/plugins/auth.js";
-import { ManualClock } from "../../src/lib/clock.js";
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   type IdempotencyScope,
   renewIdempotencyClaim,
 } from "../../src/idempotency/index.js";
+import { ManualClock } from "../../src/lib/clock.js";
 import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { sleep, waitFor } from "../webhooks/support.js";

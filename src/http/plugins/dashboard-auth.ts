@@ -1,7 +1,6 @@
 import cookie from "@fastify/cookie";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AuthKit } from "../../auth/kit.js";
-import { findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "../../auth/sessions.js";
+import { type AuthKit, findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "../../auth/index.js";
 import type { Config } from "../../config/config.js";
 import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";

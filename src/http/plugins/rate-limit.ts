@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config, RateLimitTier } from "../../config/config.js";
 import type { Clock } from "../../lib/clock.js";
-import { clientKey } from "../../ratelimit/index.js";
 import type { RateLimitStore } from "../../ratelimit/index.js";
+import { clientKey } from "../../ratelimit/index.js";
 import { clientIp } from "../client-ip.js";
 
 export const RATE_LIMIT_MESSAGE = "API rate limit exceeded, please retry later.";

@@ -14,7 +14,7 @@ import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { principal } from "../plugins/auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
-import { commonErrors, documentedAs, ErrorEnvelope, list, ok } from "../schemas/common.js";
+import { commonErrors, documentedAs, ErrorEnvelope, list, Nullable, ok } from "../schemas/common.js";
 import { WebhookDelivery as DeliveryBody, type WebhookDeliveryBody } from "../schemas/webhook-delivery.js";
 
 /**
@@ -29,7 +29,6 @@ const DeliveryStatus = Type.Union([
   Type.Literal("failed"),
 ]);
 const Timestamp = Type.String({ format: "date-time" });
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const WebhookEvent = Type.Object(
   {

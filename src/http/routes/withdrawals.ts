@@ -1,5 +1,4 @@
 import { Type } from "@sinclair/typebox";
-import { authKit } from "../../auth/index.js";
 import { AppError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
 import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
@@ -45,7 +44,7 @@ const WithdrawalListQuery = Type.Composite([
  */
 export function withdrawalRoutes(app: App, deps: RouteDeps) {
   const db = deps.database.db;
-  const kit = authKit(deps);
+  const kit = deps.authKit;
   const desk: PayoutDesk = {
     db,
     idempotency: { db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs },

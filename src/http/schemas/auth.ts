@@ -1,9 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import type { TokenDelivery, UserProfile } from "../../auth/index.js";
+import { Nullable } from "./common.js";
 
 /** Request and response shapes of `/api/v1/auth/*` (`routes/auth.ts`), and their presenters. */
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 export const UserSchema = Type.Object(
   {

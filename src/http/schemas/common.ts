@@ -48,6 +48,10 @@ export const RateLimitedEnvelope = Type.Object(
 );
 
 /** The keyword `documentedAs` uses; only the OpenAPI document reads it (openapi/hoist.ts). */
+/** A schema that may also be `null`. */
+export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) =>
+  Type.Union([t, Type.Null()]);
+
 export const DOCUMENTED_AS = "x-documented-as";
 
 /**

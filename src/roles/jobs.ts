@@ -4,8 +4,8 @@ import { senderJobs } from "../sender/index.js";
 import { sweepJobs } from "../sweep/index.js";
 import { watcherJobs } from "../watcher/index.js";
 import { webhookDeliveryJob } from "../webhooks/index.js";
-import { heartbeatJob } from "./heartbeat.js";
-import type { Job } from "./runner.js";
+import { heartbeatJob } from "../worker/heartbeat.js";
+import type { Job } from "../worker/runner.js";
 
 /** How often a worker closes checkout sessions whose timer ran out. */
 const CHECKOUT_EXPIRY_POLL_MS = 1_000;
