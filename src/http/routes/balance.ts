@@ -1,9 +1,8 @@
 import { Type } from "@sinclair/typebox";
-import { formatAmount } from "../../domain/money.js";
 import { getBalances } from "../../ledger/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
-import { BalanceSchema } from "../schemas/balance.js";
+import { BalanceSchema, presentBalance } from "../schemas/balance.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
 /** `GET /api/v1/public/balance` (CONTRACT §4.4). */
@@ -23,12 +22,7 @@ export function balanceRoutes(app: App, { database }: RouteDeps) {
       const balances = await getBalances(database.db, p.merchantId, p.environment);
       return {
         success: true as const,
-        data: balances.map((b) => ({
-          currencyType: b.currencyType,
-          available: formatAmount(b.available),
-          held: formatAmount(b.held),
-          total: formatAmount(b.total),
-        })),
+        data: balances.map(presentBalance),
       };
     },
   );

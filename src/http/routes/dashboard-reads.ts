@@ -7,7 +7,7 @@ import { dailyVolume, findTransaction, listTransactions } from "../../transactio
 import type { App, RouteDeps } from "../app-types.js";
 import { listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
-import { BalanceSchema } from "../schemas/balance.js";
+import { BalanceSchema, presentBalance } from "../schemas/balance.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 import { CurrencyTypeSchema, TransactionSchema } from "../schemas/transaction.js";
 import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
@@ -55,12 +55,7 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
       const balances = await getBalances(db, p.merchantId, p.environment);
       return {
         success: true as const,
-        data: balances.map((b) => ({
-          currencyType: b.currencyType,
-          available: formatAmount(b.available),
-          held: formatAmount(b.held),
-          total: formatAmount(b.total),
-        })),
+        data: balances.map(presentBalance),
       };
     },
   );

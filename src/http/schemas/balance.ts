@@ -1,4 +1,6 @@
 import { Type } from "@sinclair/typebox";
+import { formatAmount } from "../../domain/money.js";
+import type { Balance } from "../../ledger/index.js";
 import { CurrencyTypeSchema } from "./transaction.js";
 
 /** One currency type's balance (the API-key and the dashboard reads answer the same). */
@@ -14,3 +16,13 @@ export const BalanceSchema = Type.Object(
     examples: [{ currencyType: "USDT-TRC20", available: 1250.5, held: 25, total: 1275.5 }],
   },
 );
+
+/** A ledger balance as the API presents it (USDT numbers), for both balance reads. */
+export function presentBalance(b: Balance) {
+  return {
+    currencyType: b.currencyType,
+    available: formatAmount(b.available),
+    held: formatAmount(b.held),
+    total: formatAmount(b.total),
+  };
+}
