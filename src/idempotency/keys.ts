@@ -36,18 +36,19 @@ export async function claimIdempotencyKey(
   requestHash: string,
   at: { now: Date; retainedSince: Date; abandonedBefore: Date },
 ): Promise<IdempotencyClaim> {
+  const fresh = {
+    merchant_id: scope.merchantId,
+    environment: scope.environment,
+    key: scope.key,
+    request_hash: requestHash,
+    state: "running" as const,
+    created_at: at.now,
+    locked_at: at.now,
+  };
   return db.transaction().execute(async (trx) => {
     const inserted = await trx
       .insertInto("idempotency_keys")
-      .values({
-        merchant_id: scope.merchantId,
-        environment: scope.environment,
-        key: scope.key,
-        request_hash: requestHash,
-        state: "running",
-        created_at: at.now,
-        locked_at: at.now,
-      })
+      .values(fresh)
       .onConflict((oc) => oc.doNothing())
       .returning("key")
       .executeTakeFirst();
@@ -65,15 +66,7 @@ export async function claimIdempotencyKey(
     if (expired || abandoned) {
       await trx
         .insertInto("idempotency_keys")
-        .values({
-          merchant_id: scope.merchantId,
-          environment: scope.environment,
-          key: scope.key,
-          request_hash: requestHash,
-          state: "running",
-          created_at: at.now,
-          locked_at: at.now,
-        })
+        .values(fresh)
         .onConflict((oc) =>
           oc.columns(["merchant_id", "environment", "key"]).doUpdateSet({
             request_hash: requestHash,
