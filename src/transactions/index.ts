@@ -2,6 +2,7 @@
  * The `transactions` table (deposits, withdrawals and payouts alike): its rows, its lists and the
  * reads built on it. Other features and the routes reach it through this file only.
  */
+export { EXPORT_COLUMNS, exportTransactionsCsv } from "./export.js";
 export {
   likeLiteral,
   listTransactions,

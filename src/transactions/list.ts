@@ -56,8 +56,8 @@ function ordered(page: ListParams) {
     q.selectAll().orderBy(SORT_COLUMNS[page.sortBy], page.order).orderBy("id", page.order);
 }
 
-/** A merchant's transactions in an environment, filtered (not yet paged). */
-function merchantTransactions(
+/** A merchant's transactions in an environment, filtered (not yet paged; the export pages it by keyset). */
+export function merchantTransactions(
   db: Db,
   scope: { merchantId: string; environment: Environment },
   filter: TransactionFilter,

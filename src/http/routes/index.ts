@@ -10,6 +10,7 @@ import { dashboardReadRoutes } from "./dashboard-reads.js";
 import { dashboardSettingsRoutes } from "./dashboard-settings.js";
 import { disabledRoutes } from "./disabled.js";
 import { docsRoutes } from "./docs.js";
+import { exportRoutes } from "./exports.js";
 import { guidesRoutes } from "./guides.js";
 import { healthRoutes } from "./health.js";
 import { payRoutes } from "./pay.js";
@@ -35,6 +36,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   adminRoutes,
   balanceRoutes,
   transactionRoutes,
+  exportRoutes,
   webhookRoutes,
   webhookStreamRoutes,
   checkoutRoutes,

@@ -127,10 +127,8 @@ async function parse<T>(res: Response): Promise<{ data: T; pagination?: Paginati
   throw new ApiError(res.status, "INTERNAL_ERROR", `Unexpected answer (HTTP ${res.status}).`, {}, requestId);
 }
 
-export async function request<T>(
-  path: string,
-  options: RequestOptions = {},
-): Promise<{ data: T; pagination?: Pagination }> {
+/** The answer to `path`, with an expired access token refreshed once and the request retried. */
+async function sendRefreshing(path: string, options: RequestOptions): Promise<Response> {
   let res = await send(path, options);
   if (res.status === 401 && !options.noRefresh && !path.startsWith("/api/v1/auth/login")) {
     if (await refreshSession()) res = await send(path, options);
@@ -138,7 +136,28 @@ export async function request<T>(
       onSessionEnded?.();
     }
   }
-  return parse<T>(res);
+  return res;
+}
+
+export async function request<T>(
+  path: string,
+  options: RequestOptions = {},
+): Promise<{ data: T; pagination?: Pagination }> {
+  return parse<T>(await sendRefreshing(path, options));
+}
+
+/**
+ * A file the server sends (an export): its bytes and the name of its `Content-Disposition`; an
+ * error answer is thrown as `ApiError`, like every other request.
+ */
+export async function getFile(path: string, query?: Query): Promise<{ blob: Blob; filename: string | null }> {
+  const res = await sendRefreshing(path, { query });
+  if (!res.ok) {
+    await parse<never>(res); // throws the error envelope as ApiError
+    throw new ApiError(res.status, "INTERNAL_ERROR", `Unexpected answer (HTTP ${res.status}).`);
+  }
+  const disposition = res.headers.get("content-disposition") ?? "";
+  return { blob: await res.blob(), filename: /filename="([^"]+)"/.exec(disposition)?.[1] ?? null };
 }
 
 export async function get<T>(path: string, query?: Query): Promise<T> {

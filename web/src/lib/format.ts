@@ -33,19 +33,8 @@ export function shorten(s: string | null | undefined, head = 10, tail = 6): stri
   return s.length <= head + tail + 1 ? s : `${s.slice(0, head)}…${s.slice(-tail)}`;
 }
 
-/** One CSV cell: quoted when needed; a leading = + - @ is defused so spreadsheets do not run it. */
-export function csvCell(v: unknown): string {
-  let s = v === null || v === undefined ? "" : String(v);
-  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
-export function toCsv(header: string[], rows: unknown[][]): string {
-  return [header, ...rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
-}
-
-export function download(filename: string, content: string, type = "text/csv;charset=utf-8") {
-  const url = URL.createObjectURL(new Blob([content], { type }));
+export function download(filename: string, content: Blob) {
+  const url = URL.createObjectURL(content);
   const a = document.createElement("a");
   a.href = url;
   a.download = filename;

@@ -1,11 +1,11 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useSearchParams } from "react-router-dom";
-import { getList } from "../api/client";
+import { getFile, getList } from "../api/client";
 import { CURRENCIES, type Transaction, TX_STATUSES, TX_TYPES } from "../api/types";
 import { TransactionTable } from "../components/TransactionTable";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
-import { currencyLabel, download, toCsv } from "../lib/format";
+import { currencyLabel, download } from "../lib/format";
 import { useEnvKey, useSession } from "../session";
 
 const SORTS = [
@@ -26,7 +26,6 @@ const FILTER_KEYS = [
   "order",
   "page",
 ] as const;
-const EXPORT_MAX_PAGES = 50;
 
 /** A date input's day as the API's `from` (start of that day) or `to` (start of the next day), local time. */
 function dayBound(day: string, next: boolean): string | undefined {
@@ -71,43 +70,17 @@ export default function Transactions() {
     setParams(next);
   }
 
+  /** The server's streamed export (every matching row, no cap), saved as a file. */
   async function exportCsv() {
     setExporting({ busy: true });
     try {
-      const rows: Transaction[] = [];
-      for (let p = 1; p <= EXPORT_MAX_PAGES; p++) {
-        const r = await getList<Transaction>("/api/v1/dashboard/transactions", {
-          ...query,
-          page: p,
-          limit: 100,
-        });
-        rows.push(...r.data);
-        if (p >= r.pagination.totalPages) break;
-      }
-      const header = [
-        "transactionId",
-        "type",
-        "status",
-        "amount",
-        "fee",
-        "netAmount",
-        "actualBalance",
-        "currencyType",
-        "walletAddress",
-        "blockchainTxHash",
-        "orderId",
-        "reference",
-        "externalUserId",
-        "checkoutSessionId",
-        "createdAt",
-        "updatedAt",
-        "confirmedAt",
-      ];
-      const csv = toCsv(
-        header,
-        rows.map((t) => header.map((h) => (t as unknown as Record<string, unknown>)[h])),
+      const { sortBy: _sortBy, order: _order, ...filters } = query;
+      const file = await getFile("/api/v1/dashboard/exports/transactions.csv", filters);
+      download(
+        file.filename ??
+          `stablegate-${environment}-transactions-${new Date().toISOString().slice(0, 10)}.csv`,
+        file.blob,
       );
-      download(`stablegate-${environment}-transactions-${new Date().toISOString().slice(0, 10)}.csv`, csv);
       setExporting({ busy: false });
     } catch (error) {
       setExporting({ busy: false, error });
