@@ -55,14 +55,19 @@ export async function forgotPassword(
 }
 
 /** Sets a new password with a mailed token; the account's sign-in throttles start again. */
-export async function resetPassword(kit: AuthKit, token: string, newPassword: string): Promise<void> {
+/** Sets a new password with a reset token; returns whose it was (for the audit log). */
+export async function resetPassword(
+  kit: AuthKit,
+  token: string,
+  newPassword: string,
+): Promise<{ userId: string; email: string | null; merchantId: string | null }> {
   const errors = validatePassword(newPassword, "newPassword");
   if (errors.length > 0) throw AppError.validation(errors);
   const invalid = () => AppError.validation([{ field: "token", message: "is invalid, used or expired" }]);
   if (!token.startsWith("prt_") || token.length > 100) throw invalid();
   const passwordHash = await hashPassword(newPassword);
   const now = kit.now();
-  await kit.db.transaction().execute(async (trx) => {
+  return kit.db.transaction().execute(async (trx) => {
     const row = await trx
       .updateTable("dashboard_password_resets")
       .set({ used_at: now })
@@ -77,6 +82,7 @@ export async function resetPassword(kit: AuthKit, token: string, newPassword: st
     await revokeUserSessions(trx, row.user_id, "password_reset", now);
     const user = await findUserById(trx, row.user_id);
     if (user) await clearAccount(trx, user.email);
+    return { userId: row.user_id, email: user?.email ?? null, merchantId: user?.merchant_id ?? null };
   });
 }
 

@@ -58,6 +58,8 @@ export interface Config {
   checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
   /** `IDEMPOTENCY_LEASE_SECONDS`: a claim not renewed for this long belongs to a dead request. */
   idempotency: { leaseMs: number };
+  /** `AUDIT_RETENTION_DAYS`: audit records older than this are purged hourly; 0 keeps all. */
+  audit: { retentionDays: number };
   chains: {
     confirmations: { trc20: number | undefined; erc20: number | undefined };
     production: ChainEndpoints;
@@ -209,6 +211,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       latePaymentWatchHours: e.LATE_PAYMENT_WATCH_HOURS,
     },
     idempotency: { leaseMs: Math.round(e.IDEMPOTENCY_LEASE_SECONDS * 1000) },
+    audit: { retentionDays: e.AUDIT_RETENTION_DAYS },
     chains: {
       confirmations: { trc20: e[TRON.variables.confirmations], erc20: e[EVM.variables.confirmations] },
       production: chainEndpoints(e, "production"),

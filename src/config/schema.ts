@@ -116,6 +116,9 @@ export const envSchema = z.object({
   CORS_ORIGINS: csv.optional(),
   FEE_SCHEDULE: z.string().optional(),
   OTP_TTL_SECONDS: positiveInt.default(600),
+  // Days an audit record is kept; 0 keeps every record (the default: evidence is not thrown away
+  // unless the operator says so).
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(25_000),
   // Sending (chains part 2): where workers reach the signer role, where the signer listens, sweeps.

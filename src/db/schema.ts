@@ -1,3 +1,4 @@
+import type { AuditTables } from "./tables/audit.js";
 import type { ChainsTables } from "./tables/chains.js";
 import type { DashboardTables } from "./tables/dashboard.js";
 import type { DepositTables } from "./tables/deposits.js";
@@ -17,7 +18,8 @@ export interface DB
     ChainsTables,
     WebhookTables,
     DepositTables,
-    SendingTables {}
+    SendingTables,
+    AuditTables {}
 
 export type {
   ApiKeyRow,

@@ -9,6 +9,7 @@ import { environmentResolver } from "./environment.js";
 import { frameworkErrorHandler, makeErrorHandler, notFoundHandler } from "./errors.js";
 import { registerLosslessJson } from "./json-body.js";
 import { swaggerOptions } from "./openapi/document.js";
+import { registerAudit } from "./plugins/audit.js";
 import { registerAuth } from "./plugins/auth.js";
 import { registerCors } from "./plugins/cors.js";
 import { registerDashboardAuth } from "./plugins/dashboard-auth.js";
@@ -79,6 +80,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   // Sensitive production writes need a fresh e-mailed code (+ TOTP); before the routes (onRoute check).
   registerStepUp(app, deps.authKit);
   registerMetrics(app, deps.metrics);
+  // Who did what: the record each route's config.audit declares, once it answered (issue #21).
+  registerAudit(app, deps);
 
   // The OpenAPI document: from the route schemas, finished from each route's config (openapi/document.ts).
   await app.register(swagger, swaggerOptions(config));

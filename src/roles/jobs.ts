@@ -1,3 +1,4 @@
+import { auditRetentionJob } from "../audit/index.js";
 import { sessionExpiryJob } from "../deposits/index.js";
 import type { Runtime } from "../runtime.js";
 import { senderJobs } from "../sender/index.js";
@@ -14,6 +15,12 @@ const CHECKOUT_EXPIRY_POLL_MS = 1_000;
 export function workerJobs(runtime: Runtime, instanceId: string, role: string): Job[] {
   return [
     heartbeatJob(runtime.database.db, instanceId, role),
+    ...auditRetentionJob({
+      db: runtime.database.db,
+      clock: runtime.clock,
+      logger: runtime.logger,
+      retentionDays: runtime.config.audit.retentionDays,
+    }),
     ...watcherJobs(
       {
         db: runtime.database.db,

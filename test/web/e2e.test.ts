@@ -306,6 +306,16 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       expect(lines[1]).toContain(",deposit,confirmed,25,");
       expect(lines[1]).toContain("order-tour-1");
       await shot("transactions");
+      // The export is in the audit log, with who did it (issue #21).
+      await nav("Audit log");
+      const audit = page.getByRole("table", { name: "Audit records" });
+      await pwExpect(audit.getByRole("row").filter({ hasText: "export.transactions" })).toHaveCount(1);
+      await pwExpect(audit.getByRole("row").filter({ hasText: "export.transactions" })).toContainText("(owner)");
+      await shot("audit-log");
+      // Signed up, never signed in: the filter leaves nothing.
+      await page.getByLabel("Action").selectOption("auth.sign_in");
+      await pwExpect(page.getByText("No records")).toBeVisible();
+      await nav("Transactions");
       await table.getByRole("link").first().click();
       await pwExpect(page.getByRole("heading", { level: 1, name: "Transaction" })).toBeVisible();
       await pwExpect(page.getByText("order-tour-1")).toBeVisible();

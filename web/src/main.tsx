@@ -23,6 +23,7 @@ const Webhooks = lazy(() => import("./screens/Webhooks"));
 const ApiKeys = lazy(() => import("./screens/ApiKeys"));
 const Settings = lazy(() => import("./screens/Settings"));
 const MailOutbox = lazy(() => import("./screens/MailOutbox"));
+const AuditLog = lazy(() => import("./screens/AuditLog"));
 const AdminHome = lazy(() => import("./screens/AdminHome"));
 
 const queryClient = new QueryClient({
@@ -151,6 +152,14 @@ function App() {
           element={
             <RequireSession>
               <Settings />
+            </RequireSession>
+          }
+        />
+        <Route
+          path="/audit-log"
+          element={
+            <RequireSession>
+              <AuditLog />
             </RequireSession>
           }
         />

@@ -57,6 +57,7 @@ const OPERATION_IDS: Record<string, string> = {
   "GET /api/v1/dashboard/transactions": "dashboardListTransactions",
   "GET /api/v1/dashboard/transactions/{id}": "dashboardGetTransaction",
   "GET /api/v1/dashboard/exports/transactions.csv": "dashboardExportTransactions",
+  "GET /api/v1/dashboard/audit-log": "dashboardListAuditLog",
   "GET /api/v1/dashboard/volume": "dashboardGetVolume",
   "GET /api/v1/dashboard/withdrawal-requests": "dashboardListWithdrawalRequests",
   "GET /api/v1/dashboard/withdrawal-requests/{id}": "dashboardGetWithdrawalRequest",

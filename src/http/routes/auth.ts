@@ -3,8 +3,6 @@ import type { FastifyRequest } from "fastify";
 import {
   changePassword,
   currentUser,
-  disableTotp,
-  enableTotp,
   forgotPassword,
   login,
   logout,
@@ -13,13 +11,13 @@ import {
   register,
   requestOtp,
   resetPassword,
-  setupTotp,
   type TokenDelivery,
 } from "../../auth/index.js";
 import { AppError } from "../../domain/errors.js";
 import { clientKey } from "../../ratelimit/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { clientIp } from "../client-ip.js";
+import { auditDetails } from "../plugins/audit.js";
 import { allowedOrigins, assertWriteOrigin } from "../plugins/cors.js";
 import {
   clearSessionCookies,
@@ -28,9 +26,7 @@ import {
   REFRESH_COOKIE,
   setSessionCookies,
 } from "../plugins/dashboard-auth.js";
-import { StepUpBody } from "../plugins/step-up.js";
 import {
-  Code,
   Done,
   Email,
   KeyPairSchema,
@@ -101,7 +97,11 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/login",
     {
-      config: { tier: "auth", errors: ["INVALID_AUTH", "FORBIDDEN"] },
+      config: {
+        tier: "auth",
+        errors: ["INVALID_AUTH", "FORBIDDEN"],
+        audit: { action: "auth.sign_in", failure: "auth.sign_in_failed", accountWide: true },
+      },
       schema: {
         summary: "Sign in (sets the session cookies); `totp` is required once 2FA is enabled",
         description:
@@ -118,6 +118,16 @@ export function authRoutes(app: App, deps: RouteDeps) {
     async (request, reply) => {
       const asked = deliveryOf(request);
       const r = await login(kit, request.body, throttleClient(request), asked);
+      const { user } = r.profile;
+      auditDetails(request, {
+        actor: {
+          type: "user",
+          id: user.id,
+          email: user.email,
+          role: user.role === "admin" ? "admin" : "owner",
+          merchantId: user.merchant_id,
+        },
+      });
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return {
         success: true as const,
@@ -240,7 +250,11 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/password/reset",
     {
-      config: { tier: "auth", errors: ["FORBIDDEN"] },
+      config: {
+        tier: "auth",
+        errors: ["FORBIDDEN"],
+        audit: { action: "auth.password_reset", accountWide: true },
+      },
       schema: {
         summary:
           "Set a new password with an e-mailed reset token (ends every session and every other reset token)",
@@ -253,7 +267,16 @@ export function authRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      await resetPassword(kit, request.body.token, request.body.newPassword);
+      const whose = await resetPassword(kit, request.body.token, request.body.newPassword);
+      auditDetails(request, {
+        actor: {
+          type: "user",
+          id: whose.userId,
+          email: whose.email,
+          role: null,
+          merchantId: whose.merchantId,
+        },
+      });
       return {
         success: true as const,
         data: { message: "Password changed; sign in with the new password." },
@@ -293,7 +316,12 @@ export function authRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/password/change",
     {
-      config: { auth: "dashboard", audience: "account", tier: "auth" },
+      config: {
+        auth: "dashboard",
+        audience: "account",
+        tier: "auth",
+        audit: { action: "auth.password_change", accountWide: true },
+      },
       schema: {
         summary: "Change the password: current password + an OTP of purpose password_change",
         description: "Every other session of the user ends, and every outstanding password-reset token.",
@@ -319,73 +347,6 @@ export function authRoutes(app: App, deps: RouteDeps) {
         throttleClient(request),
       );
       return { success: true as const, data: { message: "Password changed." } };
-    },
-  );
-
-  app.post(
-    "/api/v1/auth/2fa/setup",
-    {
-      config: { auth: "dashboard", audience: "account", tier: "dashboard", errors: ["INVALID_STATE"] },
-      schema: {
-        summary: "Start TOTP enrolment: a new seed as otpauth URI and QR code (not active until enabled)",
-        tags: ["Dashboard auth"],
-        response: {
-          200: ok(
-            Type.Object({
-              secret: Type.String({ description: "Base32 seed, for manual entry" }),
-              otpauthUri: Type.String(),
-              qrCode: Type.String({ description: "PNG data URL of the otpauth URI" }),
-            }),
-          ),
-          409: commonErrors[400],
-          ...commonErrors,
-        },
-      },
-    },
-    async (request) => {
-      const p = dashboardPrincipal(request);
-      return { success: true as const, data: await setupTotp(kit, p.userId) };
-    },
-  );
-
-  app.post(
-    "/api/v1/auth/2fa/enable",
-    {
-      config: { auth: "dashboard", audience: "account", tier: "auth", errors: ["INVALID_STATE"] },
-      schema: {
-        summary: "Enable TOTP with a valid code of the seed from setup",
-        tags: ["Dashboard auth"],
-        body: Code,
-        response: { 200: ok(Done), 409: commonErrors[400], ...commonErrors },
-      },
-    },
-    async (request) => {
-      await enableTotp(kit, dashboardPrincipal(request).userId, request.body.code);
-      return { success: true as const, data: { message: "Two-factor authentication enabled." } };
-    },
-  );
-
-  app.post(
-    "/api/v1/auth/2fa/disable",
-    {
-      // Account-wide (it guards the production sign-in too): step-up whatever the environment.
-      config: {
-        auth: "dashboard",
-        audience: "account",
-        tier: "auth",
-        errors: ["INVALID_STATE"],
-        stepUp: { target: () => "account" },
-      },
-      schema: {
-        summary: "Disable TOTP: an e-mailed `sensitive` code (`otp`) and the current TOTP code (`totp`)",
-        tags: ["Dashboard auth"],
-        body: StepUpBody,
-        response: { 200: ok(Done), 409: commonErrors[400], ...commonErrors },
-      },
-    },
-    async (request) => {
-      await disableTotp(kit, dashboardPrincipal(request).userId);
-      return { success: true as const, data: { message: "Two-factor authentication disabled." } };
     },
   );
 }

@@ -91,6 +91,11 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
       // Step-up when the pair is for production, whichever environment the dashboard shows.
       config: {
         ...cfg,
+        audit: {
+          action: "api_key.create",
+          target: "api_key",
+          fields: { from: "body", names: ["environment"] },
+        },
         stepUp: {
           target: (request) =>
             (request.body as { environment?: Environment }).environment ??
@@ -123,6 +128,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
       config: {
         ...cfg,
         errors: ["INVALID_STATE"],
+        audit: { action: "api_key.rotate", target: "api_key" },
         stepUp: {
           target: async (request) =>
             (
@@ -152,7 +158,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
   app.delete(
     "/api/v1/dashboard/api-keys/:id",
     {
-      config: { ...cfg, errors: ["INVALID_STATE"] },
+      config: { ...cfg, errors: ["INVALID_STATE"], audit: { action: "api_key.revoke", target: "api_key" } },
       schema: {
         summary: "Revoke a key pair",
         tags: ["Dashboard"],

@@ -3,6 +3,7 @@ import { CURRENCY_TYPES } from "../../domain/currency.js";
 import { formatAmount } from "../../domain/money.js";
 import { getSettings, type MerchantSettings, updateSettings } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
+import { auditDetails } from "../plugins/audit.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, ok } from "../schemas/common.js";
@@ -68,7 +69,7 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     "/api/v1/dashboard/settings",
     {
       // Every setting here guards money or access: production changes need step-up.
-      config: { ...cfg, stepUp: {} },
+      config: { ...cfg, stepUp: {}, audit: { action: "settings.update", target: "settings" } },
       schema: {
         summary: "Change settings of the environment (fields not sent stay as they are)",
         description: "Production needs the step-up codes `otp` (and `totp` when 2FA is on).",
@@ -91,8 +92,12 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     async (request) => {
       const p = dashboardPrincipal(request);
       const { otp: _otp, totp: _totp, ...patch } = request.body;
-      const s = await updateSettings(db, p.merchantId, p.environment, patch, new Date(deps.clock.now()));
-      return { success: true as const, data: view(s) };
+      const before = view(await getSettings(db, p.merchantId, p.environment));
+      const after = view(
+        await updateSettings(db, p.merchantId, p.environment, patch, new Date(deps.clock.now())),
+      );
+      auditDetails(request, { targetId: p.environment, details: { before, after } });
+      return { success: true as const, data: after };
     },
   );
 }

@@ -27,6 +27,11 @@ const DESCRIPTION =
   "Streamed: the download starts at once and has no row limit; a download cut short ends without its " +
   "last line break.";
 
+const exportAudit = {
+  action: "export.transactions",
+  fields: { from: "query", names: Object.keys(TransactionFilterFields) },
+} as const;
+
 const csvResponse = {
   200: {
     description: "The CSV file (`Content-Disposition: attachment`)",
@@ -73,7 +78,7 @@ export function exportRoutes(app: App, { database, clock }: RouteDeps) {
   app.get(
     "/api/v1/dashboard/exports/transactions.csv",
     {
-      config: { auth: "dashboard", tier: "dashboard" },
+      config: { auth: "dashboard", tier: "dashboard", audit: exportAudit },
       schema: {
         summary: "Export transactions as CSV (the dashboard's environment)",
         description: DESCRIPTION,
@@ -91,7 +96,7 @@ export function exportRoutes(app: App, { database, clock }: RouteDeps) {
   app.get(
     "/api/v1/public/exports/transactions.csv",
     {
-      config: { auth: "apiKey", tier: "standard" },
+      config: { auth: "apiKey", tier: "standard", audit: exportAudit },
       schema: {
         summary: "Export transactions as CSV",
         description: DESCRIPTION,

@@ -1,6 +1,7 @@
 import type { App, RouteDeps } from "../app-types.js";
 import { accountRoutes } from "./account.js";
 import { adminRoutes } from "./admin.js";
+import { auditLogRoutes } from "./audit-log.js";
 import { authRoutes } from "./auth.js";
 import { balanceRoutes } from "./balance.js";
 import { checkoutRoutes } from "./checkout.js";
@@ -17,6 +18,7 @@ import { payRoutes } from "./pay.js";
 import { sandboxRoutes } from "./sandbox.js";
 import { staticWebRoutes } from "./static-web.js";
 import { transactionRoutes } from "./transactions.js";
+import { twoFactorRoutes } from "./two-factor.js";
 import { webhookStreamRoutes } from "./webhook-stream.js";
 import { webhookRoutes } from "./webhooks.js";
 import { withdrawalRoutes } from "./withdrawals.js";
@@ -29,10 +31,12 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   disabledRoutes,
   accountRoutes,
   authRoutes,
+  twoFactorRoutes,
   dashboardApiKeyRoutes,
   dashboardSettingsRoutes,
   dashboardMailRoutes,
   dashboardReadRoutes,
+  auditLogRoutes,
   adminRoutes,
   balanceRoutes,
   transactionRoutes,

@@ -36,6 +36,7 @@ export const CLIENT_ROUTES = [
   "webhooks",
   "api-keys",
   "settings",
+  "audit-log",
   "mail",
 ] as const;
 

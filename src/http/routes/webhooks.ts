@@ -135,7 +135,13 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/url",
     {
-      config: { auth: "merchant", tier: "standard", requireSecret: true, stepUp: {} },
+      config: {
+        auth: "merchant",
+        tier: "standard",
+        requireSecret: true,
+        stepUp: {},
+        audit: { action: "webhook.url_update", fields: { from: "body", names: ["webhookUrl"] } },
+      },
       schema: {
         summary: "Set the webhook URL of this environment",
         description:
@@ -224,7 +230,13 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/secret/rotate",
     {
-      config: { auth: "merchant", tier: "standard", requireSecret: true, stepUp: {} },
+      config: {
+        auth: "merchant",
+        tier: "standard",
+        requireSecret: true,
+        stepUp: {},
+        audit: { action: "webhook.secret_rotate" },
+      },
       schema: {
         summary: "Rotate the webhook secret; the new one is returned in full, this once",
         description:

@@ -156,7 +156,13 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.post(
       `${prefix}/withdrawal-requests/:id/approve`,
       {
-        config: { auth, tier: "financial", requireSecret: true, errors: ["INVALID_STATE"] },
+        config: {
+          auth,
+          tier: "financial",
+          requireSecret: true,
+          errors: ["INVALID_STATE"],
+          audit: { action: "withdrawal.approve", target: "withdrawal_request" },
+        },
         schema: {
           summary: "Approve a pending withdrawal request (it is executed at once)",
           tags,
@@ -174,7 +180,17 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.post(
       `${prefix}/withdrawal-requests/:id/reject`,
       {
-        config: { auth, tier: "financial", requireSecret: true, errors: ["INVALID_STATE"] },
+        config: {
+          auth,
+          tier: "financial",
+          requireSecret: true,
+          errors: ["INVALID_STATE"],
+          audit: {
+            action: "withdrawal.reject",
+            target: "withdrawal_request",
+            fields: { from: "body", names: ["reason"] },
+          },
+        },
         schema: {
           summary: "Reject a pending withdrawal request (the hold is released)",
           tags,
@@ -243,6 +259,11 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         tier: "financial",
         stepUp: { inRoute: "payout" },
         errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
+        audit: {
+          action: "payout.create",
+          target: "transaction",
+          fields: { from: "body", names: ["amount", "currencyType", "walletAddress"] },
+        },
       },
       schema: {
         summary: "Send a payout from the merchant's balance (needs the e-mailed payout OTP)",

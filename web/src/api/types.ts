@@ -28,6 +28,26 @@ export const TX_STATUSES = [
   "rejected",
 ] as const satisfies readonly Schemas["TransactionStatus"][];
 
+export type AuditRecord = Schemas["AuditRecord"];
+export const AUDIT_ACTIONS = [
+  "auth.sign_in",
+  "auth.sign_in_failed",
+  "auth.password_change",
+  "auth.password_reset",
+  "auth.two_factor_enable",
+  "auth.two_factor_disable",
+  "api_key.create",
+  "api_key.rotate",
+  "api_key.revoke",
+  "settings.update",
+  "webhook.url_update",
+  "webhook.secret_rotate",
+  "payout.create",
+  "withdrawal.approve",
+  "withdrawal.reject",
+  "export.transactions",
+] as const satisfies readonly Schemas["AuditAction"][];
+
 export type User = Schemas["User"];
 export type Me = DataOf<"/api/v1/auth/me", "get">;
 export type KeyPair = Schemas["NewApiKeyPair"];

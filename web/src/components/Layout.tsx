@@ -14,6 +14,7 @@ const NAV: { to: string; label: string; devOnly?: boolean }[] = [
   { to: "/webhooks", label: "Webhooks" },
   { to: "/api-keys", label: "API keys" },
   { to: "/settings", label: "Settings" },
+  { to: "/audit-log", label: "Audit log" },
   { to: "/mail", label: "Mail outbox", devOnly: true },
 ];
 

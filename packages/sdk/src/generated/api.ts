@@ -490,6 +490,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dashboard/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's audit log: who did what, when, from where
+         * @description Append-only records of sign-ins and failed sign-ins, password and 2FA changes, API key create/rotate/revoke, settings changes (before and after), webhook URL and secret changes, payouts, withdrawal approvals and rejections, and exports — both environments and account-wide actions alike (`environment` filters). List conventions; ordered by time (`order`, newest first by default).
+         */
+        get: operations["dashboardListAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/merchants": {
         parameters: {
             query?: never;
@@ -1379,6 +1399,40 @@ export type components = {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["ApiKey"];
+        };
+        /** AuditAction */
+        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions";
+        /** AuditRecord */
+        AuditRecord: {
+            id: string;
+            /** Format: date-time */
+            createdAt: string;
+            action: components["schemas"]["AuditAction"];
+            environment: ("production" | "sandbox") | null;
+            actor: {
+                type: "user" | "api_key";
+                id: string | null;
+                email: string | null;
+                role: string | null;
+            };
+            target: {
+                type: string;
+                id: string | null;
+            } | null;
+            /** @description What the action changed: settings before/after, a payout's amount and address, filters … */
+            details: {
+                [key: string]: unknown;
+            };
+            clientIp: string | null;
+            userAgent: string | null;
+            requestId: string | null;
+        };
+        /** AuditRecordListResponse */
+        AuditRecordListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["AuditRecord"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /**
          * Balance
@@ -5295,6 +5349,128 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VolumeResponse"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: The request is invalid; `details.fields` names each refused field. Fix it, do not retry as is. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `INVALID_AUTH`: Missing or wrong credentials (API key, secret, or dashboard session). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: An unexpected error; the `X-Request-Id` of the response identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    dashboardListAuditLog: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+                order?: "asc" | "desc";
+                action?: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions";
+                actorId?: string;
+                environment?: "production" | "sandbox";
+                /** @description createdAt ≥ from */
+                from?: string;
+                /** @description createdAt < to */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of audit records in `data`, and `pagination`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditRecordListResponse"];
                 };
             };
             /** @description `VALIDATION_ERROR`: The request is invalid; `details.fields` names each refused field. Fix it, do not retry as is. */

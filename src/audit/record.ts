@@ -1,0 +1,52 @@
+import { sql } from "kysely";
+import type { Db } from "../db/database.js";
+import type { AuditEntry } from "../domain/audit.js";
+
+/** A user agent longer than this is cut: it is client text, kept for reading, not for parsing. */
+const MAX_USER_AGENT = 512;
+
+function row(e: AuditEntry) {
+  return {
+    environment: e.environment,
+    actor_type: e.actor.type,
+    actor_id: e.actor.id,
+    actor_email: e.actor.type === "user" ? e.actor.email : null,
+    actor_role: e.actor.type === "user" ? e.actor.role : null,
+    action: e.action,
+    target_type: e.target?.type ?? null,
+    target_id: e.target?.id ?? null,
+    details: JSON.stringify(e.details ?? {}),
+    client_ip: e.clientIp,
+    user_agent: e.userAgent === null ? null : e.userAgent.slice(0, MAX_USER_AGENT),
+    request_id: e.requestId,
+  };
+}
+
+/** Appends one record. */
+export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
+  await db
+    .insertInto("audit_log")
+    .values({ ...row(e), merchant_id: e.merchantId })
+    .execute();
+}
+
+/**
+ * Appends a failed sign-in for `email`. Whoever tried is unknown, so the actor has no id and the
+ * e-mail tried (trimmed, at most 254 characters); the login with that e-mail, read in the same
+ * statement, is the target, and its merchant the record's (none for an unknown e-mail).
+ */
+export async function recordFailedSignIn(db: Db, email: string, e: Omit<AuditEntry, "merchantId">) {
+  const tried = email.trim().slice(0, 254);
+  const values = row({ ...e, merchantId: null, actor: { type: "user", id: null, email: tried, role: null } });
+  await db
+    .insertInto("audit_log")
+    .values({
+      ...values,
+      merchant_id: sql<
+        string | null
+      >`(select merchant_id from dashboard_users where lower(email) = lower(${tried}))`,
+      target_type: "user",
+      target_id: sql<string | null>`(select id from dashboard_users where lower(email) = lower(${tried}))`,
+    })
+    .execute();
+}

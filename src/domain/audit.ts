@@ -1,0 +1,41 @@
+/**
+ * The audit log's actions (issue #21): one name per kind of action, `<area>.<verb>`. A record is
+ * written for each; the names are the API's `action` filter and the dashboard's labels.
+ */
+export const AUDIT_ACTIONS = [
+  "auth.sign_in",
+  "auth.sign_in_failed",
+  "auth.password_change",
+  "auth.password_reset",
+  "auth.two_factor_enable",
+  "auth.two_factor_disable",
+  "api_key.create",
+  "api_key.rotate",
+  "api_key.revoke",
+  "settings.update",
+  "webhook.url_update",
+  "webhook.secret_rotate",
+  "payout.create",
+  "withdrawal.approve",
+  "withdrawal.reject",
+  "export.transactions",
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** Who acted: a dashboard login (with its role) or an API key. */
+export type AuditActor =
+  | { type: "user"; id: string | null; email: string | null; role: string | null }
+  | { type: "api_key"; id: string };
+
+/** One action to record: what, by whom, on what, from where. */
+export interface AuditEntry {
+  merchantId: string | null;
+  environment: "production" | "sandbox" | null;
+  actor: AuditActor;
+  action: AuditAction;
+  target?: { type: string; id: string | null } | undefined;
+  details?: Record<string, unknown> | undefined;
+  clientIp: string | null;
+  userAgent: string | null;
+  requestId: string | null;
+}
