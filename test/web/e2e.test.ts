@@ -310,7 +310,9 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await nav("Audit log");
       const audit = page.getByRole("table", { name: "Audit records" });
       await pwExpect(audit.getByRole("row").filter({ hasText: "export.transactions" })).toHaveCount(1);
-      await pwExpect(audit.getByRole("row").filter({ hasText: "export.transactions" })).toContainText("(owner)");
+      await pwExpect(audit.getByRole("row").filter({ hasText: "export.transactions" })).toContainText(
+        "(owner)",
+      );
       await shot("audit-log");
       // Signed up, never signed in: the filter leaves nothing.
       await page.getByLabel("Action").selectOption("auth.sign_in");
