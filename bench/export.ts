@@ -12,7 +12,7 @@
  * sum of netAmount against the database's (exact, bigint), no cell starting with `=`.
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres), BENCH_ROWS,
- * BENCH_SIZES.
+ * BENCH_SIZES, BENCH_HEAP_MB (the service's V8 heap cap, `--max-old-space-size`).
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -48,6 +48,11 @@ async function main() {
     PORT: String(port),
     SANDBOX_PORT: String(await freePort()),
     RATE_LIMIT_STANDARD: "1000000",
+    // BENCH_HEAP_MB: cap the service's V8 heap. An export that held its rows would die of it; a
+    // streamed one finishes. (Peak RSS alone mostly shows how lazily V8 collects garbage.)
+    ...(process.env.BENCH_HEAP_MB
+      ? { NODE_OPTIONS: `--max-old-space-size=${process.env.BENCH_HEAP_MB}` }
+      : {}),
   };
   execFileSync(TSX, [MAIN, "migrate"], { env, stdio: "inherit" });
   const created = JSON.parse(
