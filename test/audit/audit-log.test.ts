@@ -429,3 +429,37 @@ describe("append-only", () => {
     await expect(sql`delete from audit_log`.execute(db)).rejects.toThrow(/append-only/);
   });
 });
+
+describe("password reset by e-mailed token (last: it ends every session)", () => {
+  it("leaves one account-wide record naming the login whose password was reset", async () => {
+    const forgot = await call(svc.urls.sandbox, "/api/v1/auth/password/forgot", { json: { email: m.email } });
+    expect(forgot.status, forgot.text).toBe(200);
+    const mail = await call(svc.urls.sandbox, "/api/v1/dashboard/dev/mail?limit=1", { headers: bearer() });
+    const token = /(prt_[A-Za-z0-9_-]+)/.exec(mail.body.data[0].text)?.[1];
+    if (!token) throw new Error("no reset token in the mail");
+    const reset = await one(
+      () =>
+        call(svc.urls.sandbox, "/api/v1/auth/password/reset", {
+          headers: { "user-agent": UA },
+          json: { token, newPassword: "a third long passphrase 789" },
+        }),
+      200,
+    );
+    expect(reset.record).toMatchObject({
+      action: "auth.password_reset",
+      merchant_id: m.merchantId,
+      environment: null,
+      actor_type: "user",
+      actor_id: m.userId,
+      actor_email: m.email,
+    });
+    expect(JSON.stringify(reset.record)).not.toContain(token);
+    // The token is spent: a second use is refused and writes nothing.
+    const again = await added(() =>
+      call(svc.urls.sandbox, "/api/v1/auth/password/reset", {
+        json: { token, newPassword: "a fourth long passphrase 012" },
+      }),
+    );
+    expect(again).toEqual([]);
+  });
+});
