@@ -21,11 +21,16 @@ export const TransactionsQuery = Type.Composite([ListQuerySchema, Type.Object(Tr
 
 type FilterQuery = { from?: string; to?: string } & Omit<TransactionFilter, "from" | "to">;
 
-/** The repository filter of a validated query; `from` after `to` is a 400. */
-export function transactionFilter(q: FilterQuery): TransactionFilter {
+/** `from`/`to` of a validated query as dates; `from` after `to` is a 400. */
+export function dateRange(q: { from?: string | undefined; to?: string | undefined }) {
   const from = q.from ? new Date(q.from) : undefined;
   const to = q.to ? new Date(q.to) : undefined;
   if (from && to && from > to)
     throw AppError.validation([{ field: "from", message: "must not be after to" }]);
-  return { type: q.type, status: q.status, currencyType: q.currencyType, search: q.search, from, to };
+  return { from, to };
+}
+
+/** The repository filter of a validated query; `from` after `to` is a 400. */
+export function transactionFilter(q: FilterQuery): TransactionFilter {
+  return { type: q.type, status: q.status, currencyType: q.currencyType, search: q.search, ...dateRange(q) };
 }

@@ -1,11 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import { listAuditLog } from "../../audit/index.js";
 import { AUDIT_ACTIONS } from "../../domain/audit.js";
-import { AppError } from "../../domain/errors.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { listParams, pagination } from "../list.js";
+import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { commonErrors, list, Nullable } from "../schemas/common.js";
+import { dateRange } from "../transaction-query.js";
 
 /** `GET /api/v1/dashboard/audit-log` (issue #21): the merchant's audit log, newest first by default. */
 
@@ -39,10 +39,12 @@ const AuditRecordSchema = Type.Object(
   { title: "AuditRecord" },
 );
 
+// The list conventions but `sortBy`: an audit log has one order, by time.
+const { page, limit, order } = ListQuerySchema.properties;
 const AuditLogQuery = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, default: 20 })),
-  order: Type.Optional(Type.Union([Type.Literal("asc"), Type.Literal("desc")])),
+  page,
+  limit,
+  order,
   action: Type.Optional(AuditActionSchema),
   actorId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   environment: Type.Optional(Type.Union([Type.Literal("production"), Type.Literal("sandbox")])),
@@ -71,14 +73,10 @@ export function auditLogRoutes(app: App, { database }: RouteDeps) {
       const p = dashboardPrincipal(request);
       const q = request.query;
       const params = listParams(q);
-      const from = q.from ? new Date(q.from) : undefined;
-      const to = q.to ? new Date(q.to) : undefined;
-      if (from && to && from > to)
-        throw AppError.validation([{ field: "from", message: "must not be after to" }]);
       const { rows, total } = await listAuditLog(
         database.db,
         p.merchantId,
-        { action: q.action, actorId: q.actorId, environment: q.environment, from, to },
+        { action: q.action, actorId: q.actorId, environment: q.environment, ...dateRange(q) },
         params,
       );
       return { success: true as const, data: rows, pagination: pagination(params, total) };
