@@ -48,7 +48,12 @@ export async function currentUser(kit: AuthKit, userId: string): Promise<UserPro
   return { user, companyName: merchant?.company_name ?? null };
 }
 
-async function signIn(kit: AuthKit, user: DashboardUser, tokenDelivery: TokenDelivery): Promise<SignedIn> {
+/** A new session and access token for a login that proved who it is. */
+export async function signIn(
+  kit: AuthKit,
+  user: DashboardUser,
+  tokenDelivery: TokenDelivery,
+): Promise<SignedIn> {
   const session = await createSession(kit.db, user.id, kit.now(), tokenDelivery);
   const accessToken = await kit.tokens.sign({
     userId: user.id,
@@ -79,6 +84,8 @@ export async function register(
         email: input.email.trim(),
         passwordHash,
         role: "merchant",
+        // Whoever registers a merchant owns it (issue #21).
+        memberRole: "owner",
         now,
       }),
     // The webhook secret of each environment is created (sealed) at registration (SPEC §2.1).
@@ -156,6 +163,7 @@ export async function createAdmin(
       email,
       passwordHash: await hashPassword(input.password),
       role: "admin",
+      memberRole: null,
       now: new Date(),
     });
   } catch (err) {

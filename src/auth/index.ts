@@ -16,7 +16,23 @@ export {
   type UserProfile,
 } from "./accounts.js";
 export { checkOtp, consumeOtp, requestOtp, spendCheckedOtp } from "./codes.js";
+export {
+  acceptInvitation,
+  INVITATION_TTL_MS,
+  type InvitationView,
+  inviteMember,
+  listInvitations,
+  revokeInvitation,
+} from "./invitations.js";
 export { type AuthKit, type AuthKitDeps, createAuthKit } from "./kit.js";
+export {
+  changeMemberRole,
+  listMembers,
+  type MemberActor,
+  type MemberView,
+  removeMember,
+  transferOwnership,
+} from "./members.js";
 export { OTP_PURPOSES } from "./otp.js";
 export { changePassword, forgotPassword, PASSWORD_RESET_TTL_MS, resetPassword } from "./password-reset.js";
 export { issueAccessToken, logout, type RefreshResult, refreshSession } from "./session-flows.js";

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { SessionRevokedReason, TokenDelivery } from "../db/tables/dashboard.js";
 import { newId } from "../domain/ids.js";
+import type { MemberRole } from "../domain/permissions.js";
 
 /**
  * Sessions are refresh-token families (OAuth 2.0 Security BCP §4.14): each refresh hands out a new
@@ -165,6 +166,8 @@ export interface ActiveSession {
   userId: string;
   email: string;
   role: "merchant" | "admin";
+  /** The member's role now (read on every request: a role change applies to the next one). */
+  memberRole: MemberRole | null;
   merchantId: string | null;
   merchantStatus: "active" | "suspended" | null;
 }
@@ -186,6 +189,8 @@ export async function findActiveSession(
       "u.id as user_id",
       "u.email",
       "u.role",
+      "u.member_role",
+      "u.removed_at",
       "u.merchant_id",
       "m.status",
     ])
@@ -193,11 +198,14 @@ export async function findActiveSession(
     .executeTakeFirst();
   if (!row || row.revoked_at !== null || new Date(row.expires_at).getTime() <= now.getTime())
     return undefined;
+  // A removed member's sessions were revoked with it; this holds even for one that raced the removal.
+  if (row.removed_at !== null) return undefined;
   return {
     sessionId: row.id,
     userId: row.user_id,
     email: row.email,
     role: row.role,
+    memberRole: row.member_role,
     merchantId: row.merchant_id,
     merchantStatus: row.status,
   };

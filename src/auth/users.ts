@@ -1,13 +1,16 @@
 import type { Db } from "../db/database.js";
 import type { DashboardRole, DashboardUser } from "../db/tables/dashboard.js";
+import type { MemberRole } from "../domain/permissions.js";
 
 /** SQL of `dashboard_users`. */
 
+/** The login in use with this e-mail (a removed member's row is not one). */
 export function findUserByEmail(db: Db, email: string): Promise<DashboardUser | undefined> {
   return db
     .selectFrom("dashboard_users")
     .selectAll()
     .where((eb) => eb(eb.fn("lower", ["email"]), "=", email.trim().toLowerCase()))
+    .where("removed_at", "is", null)
     .executeTakeFirst();
 }
 
@@ -23,6 +26,8 @@ export async function insertUser(
     email: string;
     passwordHash: string;
     role: DashboardRole;
+    /** The member's role in its merchant; null for a platform admin. */
+    memberRole: MemberRole | null;
     now: Date;
   },
 ): Promise<void> {
@@ -34,6 +39,8 @@ export async function insertUser(
       email: u.email,
       password_hash: u.passwordHash,
       role: u.role,
+      member_role: u.memberRole,
+      removed_at: null,
       totp_secret: null,
       totp_last_step: null,
       password_changed_at: u.now,

@@ -5,6 +5,7 @@ import type { DepositTables } from "./tables/deposits.js";
 import type { FoundationTables } from "./tables/foundation.js";
 import type { LedgerTables } from "./tables/ledger.js";
 import type { SendingTables } from "./tables/sending.js";
+import type { TeamTables } from "./tables/team.js";
 import type { WebhookTables } from "./tables/webhooks.js";
 
 /**
@@ -19,7 +20,8 @@ export interface DB
     WebhookTables,
     DepositTables,
     SendingTables,
-    AuditTables {}
+    AuditTables,
+    TeamTables {}
 
 export type {
   ApiKeyRow,

@@ -19,6 +19,12 @@ export const AUDIT_ACTIONS = [
   "withdrawal.approve",
   "withdrawal.reject",
   "export.transactions",
+  "member.invite",
+  "member.invitation_revoke",
+  "member.join",
+  "member.role_change",
+  "member.remove",
+  "ownership.transfer",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

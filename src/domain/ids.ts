@@ -16,7 +16,8 @@ export type IdPrefix =
   | "otp"
   | "mail"
   | "obs"
-  | "wal";
+  | "wal"
+  | "inv";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

@@ -12,7 +12,7 @@ import { swaggerOptions } from "./openapi/document.js";
 import { registerAudit } from "./plugins/audit.js";
 import { registerAuth } from "./plugins/auth.js";
 import { registerCors } from "./plugins/cors.js";
-import { registerDashboardAuth } from "./plugins/dashboard-auth.js";
+import { registerDashboardAuth, registerPermissions } from "./plugins/dashboard-auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
 import { registerSandboxOnly } from "./plugins/sandbox-only.js";
@@ -77,6 +77,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   await registerDashboardAuth(app, deps.authKit);
   registerSandboxOnly(app);
   registerAuth(app, config, deps.database.db);
+  // Every merchant route a dashboard session reaches declares its permission (onRoute check).
+  registerPermissions(app);
   // Sensitive production writes need a fresh e-mailed code (+ TOTP); before the routes (onRoute check).
   registerStepUp(app, deps.authKit);
   registerMetrics(app, deps.metrics);

@@ -1,5 +1,6 @@
 import type { RateLimitTier } from "../config/config.js";
 import type { Environment } from "../domain/environment.js";
+import type { MemberRole, Permission } from "../domain/permissions.js";
 
 /** Who is calling, established by one of the two merchant channels (SPEC §5). */
 export type Principal =
@@ -17,6 +18,8 @@ export type Principal =
       environment: Environment;
       userId: string;
       role: "merchant" | "admin";
+      /** The member's role in its merchant (issue #21); null for a platform admin. */
+      memberRole: MemberRole | null;
     };
 
 /**
@@ -46,6 +49,12 @@ declare module "fastify" {
     requireSecret?: boolean;
     /** Dashboard accounts the route serves (default `merchant`); only with `auth`. */
     audience?: Audience;
+    /**
+     * What a member's role must allow to call this route on the dashboard channel (issue #21;
+     * domain/permissions.ts). Required on every `merchant`-audience route a dashboard session can
+     * reach: registering one without it fails at start-up. The API-key channel has no role.
+     */
+    permission?: Permission;
   }
   interface FastifyRequest {
     environment: "production" | "sandbox";

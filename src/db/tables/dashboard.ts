@@ -1,11 +1,17 @@
 import type { Generated, Selectable } from "kysely";
+import type { MemberRole } from "../../domain/permissions.js";
 import type { Timestamp } from "./common.js";
 
 /** Tables of migration 0005 (dashboard channel: logins, sessions, OTPs, password resets, mail outbox). */
 
 export type DashboardRole = "merchant" | "admin";
 export type OtpPurpose = "payout" | "password_change" | "sensitive";
-export type SessionRevokedReason = "logout" | "reuse" | "password_change" | "password_reset";
+export type SessionRevokedReason =
+  | "logout"
+  | "reuse"
+  | "password_change"
+  | "password_reset"
+  | "member_removed";
 /** How a session receives access tokens: the httpOnly cookie only, or also the JSON body (0014). */
 export type TokenDelivery = "cookie" | "bearer";
 
@@ -15,6 +21,10 @@ export interface DashboardUsersTable {
   email: string;
   password_hash: string;
   role: DashboardRole;
+  /** The member's role in its merchant (0018); null for a platform admin. */
+  member_role: MemberRole | null;
+  /** Set when the member was removed (0018): no sign-in, no session. */
+  removed_at: Date | null;
   totp_secret: string | null;
   totp_enabled: Generated<boolean>;
   totp_last_step: bigint | null;

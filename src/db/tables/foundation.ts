@@ -35,6 +35,8 @@ export interface MerchantSettingsTable {
   ip_allowlist: ColumnType<string[], string[] | undefined, string[]>;
   /** Underpayment tolerance in basis points of the amount (0..1000 = 0..10 %). */
   underpayment_tolerance_bp: Generated<number>;
+  /** Four-eyes (0018): per currency type, base units as decimal strings; a missing currency = off. */
+  dual_approval_threshold: ColumnType<Record<string, string>, string | undefined, string>;
   updated_at: Timestamp;
 }
 

@@ -1,5 +1,5 @@
 import type { SwaggerOptions } from "@fastify/swagger";
-import type { FastifySchema } from "fastify";
+import type { FastifyContextConfig, FastifySchema } from "fastify";
 import type { Config } from "../../config/config.js";
 import type { ErrorCode } from "../../domain/errors.js";
 import { ERROR_MEANINGS, errorBodySchema } from "./error-schemas.js";
@@ -20,6 +20,22 @@ import { webhooksSection } from "./webhooks.js";
  */
 
 const META = "x-stablegate-route";
+/** What a dashboard session's role must allow (issue #21): the route's `config.permission`. */
+export const PERMISSION_EXTENSION = "x-stablegate-permission";
+
+/**
+ * The operation's `x-stablegate-permission`, for every route a dashboard session can reach: the
+ * permission its member role needs, `account` (any signed-in login, for its own account) or
+ * `platform_admin` (the operator's read-only views). Published so that clients and the role × route
+ * matrix test read what the server enforces.
+ */
+function permissionOf(config: FastifyContextConfig): Record<string, string> {
+  if (config.auth !== "dashboard" && config.auth !== "merchant") return {};
+  const audience = config.audience ?? "merchant";
+  if (audience === "account") return { [PERMISSION_EXTENSION]: "account" };
+  if (audience === "admin") return { [PERMISSION_EXTENSION]: "platform_admin" };
+  return config.permission ? { [PERMISSION_EXTENSION]: config.permission } : {};
+}
 
 interface RouteFacts {
   errors: [number, ErrorCode[]][];
@@ -94,6 +110,7 @@ export function swaggerOptions(config: Config): SwaggerOptions {
         ...schema,
         operationId: schema.operationId ?? operationIdOf(method, path),
         security: schema.security ?? securityOf(config),
+        ...permissionOf(config),
         [META]: facts,
       };
       return { schema: described, url };

@@ -58,6 +58,14 @@ const OPERATION_IDS: Record<string, string> = {
   "GET /api/v1/dashboard/transactions/{id}": "dashboardGetTransaction",
   "GET /api/v1/dashboard/exports/transactions.csv": "dashboardExportTransactions",
   "GET /api/v1/dashboard/audit-log": "dashboardListAuditLog",
+  "GET /api/v1/dashboard/members": "dashboardListMembers",
+  "PATCH /api/v1/dashboard/members/{id}": "dashboardChangeMemberRole",
+  "DELETE /api/v1/dashboard/members/{id}": "dashboardRemoveMember",
+  "POST /api/v1/dashboard/members/{id}/transfer-ownership": "dashboardTransferOwnership",
+  "GET /api/v1/dashboard/invitations": "dashboardListInvitations",
+  "POST /api/v1/dashboard/invitations": "dashboardInviteMember",
+  "DELETE /api/v1/dashboard/invitations/{id}": "dashboardRevokeInvitation",
+  "POST /api/v1/auth/invitations/accept": "acceptInvitation",
   "GET /api/v1/dashboard/volume": "dashboardGetVolume",
   "GET /api/v1/dashboard/withdrawal-requests": "dashboardListWithdrawalRequests",
   "GET /api/v1/dashboard/withdrawal-requests/{id}": "dashboardGetWithdrawalRequest",
@@ -166,6 +174,12 @@ export const TAGS: { name: string; description: string }[] = [
   {
     name: "Dashboard",
     description: "What the dashboard reads and changes with a signed-in session: API keys, settings, reads.",
+  },
+  {
+    name: "Team",
+    description:
+      "The merchant's members, their roles and invitations. Every dashboard operation names the permission a " +
+      "member's role needs in `x-stablegate-permission` (the matrix: docs/permissions.md).",
   },
   {
     name: "Admin",

@@ -65,12 +65,12 @@ function actorOf(
   if (p?.channel === "dashboard") {
     const admin = p.role === "admin";
     return {
-      // Every merchant login owns its merchant until team accounts add members with roles.
+      // The member's role when it acted (a platform admin: "platform_admin").
       actor: {
         type: "user",
         id: p.userId,
         email: dashboardSession(request).email,
-        role: admin ? "admin" : "owner",
+        role: admin ? "platform_admin" : p.memberRole,
       },
       merchantId: admin ? null : p.merchantId,
     };

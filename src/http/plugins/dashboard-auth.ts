@@ -4,6 +4,7 @@ import { type AuthKit, findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "../.
 import type { Config } from "../../config/config.js";
 import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
+import { roleAllows } from "../../domain/permissions.js";
 import type { Principal } from "../context.js";
 import { allowedOrigins, assertWriteOrigin, isSafeMethod } from "./cors.js";
 
@@ -97,6 +98,20 @@ export async function authenticateDashboard(request: FastifyRequest): Promise<Pr
     if (session.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
   }
   const environment = readEnvironmentHeader(request);
+  if (session.role !== "admin" && audience === "merchant") {
+    // The member's role against the matched route's own permission (issue #21). A route without
+    // one cannot be registered (registerPermissions); failing closed here covers it anyway.
+    const permission = request.routeOptions.config?.permission;
+    if (
+      !permission ||
+      session.memberRole === null ||
+      !roleAllows(session.memberRole, permission, environment)
+    )
+      throw new AppError("FORBIDDEN", `Your role (${session.memberRole ?? "none"}) does not allow this.`, {
+        permission: permission ?? null,
+        role: session.memberRole,
+      });
+  }
   sessions.set(request, { sessionId: session.sessionId, userId: session.userId, email: session.email, via });
   return {
     channel: "dashboard",
@@ -105,7 +120,22 @@ export async function authenticateDashboard(request: FastifyRequest): Promise<Pr
     environment,
     userId: session.userId,
     role: session.role,
+    memberRole: session.memberRole,
   };
+}
+
+/**
+ * Start-up check: every route a merchant's dashboard session can reach declares its permission
+ * (issue #21: "a new route without a declared permission fails").
+ */
+export function registerPermissions(app: FastifyInstance) {
+  app.addHook("onRoute", (route) => {
+    const c = route.config;
+    if (c?.auth !== "dashboard" && c?.auth !== "merchant") return;
+    if ((c.audience ?? "merchant") !== "merchant") return;
+    if (!c.permission)
+      throw new Error(`${route.method} ${route.url}: a dashboard route declares config.permission`);
+  });
 }
 
 /** The dashboard principal of a route declared with `auth: "dashboard"`. */

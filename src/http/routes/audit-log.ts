@@ -56,7 +56,7 @@ export function auditLogRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/dashboard/audit-log",
     {
-      config: { auth: "dashboard", tier: "dashboard" },
+      config: { auth: "dashboard", tier: "dashboard", permission: "audit:read" },
       schema: {
         summary: "The account's audit log: who did what, when, from where",
         description:

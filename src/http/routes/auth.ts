@@ -14,6 +14,7 @@ import {
   type TokenDelivery,
 } from "../../auth/index.js";
 import { AppError } from "../../domain/errors.js";
+import { permissionsOf } from "../../domain/permissions.js";
 import { clientKey } from "../../ratelimit/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { clientIp } from "../client-ip.js";
@@ -31,6 +32,7 @@ import {
   Email,
   KeyPairSchema,
   Password,
+  PermissionSchema,
   SessionTokens,
   TokenDeliveryHeaders,
   tokenFields,
@@ -124,7 +126,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
           type: "user",
           id: user.id,
           email: user.email,
-          role: user.role === "admin" ? "admin" : "owner",
+          role: user.role === "admin" ? "platform_admin" : user.member_role,
           merchantId: user.merchant_id,
         },
       });
@@ -205,6 +207,10 @@ export function authRoutes(app: App, deps: RouteDeps) {
             Type.Object({
               user: UserSchema,
               environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+              permissions: Type.Array(PermissionSchema, {
+                description:
+                  "What the member's role allows in this environment (the dashboard hides the rest); empty for a platform admin",
+              }),
             }),
           ),
           ...commonErrors,
@@ -215,7 +221,11 @@ export function authRoutes(app: App, deps: RouteDeps) {
       const p = dashboardPrincipal(request);
       return {
         success: true as const,
-        data: { user: userView(await currentUser(kit, p.userId)), environment: p.environment },
+        data: {
+          user: userView(await currentUser(kit, p.userId)),
+          environment: p.environment,
+          permissions: p.memberRole ? permissionsOf(p.memberRole, p.environment) : [],
+        },
       };
     },
   );

@@ -78,7 +78,12 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/checkout/session",
     {
-      config: { auth: "merchant", tier: "standard", errors: ["CHAIN_UNAVAILABLE"] },
+      config: {
+        auth: "merchant",
+        tier: "standard",
+        permission: "payments:create",
+        errors: ["CHAIN_UNAVAILABLE"],
+      },
       schema: {
         summary: "Create a checkout session",
         description:
@@ -119,7 +124,7 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/checkout/session/:id",
     {
-      config: { auth: "merchant", tier: "standard" },
+      config: { auth: "merchant", tier: "standard", permission: "money:read" },
       schema: {
         summary: "Get a checkout session",
         tags,
@@ -140,7 +145,12 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/wallet/generate",
     {
-      config: { auth: "merchant", tier: "wallet", errors: ["CHAIN_UNAVAILABLE"] },
+      config: {
+        auth: "merchant",
+        tier: "wallet",
+        permission: "payments:create",
+        errors: ["CHAIN_UNAVAILABLE"],
+      },
       schema: {
         summary: "Generate a permanent deposit address",
         description:

@@ -65,11 +65,12 @@ const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
   const db = database.db;
   const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+  const write = { ...cfg, permission: "api_keys:write" } as const;
 
   app.get(
     "/api/v1/dashboard/api-keys",
     {
-      config: cfg,
+      config: { ...cfg, permission: "api_keys:read" },
       schema: {
         summary: "List the API key pairs of the environment (never secrets)",
         tags: ["Dashboard"],
@@ -90,7 +91,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
     {
       // Step-up when the pair is for production, whichever environment the dashboard shows.
       config: {
-        ...cfg,
+        ...write,
         audit: {
           action: "api_key.create",
           target: "api_key",
@@ -126,7 +127,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
     {
       // Step-up when the pair rotated is a production pair.
       config: {
-        ...cfg,
+        ...write,
         errors: ["INVALID_STATE"],
         audit: { action: "api_key.rotate", target: "api_key" },
         stepUp: {
@@ -158,7 +159,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
   app.delete(
     "/api/v1/dashboard/api-keys/:id",
     {
-      config: { ...cfg, errors: ["INVALID_STATE"], audit: { action: "api_key.revoke", target: "api_key" } },
+      config: { ...write, errors: ["INVALID_STATE"], audit: { action: "api_key.revoke", target: "api_key" } },
       schema: {
         summary: "Revoke a key pair",
         tags: ["Dashboard"],

@@ -25,7 +25,7 @@ export function dashboardMailRoutes(app: App, { config, database }: RouteDeps) {
   app.get(
     "/api/v1/dashboard/dev/mail",
     {
-      config: { auth: "dashboard", tier: "dashboard", errors: ["NOT_FOUND"] },
+      config: { auth: "dashboard", tier: "dashboard", permission: "dev_mail:read", errors: ["NOT_FOUND"] },
       schema: {
         summary: "Development only: mails the local outbox holds for the signed-in user",
         tags: ["Dashboard"],

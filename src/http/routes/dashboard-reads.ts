@@ -38,7 +38,7 @@ const VolumePoint = Type.Object(
 
 export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
   const db = database.db;
-  const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+  const cfg = { auth: "dashboard", tier: "dashboard", permission: "money:read" } as const;
 
   app.get(
     "/api/v1/dashboard/balance",

@@ -48,11 +48,12 @@ function view(s: MerchantSettings) {
 export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
   const db = deps.database.db;
   const cfg = { auth: "dashboard", tier: "dashboard" } as const;
+  const read = { ...cfg, permission: "settings:read" } as const;
 
   app.get(
     "/api/v1/dashboard/settings",
     {
-      config: cfg,
+      config: read,
       schema: {
         summary: "Settings of the environment",
         tags: ["Dashboard"],
@@ -69,7 +70,12 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     "/api/v1/dashboard/settings",
     {
       // Every setting here guards money or access: production changes need step-up.
-      config: { ...cfg, stepUp: {}, audit: { action: "settings.update", target: "settings" } },
+      config: {
+        ...cfg,
+        permission: "settings:write",
+        stepUp: {},
+        audit: { action: "settings.update", target: "settings" },
+      },
       schema: {
         summary: "Change settings of the environment (fields not sent stay as they are)",
         description: "Production needs the step-up codes `otp` (and `totp` when 2FA is on).",

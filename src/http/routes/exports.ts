@@ -78,7 +78,7 @@ export function exportRoutes(app: App, { database, clock }: RouteDeps) {
   app.get(
     "/api/v1/dashboard/exports/transactions.csv",
     {
-      config: { auth: "dashboard", tier: "dashboard", audit: exportAudit },
+      config: { auth: "dashboard", tier: "dashboard", permission: "exports:read", audit: exportAudit },
       schema: {
         summary: "Export transactions as CSV (the dashboard's environment)",
         description: DESCRIPTION,

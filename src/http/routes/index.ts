@@ -14,6 +14,7 @@ import { docsRoutes } from "./docs.js";
 import { exportRoutes } from "./exports.js";
 import { guidesRoutes } from "./guides.js";
 import { healthRoutes } from "./health.js";
+import { memberRoutes } from "./members.js";
 import { payRoutes } from "./pay.js";
 import { sandboxRoutes } from "./sandbox.js";
 import { staticWebRoutes } from "./static-web.js";
@@ -37,6 +38,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   dashboardMailRoutes,
   dashboardReadRoutes,
   auditLogRoutes,
+  memberRoutes,
   adminRoutes,
   balanceRoutes,
   transactionRoutes,

@@ -50,7 +50,13 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/sandbox/checkout/:id/pay",
     {
-      config: { auth: "merchant", tier: "standard", sandboxOnly: true, errors: ["CHAIN_UNAVAILABLE"] },
+      config: {
+        auth: "merchant",
+        tier: "standard",
+        permission: "sandbox:pay",
+        sandboxOnly: true,
+        errors: ["CHAIN_UNAVAILABLE"],
+      },
       schema: {
         summary: "Pay a checkout session from the sandbox faucet",
         description:
@@ -75,7 +81,13 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/sandbox/wallet/:address/pay",
     {
-      config: { auth: "merchant", tier: "standard", sandboxOnly: true, errors: ["CHAIN_UNAVAILABLE"] },
+      config: {
+        auth: "merchant",
+        tier: "standard",
+        permission: "sandbox:pay",
+        sandboxOnly: true,
+        errors: ["CHAIN_UNAVAILABLE"],
+      },
       schema: {
         summary: "Pay one of your deposit addresses from the sandbox faucet",
         tags,

@@ -137,6 +137,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     {
       config: {
         auth: "merchant",
+        permission: "webhooks:write",
         tier: "standard",
         requireSecret: true,
         stepUp: {},
@@ -170,7 +171,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/test",
     {
-      config: { auth: "merchant", tier: "standard", errors: ["INVALID_STATE"] },
+      config: { auth: "merchant", tier: "standard", permission: "webhooks:write", errors: ["INVALID_STATE"] },
       schema: {
         summary: "Send a test webhook to the configured URL now",
         description:
@@ -207,7 +208,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/api/v1/webhook/secret",
     {
-      config: { auth: "merchant", tier: "standard", requireSecret: true },
+      config: { auth: "merchant", tier: "standard", permission: "webhooks:write", requireSecret: true },
       schema: {
         summary: "The webhook secret of this environment, masked",
         tags,
@@ -232,6 +233,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     {
       config: {
         auth: "merchant",
+        permission: "webhooks:write",
         tier: "standard",
         requireSecret: true,
         stepUp: {},
@@ -262,7 +264,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/webhook/retry/:webhookEventId",
     {
-      config: { auth: "merchant", tier: "standard", errors: ["INVALID_STATE"] },
+      config: { auth: "merchant", tier: "standard", permission: "webhooks:write", errors: ["INVALID_STATE"] },
       schema: {
         summary: "Deliver an event again now (one attempt, whatever its status)",
         tags,
@@ -280,7 +282,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/api/v1/webhook/events",
     {
-      config: { auth: "merchant", tier: "standard" },
+      config: { auth: "merchant", tier: "standard", permission: "webhooks:read" },
       schema: {
         summary: "The event log of this environment",
         description:
@@ -328,7 +330,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
   app.get(
     "/api/v1/webhook/events/:webhookEventId",
     {
-      config: { auth: "merchant", tier: "standard" },
+      config: { auth: "merchant", tier: "standard", permission: "webhooks:read" },
       schema: {
         summary: "One event with every delivery attempt",
         tags,

@@ -116,7 +116,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.get(
       `${prefix}/withdrawal-requests`,
       {
-        config: { auth, tier: readTier },
+        config: { auth, tier: readTier, permission: "money:read" },
         schema: {
           summary: "List withdrawal requests (default: pending)",
           tags,
@@ -139,7 +139,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.get(
       `${prefix}/withdrawal-requests/:id`,
       {
-        config: { auth, tier: readTier },
+        config: { auth, tier: readTier, permission: "money:read" },
         schema: {
           summary: "Get a withdrawal request",
           tags,
@@ -159,6 +159,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         config: {
           auth,
           tier: "financial",
+          permission: "withdrawals:approve",
           requireSecret: true,
           errors: ["INVALID_STATE"],
           audit: { action: "withdrawal.approve", target: "withdrawal_request" },
@@ -183,6 +184,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         config: {
           auth,
           tier: "financial",
+          permission: "withdrawals:approve",
           requireSecret: true,
           errors: ["INVALID_STATE"],
           audit: {
@@ -235,7 +237,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     app.get(
       route.url,
       {
-        config: { auth: route.auth, tier: route.tier },
+        config: { auth: route.auth, tier: route.tier, permission: "money:read" },
         schema: {
           summary: "Get one payout (?id=) or list payouts",
           description:
@@ -257,6 +259,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       config: {
         auth: "dashboard",
         tier: "financial",
+        permission: "payouts:create",
         stepUp: { inRoute: "payout" },
         errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
         audit: {

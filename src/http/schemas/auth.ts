@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import type { TokenDelivery, UserProfile } from "../../auth/index.js";
+import { MEMBER_ROLES, PERMISSIONS } from "../../domain/permissions.js";
 import { Nullable } from "./common.js";
 
 /** Request and response shapes of `/api/v1/auth/*` (`routes/auth.ts`), and their presenters. */
@@ -9,6 +10,12 @@ export const UserSchema = Type.Object(
     id: Type.String(),
     email: Type.String(),
     role: Type.Union([Type.Literal("merchant"), Type.Literal("admin")]),
+    memberRole: Nullable(
+      Type.Union(
+        MEMBER_ROLES.map((r) => Type.Literal(r)),
+        { description: "The login's role in its merchant (team accounts); null for a platform admin" },
+      ),
+    ),
     merchantId: Nullable(Type.String()),
     companyName: Nullable(Type.String()),
     totpEnabled: Type.Boolean(),
@@ -56,12 +63,18 @@ export function userView({ user, companyName }: UserProfile) {
     id: user.id,
     email: user.email,
     role: user.role,
+    memberRole: user.member_role,
     merchantId: user.merchant_id,
     companyName,
     totpEnabled: user.totp_enabled,
     createdAt: new Date(user.created_at).toISOString(),
   };
 }
+
+export const PermissionSchema = Type.Union(
+  PERMISSIONS.map((p) => Type.Literal(p)),
+  { title: "Permission", description: "What a member's role allows (docs/permissions.md)" },
+);
 
 export const KeyPairSchema = Type.Object({
   id: Type.String(),
