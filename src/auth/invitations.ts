@@ -23,7 +23,8 @@ import { findUserByEmail, findUserById, insertUser } from "./users.js";
  */
 
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
-const PREFIX = "inv_";
+/** Tokens are `ivt_…`; invitation ids are `inv_…` (an id is not a credential). */
+const PREFIX = "ivt_";
 
 function sha256(text: string): Buffer {
   return createHash("sha256").update(text).digest();
@@ -180,7 +181,7 @@ export async function acceptInvitation(
   const accepted = await kit.db.transaction().execute(async (trx: Db) => {
     const inv = await trx
       .updateTable("member_invitations")
-      .set({ accepted_at: now, accepted_by: userId })
+      .set({ accepted_at: now })
       .where("token_hash", "=", sha256(input.token))
       .where("accepted_at", "is", null)
       .where("revoked_at", "is", null)
@@ -208,6 +209,11 @@ export async function acceptInvitation(
         throw AppError.validation([{ field: "token", message: "its e-mail already has a stablegate login" }]);
       throw err;
     }
+    await trx
+      .updateTable("member_invitations")
+      .set({ accepted_by: userId })
+      .where("id", "=", inv.id)
+      .execute();
     return inv;
   });
   const user = await findUserById(kit.db, userId);

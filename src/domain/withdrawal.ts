@@ -37,6 +37,37 @@ export function withdrawalPolicy(
   return settings.autoWithdraw && amount <= settings.autoApproveThreshold[currencyType] ? "auto" : "manual";
 }
 
+/**
+ * Four-eyes (issue #21): a withdrawal request above the currency's `dualApprovalThreshold` needs
+ * two approvers; at or under it, or with no threshold (null: off), one.
+ */
+export function approvalsRequired(dualApprovalThreshold: bigint | null, amount: bigint): 1 | 2 {
+  return dualApprovalThreshold !== null && amount > dualApprovalThreshold ? 2 : 1;
+}
+
+/** Who approves: a member of the merchant, or the API-key channel (which counts as one approver). */
+export type Approver = { type: "user"; id: string; email: string } | { type: "api_key"; id: string };
+
+export interface RecordedApproval {
+  actorType: "user" | "api_key";
+  actorId: string;
+  email: string | null;
+  approvedAt: Date;
+}
+
+/** The approvals of a request as the API shows them (on its read and on an approval's answer). */
+export function presentApprovals(approvals: readonly RecordedApproval[], required: number) {
+  return {
+    approvals: approvals.map((a) => ({
+      actorType: a.actorType,
+      actorId: a.actorId,
+      email: a.email,
+      approvedAt: a.approvedAt.toISOString(),
+    })),
+    approvalsRequired: required,
+  };
+}
+
 /** The withdrawal object of CONTRACT §4.2 (amounts in USDT). */
 export function presentWithdrawal(t: TransactionRecord) {
   return {

@@ -10,7 +10,9 @@ import { insertDefaultSettings } from "./store.js";
 /**
  * Merchant settings per environment (CONTRACT §4.2, §6): `autoWithdraw` (default on),
  * `autoApproveThreshold` per currency type (default 1,000 USDT; stored as base units, a missing
- * currency means the default) and the API-key channel's `ipAllowlist`.
+ * currency means the default), `dualApprovalThreshold` per currency type (issue #21, four-eyes:
+ * a withdrawal request above it needs two approvers; a missing currency means off) and the
+ * API-key channel's `ipAllowlist`.
  */
 export const DEFAULT_AUTO_APPROVE_THRESHOLD = 1_000n * UNIT;
 export const MAX_ALLOWLIST_ENTRIES = 100;
@@ -19,6 +21,8 @@ export interface MerchantSettings {
   environment: Environment;
   autoWithdraw: boolean;
   autoApproveThreshold: Record<CurrencyType, bigint>;
+  /** Four-eyes: above this amount a withdrawal request needs two approvers; null = off. */
+  dualApprovalThreshold: Record<CurrencyType, bigint | null>;
   ipAllowlist: string[];
   /** Underpayment tolerance of checkout sessions, in basis points (0..1000 = 0..10 %; CONTRACT §4.1). */
   underpaymentToleranceBp: number;
@@ -51,10 +55,17 @@ export async function getSettings(
     const v = stored[c];
     thresholds[c] = v !== undefined && /^\d+$/.test(v) ? BigInt(v) : DEFAULT_AUTO_APPROVE_THRESHOLD;
   }
+  const dualStored = row.dual_approval_threshold ?? {};
+  const dual = {} as Record<CurrencyType, bigint | null>;
+  for (const c of CURRENCY_TYPES) {
+    const v = dualStored[c];
+    dual[c] = v !== undefined && /^\d+$/.test(v) ? BigInt(v) : null;
+  }
   return {
     environment,
     autoWithdraw: row.auto_withdraw,
     autoApproveThreshold: thresholds,
+    dualApprovalThreshold: dual,
     ipAllowlist: row.ip_allowlist ?? [],
     underpaymentToleranceBp: row.underpayment_tolerance_bp ?? 0,
     updatedAt: new Date(row.updated_at),
@@ -65,6 +76,8 @@ export interface SettingsPatch {
   autoWithdraw?: boolean | undefined;
   /** Per currency type: USDT as a JSON number or numeric string (CONTRACT §3). */
   autoApproveThreshold?: Record<string, unknown> | undefined;
+  /** Per currency type: USDT as a JSON number or numeric string, or null to turn four-eyes off. */
+  dualApprovalThreshold?: Record<string, unknown> | undefined;
   ipAllowlist?: string[] | undefined;
   /** Percent of the amount, 0–10, at most 2 decimals. */
   underpaymentTolerancePercent?: number | undefined;
@@ -88,6 +101,21 @@ export async function updateSettings(
     const r = parseAmount(value);
     if (r.ok) thresholds[currency as CurrencyType] = r.units;
     else errors.push({ field, message: r.message });
+  }
+  const dual: Partial<Record<CurrencyType, bigint | null>> = {};
+  for (const [currency, value] of Object.entries(patch.dualApprovalThreshold ?? {})) {
+    const field = `dualApprovalThreshold.${currency}`;
+    if (!(CURRENCY_TYPES as readonly string[]).includes(currency)) {
+      errors.push({ field, message: `must be one of ${CURRENCY_TYPES.join(", ")}` });
+      continue;
+    }
+    if (value === null) {
+      dual[currency as CurrencyType] = null;
+      continue;
+    }
+    const r = parseAmount(value);
+    if (r.ok) dual[currency as CurrencyType] = r.units;
+    else errors.push({ field, message: `${r.message} (or null: off)` });
   }
   let allowlist: string[] | undefined;
   if (patch.ipAllowlist !== undefined) {
@@ -118,11 +146,17 @@ export async function updateSettings(
     const current = await getSettings(trx, merchantId, environment);
     const merged: Record<string, string> = {};
     for (const c of CURRENCY_TYPES) merged[c] = String(thresholds[c] ?? current.autoApproveThreshold[c]);
+    const mergedDual: Record<string, string> = {};
+    for (const c of CURRENCY_TYPES) {
+      const v = c in dual ? dual[c] : current.dualApprovalThreshold[c];
+      if (v !== null && v !== undefined) mergedDual[c] = String(v);
+    }
     await trx
       .updateTable("merchant_settings")
       .set({
         auto_withdraw: patch.autoWithdraw ?? current.autoWithdraw,
         auto_approve_threshold: JSON.stringify(merged),
+        dual_approval_threshold: JSON.stringify(mergedDual),
         ip_allowlist: allowlist ?? current.ipAllowlist,
         underpayment_tolerance_bp: toleranceBp ?? current.underpaymentToleranceBp,
         updated_at: now,

@@ -12,12 +12,14 @@ export {
   approveWithdrawalRequest,
   type CreateCall,
   getWithdrawal,
+  getWithdrawalWithApprovals,
   listWithdrawals,
   rejectWithdrawalRequest,
   requestWithdrawal,
   type WithdrawalDesk,
 } from "./requests.js";
 export {
+  type Approval,
   applyTransferOutcome,
   approveWithdrawal,
   createWithdrawal,

@@ -4,8 +4,11 @@ import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord, TransactionStatus } from "../domain/transaction.js";
+import { type Approver, approvalsRequired } from "../domain/withdrawal.js";
 import { type IdempotencyContext, type IdempotentRequest, runIdempotent } from "../idempotency/index.js";
+import { getSettings } from "../merchants/index.js";
 import { findTransaction, listTransactions } from "../transactions/index.js";
+import { listApprovals } from "./approvals.js";
 import {
   approveWithdrawal,
   createWithdrawal,
@@ -51,9 +54,22 @@ export async function requestWithdrawal(
   );
 }
 
-/** Approves a pending withdrawal request (executed at once), in its own transaction. */
-export async function approveWithdrawalRequest(desk: WithdrawalDesk, scope: Scope, id: string) {
-  return desk.db.transaction().execute((trx) => approveWithdrawal(trx, desk, scope, id));
+/** Approves a pending withdrawal request (executed once it has its approvals), in its own transaction. */
+export async function approveWithdrawalRequest(
+  desk: WithdrawalDesk,
+  scope: Scope,
+  id: string,
+  approver: Approver,
+) {
+  return desk.db.transaction().execute((trx) => approveWithdrawal(trx, desk, scope, id, approver));
+}
+
+/** One withdrawal request of the merchant with its approvals (and how many it needs now), or 404. */
+export async function getWithdrawalWithApprovals(db: Db, scope: Scope, id: string) {
+  const record = await getWithdrawal(db, scope, id);
+  const settings = await getSettings(db, scope.merchantId, scope.environment);
+  const required = approvalsRequired(settings.dualApprovalThreshold[record.currencyType], record.amount);
+  return { record, approvals: await listApprovals(db, id), required };
 }
 
 /** Rejects a pending withdrawal request (its hold released), in its own transaction. */

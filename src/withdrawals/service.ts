@@ -7,12 +7,18 @@ import { computeFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import { formatAmount } from "../domain/money.js";
 import type { TransactionRecord } from "../domain/transaction.js";
-import { withdrawalPolicy } from "../domain/withdrawal.js";
+import {
+  type Approver,
+  approvalsRequired,
+  type RecordedApproval,
+  withdrawalPolicy,
+} from "../domain/withdrawal.js";
 import { holdFunds, releaseHold, requirePosted, settleHold } from "../ledger/index.js";
 import { getSettings } from "../merchants/index.js";
 import type { TransferIntent, TransferOutcome } from "../sender/index.js";
 import { insertTransaction, lockTransaction, updateTransaction } from "../transactions/index.js";
 import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
+import { addApproval, listApprovals } from "./approvals.js";
 
 /** Queues an intent in the caller's transaction: nothing is sent unless that transaction commits. */
 export type RequestTransfer = (trx: Db, intent: TransferIntent) => Promise<void>;
@@ -117,12 +123,43 @@ export async function sendPayout(
   return record;
 }
 
-/** Approve a `pending` withdrawal: executed now. 409 INVALID_STATE otherwise; one winner under concurrency. */
-export async function approveWithdrawal(trx: Db, deps: WithdrawalDeps, scope: Scope, id: string) {
+export interface Approval {
+  /** The request after this approval: still `pending` when it waits for a second approver. */
+  record: TransactionRecord;
+  approvals: RecordedApproval[];
+  required: 1 | 2;
+}
+
+/**
+ * Approve a `pending` withdrawal (409 INVALID_STATE otherwise). The approval is recorded; once the
+ * request has the approvals it needs (two different approvers above the currency's
+ * `dualApprovalThreshold`, else one) it is executed now. The same approver twice is refused (409).
+ * Under the request's row lock: of concurrent approvals, exactly one completes the set and
+ * executes; the threshold is read at approval time (a change applies to requests still pending).
+ */
+export async function approveWithdrawal(
+  trx: Db,
+  deps: WithdrawalDeps,
+  scope: Scope,
+  id: string,
+  approver: Approver,
+): Promise<Approval> {
   const t = await lockPending(trx, scope, id);
+  const settings = await getSettings(trx, scope.merchantId, scope.environment);
+  const required = approvalsRequired(settings.dualApprovalThreshold[t.currencyType], t.amount);
+  if (!(await addApproval(trx, t.id, approver, deps.now())))
+    throw new AppError(
+      "INVALID_STATE",
+      approver.type === "api_key"
+        ? "The API-key channel already approved this withdrawal request; a member's approval is needed."
+        : "You already approved this withdrawal request; another member's approval is needed.",
+      { status: t.status, approvalsRequired: required },
+    );
+  const approvals = await listApprovals(trx, t.id);
+  if (approvals.length < required) return { record: t, approvals, required };
   const updated = await updateTransaction(trx, t.id, { status: "processing", updatedAt: deps.now() });
   await execute(trx, deps, updated);
-  return updated;
+  return { record: updated, approvals, required };
 }
 
 /** Reject a `pending` withdrawal: the hold is released and the second webhook sent. */

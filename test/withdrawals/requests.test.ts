@@ -68,7 +68,8 @@ describe("manual flow: pending, then rejected (two webhooks, hold released)", ()
     const one = await call(svc.urls.sandbox, `/api/v1/public/withdrawal-requests/${w.id}`, {
       headers: m.api,
     });
-    expect(one.body.data).toEqual(w);
+    // A single request's read adds who approved it and how many approvals it needs (four-eyes, #21).
+    expect(one.body.data).toEqual({ ...w, approvals: [], approvalsRequired: 1 });
 
     const rej = await call(svc.urls.sandbox, `/api/v1/public/withdrawal-requests/${w.id}/reject`, {
       headers: m.api,

@@ -6,7 +6,7 @@ import type { App, RouteDeps } from "../app-types.js";
 import { auditDetails } from "../plugins/audit.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpFields } from "../plugins/step-up.js";
-import { commonErrors, ok } from "../schemas/common.js";
+import { commonErrors, Nullable, ok } from "../schemas/common.js";
 
 const Amount = Type.Union([Type.Number(), Type.String()], { description: "USDT, at most 6 decimals" });
 
@@ -20,6 +20,16 @@ const SettingsSchema = Type.Object(
         ReturnType<typeof Type.Number>
       >,
       { description: "Per currency type, in USDT" },
+    ),
+    dualApprovalThreshold: Type.Object(
+      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Nullable(Type.Number())])) as Record<
+        string,
+        ReturnType<typeof Nullable<ReturnType<typeof Type.Number>>>
+      >,
+      {
+        description:
+          "Four-eyes, per currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default)",
+      },
     ),
     ipAllowlist: Type.Array(Type.String()),
     underpaymentTolerancePercent: Type.Number({
@@ -37,6 +47,12 @@ function view(s: MerchantSettings) {
     autoWithdraw: s.autoWithdraw,
     autoApproveThreshold: Object.fromEntries(
       Object.entries(s.autoApproveThreshold).map(([c, units]) => [c, formatAmount(units)]),
+    ),
+    dualApprovalThreshold: Object.fromEntries(
+      Object.entries(s.dualApprovalThreshold).map(([c, units]) => [
+        c,
+        units === null ? null : formatAmount(units),
+      ]),
     ),
     ipAllowlist: s.ipAllowlist,
     underpaymentTolerancePercent: s.underpaymentToleranceBp / 100,
@@ -84,6 +100,7 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
           {
             autoWithdraw: Type.Optional(Type.Boolean()),
             autoApproveThreshold: Type.Optional(Type.Record(Type.String(), Amount)),
+            dualApprovalThreshold: Type.Optional(Type.Record(Type.String(), Nullable(Amount))),
             ipAllowlist: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1000 })),
             underpaymentTolerancePercent: Type.Optional(
               Type.Number({ minimum: 0, maximum: 10, description: "0–10 %, at most 2 decimals (default 0)" }),

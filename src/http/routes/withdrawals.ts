@@ -1,12 +1,17 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
-import { presentPayout, presentWithdrawal } from "../../domain/withdrawal.js";
+import {
+  type Approver,
+  presentApprovals,
+  presentPayout,
+  presentWithdrawal,
+} from "../../domain/withdrawal.js";
 import {
   approveWithdrawalRequest,
   createPayout,
   getPayout,
-  getWithdrawal,
+  getWithdrawalWithApprovals,
   listPayouts,
   listWithdrawals,
   type PayoutDesk,
@@ -17,7 +22,9 @@ import type { App, RouteDeps } from "../app-types.js";
 import type { AuthMode, Principal } from "../context.js";
 import { idempotentRequest, sendAnswer, serialize } from "../idempotency.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { auditDetails } from "../plugins/audit.js";
 import { principal } from "../plugins/auth.js";
+import { dashboardSession } from "../plugins/dashboard-auth.js";
 import { checkStepUpOf } from "../plugins/step-up.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 import {
@@ -148,8 +155,11 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         },
       },
       async (request) => {
-        const t = await getWithdrawal(db, principal(request), request.params.id);
-        return { success: true as const, data: presentWithdrawal(t) };
+        const r = await getWithdrawalWithApprovals(db, principal(request), request.params.id);
+        return {
+          success: true as const,
+          data: { ...presentWithdrawal(r.record), ...presentApprovals(r.approvals, r.required) },
+        };
       },
     );
 
@@ -165,7 +175,11 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           audit: { action: "withdrawal.approve", target: "withdrawal_request" },
         },
         schema: {
-          summary: "Approve a pending withdrawal request (it is executed at once)",
+          summary: "Approve a pending withdrawal request (executed once it has the approvals it needs)",
+          description:
+            "Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the " +
+            "first approval is recorded and the request stays `pending`; the second executes it. The API-key " +
+            "channel counts as one approver; the same approver twice is refused (409 `INVALID_STATE`).",
           tags,
           params: IdParams,
           response: { 200: ok(WithdrawalSchema), ...commonErrors },
@@ -173,8 +187,18 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       },
       async (request) => {
         const who = writer(request);
-        const t = await approveWithdrawalRequest(desk, who, request.params.id);
-        return { success: true as const, data: presentWithdrawal(t) };
+        const approver: Approver =
+          who.channel === "apiKey"
+            ? { type: "api_key", id: who.apiKeyId }
+            : { type: "user", id: who.userId, email: dashboardSession(request).email };
+        const r = await approveWithdrawalRequest(desk, who, request.params.id, approver);
+        auditDetails(request, {
+          details: { approvals: r.approvals.length, approvalsRequired: r.required, status: r.record.status },
+        });
+        return {
+          success: true as const,
+          data: { ...presentWithdrawal(r.record), ...presentApprovals(r.approvals, r.required) },
+        };
       },
     );
 

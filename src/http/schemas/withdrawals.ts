@@ -61,6 +61,28 @@ export const WithdrawalSchema = Type.Object(
     createdAt: Type.String({ format: "date-time" }),
     updatedAt: Type.String({ format: "date-time" }),
     confirmedAt: nullable(Type.String({ format: "date-time" })),
+    approvals: Type.Optional(
+      Type.Array(
+        Type.Object({
+          actorType: Type.Union([Type.Literal("user"), Type.Literal("api_key")]),
+          actorId: Type.String({ description: "The member's user id, or the API key id" }),
+          email: nullable(Type.String()),
+          approvedAt: Type.String({ format: "date-time" }),
+        }),
+        {
+          description:
+            "Who approved it, oldest first (on a single request's read and on an approval's answer; not in lists)",
+        },
+      ),
+    ),
+    approvalsRequired: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2,
+        description:
+          "How many different approvers it needs: 2 above the settings' dualApprovalThreshold (four-eyes), else 1",
+      }),
+    ),
   },
   {
     title: "Withdrawal",
