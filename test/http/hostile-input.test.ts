@@ -163,6 +163,12 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
     // 2FA is off: refused (409) after the step-up check, which gives the code back.
     "POST /api/v1/auth/2fa/disable": { otp: sensitiveOtp, totp: "123456" },
     "POST /api/v1/dashboard/api-keys": { environment: "sandbox" },
+    // Team accounts: step-up everywhere (account-wide); the merchant's own address is refused
+    // after the check (400 on email), which gives the code back for the next change.
+    "POST /api/v1/dashboard/invitations": { email: "hostile@example.com", role: "viewer", otp: sensitiveOtp },
+    "PATCH /api/v1/dashboard/members/{id}": { role: "viewer", otp: sensitiveOtp },
+    "POST /api/v1/dashboard/members/{id}/transfer-ownership": { otp: sensitiveOtp },
+    "POST /api/v1/auth/invitations/accept": { token: `ivt_${"a".repeat(43)}`, password: PASSWORD },
     // Step-up routes that take nothing else (otp/totp are needed in production only).
     "POST /api/v1/dashboard/api-keys/{id}/rotate": {},
     "POST /api/v1/webhook/secret/rotate": {},
@@ -393,6 +399,8 @@ describe("every operation of the OpenAPI document refuses hostile input cleanly"
     const businessRefusals: Record<string, string> = {
       "POST /api/v1/auth/password/reset": "token",
       "POST /api/v1/auth/password/change": "currentPassword",
+      "POST /api/v1/dashboard/invitations": "email",
+      "POST /api/v1/auth/invitations/accept": "token",
     };
     const wrong: string[] = [];
     for (const op of ops) {

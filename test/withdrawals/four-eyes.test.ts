@@ -109,7 +109,9 @@ describe("four-eyes", () => {
     expect(await balance(svc, m.api, TRC)).toEqual({ available: before.available - 150, held: before.held });
 
     // The single read shows who approved.
-    const read = await call(svc.urls.sandbox, `/api/v1/dashboard/withdrawal-requests/${id}`, { headers: m.bearer });
+    const read = await call(svc.urls.sandbox, `/api/v1/dashboard/withdrawal-requests/${id}`, {
+      headers: m.bearer,
+    });
     expect(read.body.data.approvals).toHaveLength(2);
 
     // Each approval is one audit record by its member.
@@ -169,7 +171,11 @@ describe("four-eyes", () => {
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push(await withdraw(101 + i));
     const answers = await Promise.all(
-      ids.flatMap((id) => [approve(id, finance.bearer), approve(id, admin.bearer), approve(id, finance.bearer)]),
+      ids.flatMap((id) => [
+        approve(id, finance.bearer),
+        approve(id, admin.bearer),
+        approve(id, finance.bearer),
+      ]),
     );
     for (let i = 0; i < ids.length; i++) {
       const mine = answers.slice(i * 3, i * 3 + 3);

@@ -1132,8 +1132,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Approve a pending withdrawal request (it is executed at once)
-         * @description Approve a pending withdrawal request (it is executed at once)
+         * Approve a pending withdrawal request (executed once it has the approvals it needs)
+         * @description Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the first approval is recorded and the request stays `pending`; the second executes it. The API-key channel counts as one approver; the same approver twice is refused (409 `INVALID_STATE`).
          */
         post: operations["approveWithdrawalRequest"];
         delete?: never;
@@ -1212,8 +1212,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Approve a pending withdrawal request (it is executed at once)
-         * @description Approve a pending withdrawal request (it is executed at once)
+         * Approve a pending withdrawal request (executed once it has the approvals it needs)
+         * @description Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the first approval is recorded and the request stays `pending`; the second executes it. The API-key channel counts as one approver; the same approver twice is refused (409 `INVALID_STATE`).
          */
         post: operations["dashboardApproveWithdrawalRequest"];
         delete?: never;
@@ -2218,6 +2218,11 @@ export type components = {
                 "USDT-TRC20": number;
                 "USDT-ERC20": number;
             };
+            /** @description Four-eyes, per currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default) */
+            dualApprovalThreshold: {
+                "USDT-TRC20": number | null;
+                "USDT-ERC20": number | null;
+            };
             ipAllowlist: string[];
             /** @description A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed */
             underpaymentTolerancePercent: number;
@@ -2532,6 +2537,17 @@ export type components = {
             /** Format: date-time */
             updatedAt: string;
             confirmedAt: string | null;
+            /** @description Who approved it, oldest first (on a single request's read and on an approval's answer; not in lists) */
+            approvals?: {
+                actorType: "user" | "api_key";
+                /** @description The member's user id, or the API key id */
+                actorId: string;
+                email: string | null;
+                /** Format: date-time */
+                approvedAt: string;
+            }[];
+            /** @description How many different approvers it needs: 2 above the settings' dualApprovalThreshold (four-eyes), else 1 */
+            approvalsRequired?: number;
         };
         /** WithdrawalListResponse */
         WithdrawalListResponse: {
@@ -4918,6 +4934,9 @@ export interface operations {
                     autoWithdraw?: boolean;
                     autoApproveThreshold?: {
                         [key: string]: number | string;
+                    };
+                    dualApprovalThreshold?: {
+                        [key: string]: (number | string) | null;
                     };
                     ipAllowlist?: string[];
                     /** @description 0–10 %, at most 2 decimals (default 0) */
