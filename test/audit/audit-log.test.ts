@@ -356,6 +356,24 @@ describe("every action leaves exactly one record", () => {
       200,
     );
     expect(enabled.record).toMatchObject({ action: "auth.two_factor_enable", environment: null });
+
+    // Disabling takes the step-up code and a TOTP code of a later step than the enabling one
+    // (a step is accepted once; the server allows one step of drift).
+    const totp = await generate({
+      secret: setup.body.data.secret,
+      epoch: (Math.floor(Date.now() / 30_000) + 1) * 30,
+    });
+    const otp2 = await mailedCode("sensitive");
+    const disabled = await one(
+      () =>
+        call(svc.urls.sandbox, "/api/v1/auth/2fa/disable", { headers: bearer(), json: { otp: otp2, totp } }),
+      200,
+    );
+    expect(disabled.record).toMatchObject({
+      action: "auth.two_factor_disable",
+      environment: null,
+      actor_id: m.userId,
+    });
   });
 });
 
