@@ -90,6 +90,40 @@ describe("migrations", () => {
     }
   });
 
+  it("0018 makes every existing merchant login its merchant's owner; a platform admin stays without a role", async () => {
+    const d = await openDatabase({ kind: "pglite", dataDir: undefined });
+    try {
+      const dir = await mkdtemp(path.join(tmpdir(), "sg-mig-"));
+      const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith(".sql")).sort();
+      for (const f of files.filter((f) => f < "0018"))
+        await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+      await migrate(d.db, dir);
+      const m = await createMerchantWithKeys(d.db, { email: "own@example.com", companyName: "Own" });
+      await sql`insert into dashboard_users (id, merchant_id, email, password_hash, role)
+        values ('usr_old', ${m.id}, 'own@example.com', 'x', 'merchant'),
+               ('adm_old', null, 'ops@example.com', 'x', 'admin')`.execute(d.db);
+      for (const f of files.filter((f) => f >= "0018"))
+        await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+      await migrate(d.db, dir);
+      const users = await d.db
+        .selectFrom("dashboard_users")
+        .select(["id", "member_role", "removed_at"])
+        .orderBy("id")
+        .execute();
+      expect(users).toEqual([
+        { id: "adm_old", member_role: null, removed_at: null },
+        { id: "usr_old", member_role: "owner", removed_at: null },
+      ]);
+      // One owner per merchant, enforced by the database.
+      await expect(
+        sql`insert into dashboard_users (id, merchant_id, email, password_hash, role, member_role)
+          values ('usr_two', ${m.id}, 'two@example.com', 'x', 'merchant', 'owner')`.execute(d.db),
+      ).rejects.toThrow(/dashboard_users_owner_key/);
+    } finally {
+      await d.close();
+    }
+  });
+
   it("refuses to continue when an applied migration was edited", async () => {
     const d = await openDatabase({ kind: "pglite", dataDir: undefined });
     try {
