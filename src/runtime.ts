@@ -1,7 +1,12 @@
 import path from "node:path";
 import { Redis } from "ioredis";
 import { type AuthKit, createAuthKit } from "./auth/index.js";
-import { buildChainRegistry, type ChainRegistry } from "./chains/index.js";
+import {
+  buildChainRegistry,
+  type ChainRegistry,
+  providerReadinessChecks,
+  registerProviderMetrics,
+} from "./chains/index.js";
 import type { Config } from "./config/config.js";
 import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
@@ -214,7 +219,38 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     },
   ];
 
-  const chains = buildChainRegistry(config, { db: db.db, clock });
+  const metrics = options.metrics ?? createMetrics();
+  const providerMetrics = registerProviderMetrics(metrics.registry, db.db, clock);
+  const chains = buildChainRegistry(config, {
+    db: db.db,
+    clock,
+    // Issue #22: a transfer one provider reported and no other confirmed waits; say so loudly.
+    onDisagreement: (e) => {
+      providerMetrics.disagreements.inc({
+        network: e.network,
+        environment: e.environment ?? "",
+        provider: e.provider,
+      });
+      logger.warn(
+        {
+          network: e.network,
+          environment: e.environment,
+          provider: e.provider,
+          confirmers: e.confirmers,
+          fromBlock: e.fromBlock,
+          toBlock: e.toBlock,
+          unconfirmed: e.unconfirmed.map((t) => ({
+            txHash: t.txHash,
+            logIndex: t.logIndex,
+            to: t.to,
+            amount: String(t.amount),
+          })),
+        },
+        "chain providers disagree: the transfers wait",
+      );
+    },
+  });
+  readiness.push(...providerReadinessChecks(chains, db.db, clock));
   // Confirmed transfers to watched addresses reach the deposit logic through this one hand-off.
   const depositHandoff = new DepositHandoff();
   depositHandoff.register(createDepositHandler({ clock, fees: config.fees }));
@@ -223,7 +259,6 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   registerSweepOutcomes(transferOutcomes);
   registerWithdrawalOutcomes(transferOutcomes, clock);
   readiness.push(...sendingReadinessChecks(chains, db.db, clock));
-  const metrics = options.metrics ?? createMetrics();
   registerSendingMetrics(metrics, chains, db.db);
   registerWebhookMetrics(metrics, db.db);
   readiness.push(webhookReadinessCheck(db.db));

@@ -25,7 +25,16 @@ export type {
   NetworkEndpoint,
   WriterConfig,
 } from "./module.js";
+export { providerNames } from "./network-entry.js";
 export { NETWORK_CHAINS } from "./networks.js";
+export {
+  type Disagreement,
+  type PoolProvider,
+  type ProviderHealth,
+  ProviderPool,
+  type ProviderPoolOptions,
+} from "./provider-pool.js";
+export { providerReadinessChecks, recordProviderHealth, registerProviderMetrics } from "./provider-status.js";
 export {
   type AvailableChain,
   type BuildChainRegistryOptions,

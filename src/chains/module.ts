@@ -4,6 +4,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { ChainAdapter } from "./adapter.js";
+import type { Disagreement } from "./provider-pool.js";
 import type { ChainWriter } from "./writer.js";
 
 /**
@@ -37,6 +38,8 @@ export interface AvailableChainOf<Simulator> {
   kind: string;
   /** Host of the endpoint, for logs and `/readyz` (never a path or query: those may carry keys). */
   endpoint: string;
+  /** How many providers the adapter reads from (more than one: a `ProviderPool`, issue #22). */
+  providers: number;
   adapter: ChainAdapter;
   confirmations: number;
   scan: ScanSettings;
@@ -59,6 +62,8 @@ export interface ChainBuildContext {
   db: Db;
   clock: Clock;
   timeoutMs: number;
+  /** Told of each disagreement between providers (issue #22: logged and counted by the runtime). */
+  onDisagreement?: ((event: Disagreement) => void) | undefined;
 }
 
 /** The configuration a writer is built from. */
@@ -105,6 +110,7 @@ export interface NetworkChainDefinition {
   readonly scan: Readonly<ScanSettings>;
   readonly variables: {
     readonly endpoint: Readonly<Record<Environment, string>>;
+    readonly endpoints: Readonly<Record<Environment, string>>;
     readonly contract: Readonly<Record<Environment, string>>;
   };
 }
@@ -112,6 +118,8 @@ export interface NetworkChainDefinition {
 /** Where one (network, environment) is reached, as configured. */
 export interface NetworkEndpoint {
   url: string | undefined;
+  /** Every configured provider (the first is `url`). */
+  urls: string[];
   contract: string | undefined;
 }
 

@@ -4,6 +4,8 @@ import type { Environment } from "../domain/environment.js";
 import type { ChainAdapter } from "./adapter.js";
 import { InvalidAddressError } from "./errors.js";
 import type { ChainBuildContext, ChainEntryOf, NetworkChainModule } from "./module.js";
+import { ProviderPool } from "./provider-pool.js";
+import { recordProviderHealth } from "./provider-status.js";
 
 /**
  * The chain of (network, environment) as a network module serves it (CONTRACT §1, §10), the same
@@ -23,7 +25,7 @@ export function networkChainEntry<O>(
 ): ChainEntryOf<never> | null {
   if (network !== module.network) return null;
   const { definition } = module;
-  const { url, contract } = module.endpoint(config, environment);
+  const { url, urls, contract } = module.endpoint(config, environment);
   if (!url) {
     if (environment !== "production") return null;
     return {
@@ -37,10 +39,34 @@ export function networkChainEntry<O>(
   if (!contract) {
     return { status: "unavailable", network, environment, reason: `not configured (set ${contractVar})` };
   }
-  const host = new URL(url).host;
+  const all = urls.length > 0 ? urls : [url];
+  const names = providerNames(all);
   let adapter: ChainAdapter;
   try {
-    adapter = module.createAdapter(module.adapterOptions({ url, contract }, context.timeoutMs));
+    const adapters = all.map((u) =>
+      module.createAdapter(module.adapterOptions({ url: u, contract }, context.timeoutMs)),
+    );
+    adapter =
+      adapters.length === 1 && adapters[0]
+        ? adapters[0]
+        : new ProviderPool(
+            network,
+            adapters.map((a, i) => ({ name: names[i] ?? `p${i + 1}`, adapter: a })),
+            {
+              now: () => context.clock.now(),
+              onDisagreement: (e) => context.onDisagreement?.({ ...e, environment }),
+              // Kept for `/readyz` on every instance; a failed write is retried by the next probe.
+              onHealth: (health) => {
+                recordProviderHealth(
+                  context.db,
+                  network,
+                  environment,
+                  health,
+                  new Date(context.clock.now()),
+                ).catch(() => undefined);
+              },
+            },
+          );
   } catch (err) {
     if (err instanceof InvalidAddressError) {
       throw new ConfigError([{ variable: contractVar, message: `not a valid ${network} address` }]);
@@ -52,10 +78,16 @@ export function networkChainEntry<O>(
     network,
     environment,
     kind: module.kind,
-    endpoint: host,
+    endpoint: all.length === 1 ? new URL(url).host : names.join(", "),
+    providers: all.length,
     adapter,
     confirmations: module.configuredConfirmations(config) ?? definition.defaultConfirmations,
     scan: { ...definition.scan },
     simulator: null,
   };
+}
+
+/** `p<n> <host>` for each provider: a host only (a URL's path or query may carry an API key). */
+export function providerNames(urls: readonly string[]): string[] {
+  return urls.map((u, i) => `p${i + 1} ${new URL(u).host}`);
 }

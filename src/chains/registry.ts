@@ -13,6 +13,7 @@ import {
   type WriterConfig,
 } from "./module.js";
 import { NETWORK_CHAINS } from "./networks.js";
+import type { Disagreement } from "./provider-pool.js";
 import { SIMULATOR_DEFINITION } from "./simulator/definition.js";
 import { type SimulatedChain, simulatorChain } from "./simulator/index.js";
 import type { ChainWriter } from "./writer.js";
@@ -109,6 +110,8 @@ export interface BuildChainRegistryOptions {
   clock: Clock;
   /** Tests shorten it to exercise hanging endpoints. */
   rpcTimeoutMs?: number;
+  /** Told of each disagreement between a chain's providers (issue #22). */
+  onDisagreement?: (event: Disagreement) => void;
 }
 
 /**
@@ -122,6 +125,7 @@ export function buildChainRegistry(config: Config, options: BuildChainRegistryOp
     db: options.db,
     clock: options.clock,
     timeoutMs: options.rpcTimeoutMs ?? CHAIN_RPC_TIMEOUT_MS,
+    onDisagreement: options.onDisagreement,
   };
   const entries: ChainEntry[] = [];
   for (const environment of ["production", "sandbox"] as const) {

@@ -93,8 +93,12 @@ export interface SendingConfig {
 }
 
 export interface ChainEndpoints {
+  /** The first provider (the writer's endpoint); undefined when none is configured. */
   erc20RpcUrl: string | undefined;
   trc20ApiUrl: string | undefined;
+  /** Every provider: `ERC20_RPC_URL` then `ERC20_RPC_URLS`, without repeats (issue #22). */
+  erc20RpcUrls: string[];
+  trc20ApiUrls: string[];
   usdtErc20Contract: string | undefined;
   usdtTrc20Contract: string | undefined;
 }
@@ -243,9 +247,19 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
 
 /** The endpoints of one environment, from the variables the chain modules' definitions name. */
 function chainEndpoints(e: RawEnv, environment: "production" | "sandbox"): ChainEndpoints {
+  const urls = (single: string | undefined, list: string[] | undefined) => [
+    ...new Set([...(single ? [single] : []), ...(list ?? [])]),
+  ];
+  const erc20RpcUrls = urls(e[EVM.variables.endpoint[environment]], e[EVM.variables.endpoints[environment]]);
+  const trc20ApiUrls = urls(
+    e[TRON.variables.endpoint[environment]],
+    e[TRON.variables.endpoints[environment]],
+  );
   return {
-    erc20RpcUrl: e[EVM.variables.endpoint[environment]],
-    trc20ApiUrl: e[TRON.variables.endpoint[environment]],
+    erc20RpcUrl: erc20RpcUrls[0],
+    trc20ApiUrl: trc20ApiUrls[0],
+    erc20RpcUrls,
+    trc20ApiUrls,
     usdtErc20Contract: e[EVM.variables.contract[environment]],
     usdtTrc20Contract: e[TRON.variables.contract[environment]],
   };

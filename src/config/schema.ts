@@ -16,6 +16,16 @@ const bool = z
   .transform((v) => v === "true" || v === "1" || v === "yes");
 const url = z.string().url();
 const optionalUrl = url.optional();
+/** A comma list of URLs (several chain providers). */
+const urlList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x.length > 0),
+  )
+  .pipe(z.array(url).min(1, "must list at least one URL"));
 const csv = z.string().transform((s) =>
   s
     .split(",")
@@ -95,6 +105,10 @@ export const envSchema = z.object({
   [TRON.variables.endpoint.production]: optionalUrl,
   [EVM.variables.endpoint.sandbox]: optionalUrl,
   [TRON.variables.endpoint.sandbox]: optionalUrl,
+  [EVM.variables.endpoints.production]: urlList.optional(),
+  [TRON.variables.endpoints.production]: urlList.optional(),
+  [EVM.variables.endpoints.sandbox]: urlList.optional(),
+  [TRON.variables.endpoints.sandbox]: urlList.optional(),
   [EVM.variables.contract.production]: z.string().default(EVM.defaultContract),
   [TRON.variables.contract.production]: z.string().default(TRON.defaultContract),
   [EVM.variables.contract.sandbox]: z.string().optional(),

@@ -14,6 +14,8 @@ export const EVM_DEFINITION = {
   variables: {
     confirmations: "CONFIRMATIONS_ERC20",
     endpoint: { production: "ERC20_RPC_URL", sandbox: "SANDBOX_ERC20_RPC_URL" },
+    /** Several providers (comma list; with the single-URL name, all of them): failover and cross-checks. */
+    endpoints: { production: "ERC20_RPC_URLS", sandbox: "SANDBOX_ERC20_RPC_URLS" },
     contract: { production: "USDT_ERC20_CONTRACT", sandbox: "SANDBOX_USDT_ERC20_CONTRACT" },
     sweepThreshold: "SWEEP_THRESHOLD_ERC20",
   },

@@ -27,7 +27,11 @@ export const evmChain: NetworkChainModule<EvmAdapterOptions> = {
   address: evmAddress,
   endpoint(config, environment) {
     const endpoints = config.chains[environment];
-    return { url: endpoints.erc20RpcUrl, contract: endpoints.usdtErc20Contract };
+    return {
+      url: endpoints.erc20RpcUrl,
+      urls: endpoints.erc20RpcUrls,
+      contract: endpoints.usdtErc20Contract,
+    };
   },
   configuredConfirmations: (config) => config.chains.confirmations.erc20,
   adapterOptions: ({ url, contract }, timeoutMs) => ({ rpcUrl: url, tokenAddress: contract, timeoutMs }),

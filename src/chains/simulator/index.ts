@@ -36,6 +36,7 @@ export const simulatorChain: ChainModule<SimulatorEndpoint, SimulatedChain> = {
       environment,
       kind: SIMULATOR_DEFINITION.kind,
       endpoint: "simulator",
+      providers: 1,
       adapter: new SimulatorChainAdapter(simulator),
       confirmations: SIMULATOR_DEFINITION.confirmations,
       scan: { ...SIMULATOR_DEFINITION.scan },

@@ -14,6 +14,8 @@ export const TRON_DEFINITION = {
   variables: {
     confirmations: "CONFIRMATIONS_TRC20",
     endpoint: { production: "TRC20_API_URL", sandbox: "SANDBOX_TRC20_API_URL" },
+    /** Several providers (comma list; with the single-URL name, all of them): failover and cross-checks. */
+    endpoints: { production: "TRC20_API_URLS", sandbox: "SANDBOX_TRC20_API_URLS" },
     contract: { production: "USDT_TRC20_CONTRACT", sandbox: "SANDBOX_USDT_TRC20_CONTRACT" },
     sweepThreshold: "SWEEP_THRESHOLD_TRC20",
     /** `fee_limit` of token transfers, in sun (the most TRX one may burn). */

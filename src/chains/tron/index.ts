@@ -27,7 +27,11 @@ export const tronChain: NetworkChainModule<TronAdapterOptions> = {
   address: tronAddress,
   endpoint(config, environment) {
     const endpoints = config.chains[environment];
-    return { url: endpoints.trc20ApiUrl, contract: endpoints.usdtTrc20Contract };
+    return {
+      url: endpoints.trc20ApiUrl,
+      urls: endpoints.trc20ApiUrls,
+      contract: endpoints.usdtTrc20Contract,
+    };
   },
   configuredConfirmations: (config) => config.chains.confirmations.trc20,
   adapterOptions: ({ url, contract }, timeoutMs) => ({ apiUrl: url, tokenAddress: contract, timeoutMs }),

@@ -125,8 +125,22 @@ export interface ChainsTables {
   sim_chains: SimChainsTable;
   sim_blocks: SimBlocksTable;
   sim_transactions: SimTransactionsTable;
+  chain_providers: ChainProvidersTable;
 }
 
 export type WatchedAddressRow = Selectable<WatchedAddressesTable>;
 export type ChainObservationRow = Selectable<ChainObservationsTable>;
 export type ChainCursorRow = Selectable<ChainCursorsTable>;
+
+/** Migration 0019: each chain provider's health as the watching process last saw it (issue #22). */
+export interface ChainProvidersTable {
+  network: CurrencyType;
+  environment: Environment;
+  provider: string;
+  condition: "ok" | "down" | "lagging" | "suspect";
+  head_block: Int8Nullable;
+  latency_ms: number | null;
+  disagreements: number;
+  last_error: string | null;
+  updated_at: Timestamp;
+}

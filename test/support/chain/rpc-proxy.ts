@@ -18,8 +18,8 @@ export interface RpcProxy {
   resetCount(): void;
   /** Applied to each parsed JSON request before it is forwarded. */
   rewrite: ((request: unknown) => unknown) | undefined;
-  /** Applied to each parsed JSON answer before it is returned. */
-  rewriteResponse: ((response: unknown) => unknown) | undefined;
+  /** Applied to each parsed JSON answer before it is returned (with the parsed request it answers). */
+  rewriteResponse: ((response: unknown, request: unknown) => unknown) | undefined;
   stop(): Promise<void>;
 }
 
@@ -29,7 +29,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     mode: "pass" as ProxyMode,
     count: 0,
     rewrite: undefined as ((request: unknown) => unknown) | undefined,
-    rewriteResponse: undefined as ((response: unknown) => unknown) | undefined,
+    rewriteResponse: undefined as ((response: unknown, request: unknown) => unknown) | undefined,
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -45,8 +45,10 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
         return;
       }
       let body = Buffer.concat(chunks);
+      let request: unknown = null;
       try {
         const parsed = body.length > 0 ? (JSON.parse(body.toString()) as unknown) : null;
+        request = parsed;
         state.count += Array.isArray(parsed) ? parsed.length : 1;
         if (state.rewrite && parsed !== null) body = Buffer.from(JSON.stringify(state.rewrite(parsed)));
       } catch {
@@ -61,7 +63,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
         let text = Buffer.from(await upstream.arrayBuffer());
         if (state.rewriteResponse) {
           try {
-            text = Buffer.from(JSON.stringify(state.rewriteResponse(JSON.parse(text.toString()))));
+            text = Buffer.from(JSON.stringify(state.rewriteResponse(JSON.parse(text.toString()), request)));
           } catch {
             // not JSON: passed as is
           }
@@ -100,7 +102,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     get rewriteResponse() {
       return state.rewriteResponse;
     },
-    set rewriteResponse(f: ((response: unknown) => unknown) | undefined) {
+    set rewriteResponse(f: ((response: unknown, request: unknown) => unknown) | undefined) {
       state.rewriteResponse = f;
     },
     async stop() {

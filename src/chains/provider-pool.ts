@@ -1,0 +1,358 @@
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import {
+  type BlockHeader,
+  type ChainAdapter,
+  safeBlockFromHead,
+  type TokenTransfer,
+  type TokenTransferQuery,
+} from "./adapter.js";
+import { ChainUnavailableError, InvalidAddressError } from "./errors.js";
+
+/**
+ * Several providers of one chain behind one `ChainAdapter` (issue #22): the watcher, the sweeper and
+ * the routes see one adapter, whatever the number of endpoints.
+ *
+ * - **Health**: each provider's failures (with exponential back-off: it is not asked again before
+ *   its back-off ends), latency (moving average) and head; every `probeIntervalMs` the heads of all
+ *   providers are read, and one more than `maxLagBlocks` behind the best head is *lagging*.
+ * - **Failover**: a read goes to the best healthy provider (configured order, then latency); on a
+ *   failure, to the next.
+ * - **No single provider is trusted for money**: transfers a provider reports are returned only
+ *   when a second healthy provider whose head has reached the range reports the same ones (same
+ *   transaction, log, block hash, recipient and amount). A transfer no other provider confirms is a
+ *   *disagreement*: it is counted and reported, the provider that reported it is set aside as a
+ *   suspect for `suspectMs`, and the query fails (`ChainUnavailableError`) so that the watcher
+ *   keeps its cursor and asks again — the transfer waits, it is never credited on one word. An
+ *   empty answer needs no confirmation (there is nothing to credit).
+ *
+ * With one provider configured nothing of this applies (the network module's adapter is used
+ * as is).
+ */
+
+export interface PoolProvider {
+  /** `p<n> <host>`: never a path or query (they may carry API keys). */
+  name: string;
+  adapter: ChainAdapter;
+}
+
+export interface ProviderPoolOptions {
+  /** A provider more blocks than this behind the best known head is lagging. Default 10. */
+  maxLagBlocks?: number;
+  /** How often the heads of all providers are read. Default 15 000. */
+  probeIntervalMs?: number;
+  /** Back-off after the first failure, doubled on each next one, capped at `maxBackoffMs`. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** How long a provider whose transfers nobody confirmed is not asked. Default 300 000. */
+  suspectMs?: number;
+  now?: () => number;
+  /** Told of each disagreement (the runtime logs and counts it). */
+  onDisagreement?: (event: Disagreement) => void;
+  /** Told the providers' health after each probe and each disagreement (kept for `/readyz`). */
+  onHealth?: (health: ProviderHealth[]) => void;
+}
+
+export interface Disagreement {
+  network: CurrencyType;
+  /** Set by the registry (the pool itself does not know it). */
+  environment?: Environment;
+  provider: string;
+  confirmers: string[];
+  fromBlock: number;
+  toBlock: number;
+  unconfirmed: TokenTransfer[];
+}
+
+export type ProviderCondition = "ok" | "down" | "lagging" | "suspect";
+
+export interface ProviderHealth {
+  name: string;
+  condition: ProviderCondition;
+  head: number | null;
+  latencyMs: number | null;
+  failures: number;
+  disagreements: number;
+  lastError: string | null;
+}
+
+interface State {
+  name: string;
+  adapter: ChainAdapter;
+  order: number;
+  failures: number;
+  downUntil: number;
+  suspectUntil: number;
+  latencyMs: number | null;
+  head: number | null;
+  disagreements: number;
+  lastError: string | null;
+}
+
+const transferKey = (t: TokenTransfer) =>
+  `${t.txHash.toLowerCase()}:${t.logIndex}:${t.blockHash.toLowerCase()}:${t.to}:${t.amount}`;
+
+export class ProviderPool implements ChainAdapter {
+  readonly network: CurrencyType;
+  private readonly states: State[];
+  private readonly maxLag: number;
+  private readonly probeIntervalMs: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly suspectMs: number;
+  private readonly now: () => number;
+  private readonly onDisagreement: ((event: Disagreement) => void) | undefined;
+  private readonly onHealth: ((health: ProviderHealth[]) => void) | undefined;
+  private lastProbe = Number.NEGATIVE_INFINITY;
+
+  constructor(network: CurrencyType, providers: PoolProvider[], options: ProviderPoolOptions = {}) {
+    if (providers.length < 2) throw new Error("a provider pool needs at least two providers");
+    this.network = network;
+    this.states = providers.map((p, order) => ({
+      name: p.name,
+      adapter: p.adapter,
+      order,
+      failures: 0,
+      downUntil: 0,
+      suspectUntil: 0,
+      latencyMs: null,
+      head: null,
+      disagreements: 0,
+      lastError: null,
+    }));
+    this.maxLag = options.maxLagBlocks ?? 10;
+    this.probeIntervalMs = options.probeIntervalMs ?? 15_000;
+    this.backoffMs = options.backoffMs ?? 1_000;
+    this.maxBackoffMs = options.maxBackoffMs ?? 60_000;
+    this.suspectMs = options.suspectMs ?? 300_000;
+    this.now = options.now ?? Date.now;
+    this.onDisagreement = options.onDisagreement;
+    this.onHealth = options.onHealth;
+  }
+
+  /** Each provider as the pool sees it now (for `/readyz` and `/metrics`). */
+  health(): ProviderHealth[] {
+    const now = this.now();
+    return this.states.map((s) => ({
+      name: s.name,
+      condition: this.condition(s, now),
+      head: s.head,
+      latencyMs: s.latencyMs === null ? null : Math.round(s.latencyMs),
+      failures: s.failures,
+      disagreements: s.disagreements,
+      lastError: s.lastError,
+    }));
+  }
+
+  /** Reads every provider's head now (readiness; the periodic probe does the same in the background). */
+  async probe(): Promise<void> {
+    this.lastProbe = this.now();
+    await Promise.all(this.states.map((s) => this.headOf(s).catch(() => undefined)));
+    this.onHealth?.(this.health());
+  }
+
+  validateAddress(s: string): boolean {
+    return this.states[0]?.adapter.validateAddress(s) ?? false;
+  }
+
+  normalizeAddress(s: string): string {
+    const first = this.states[0];
+    if (!first) throw new InvalidAddressError(this.network, s);
+    return first.adapter.normalizeAddress(s);
+  }
+
+  async headBlock(): Promise<number> {
+    this.probeInBackground();
+    let lastError: unknown;
+    for (const s of this.ranked()) {
+      try {
+        return await this.headOf(s);
+      } catch (err) {
+        lastError = err;
+      }
+    }
+    throw this.unavailable("head", lastError);
+  }
+
+  /** One provider's head, remembered (lag is measured against the best one). */
+  private async headOf(s: State): Promise<number> {
+    const head = await this.attempt(s, (a) => a.headBlock());
+    s.head = head;
+    return head;
+  }
+
+  async safeBlock(confirmations: number): Promise<number> {
+    return safeBlockFromHead(await this.headBlock(), confirmations);
+  }
+
+  blockHash(n: number): Promise<string | null> {
+    return this.read(`block ${n}`, (a) => a.blockHash(n));
+  }
+
+  blockHeader(n: number): Promise<BlockHeader | null> {
+    return this.read(`block ${n}`, (a) => a.blockHeader(n));
+  }
+
+  tokenBalance(address: string): Promise<bigint> {
+    return this.read("balance", (a) => a.tokenBalance(address));
+  }
+
+  async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {
+    // Each provider receives its own copy of the addresses (an iterable may be single-use).
+    const addresses = query.addresses ? [...query.addresses] : undefined;
+    const q = (): TokenTransferQuery => ({ ...query, ...(addresses ? { addresses } : {}) });
+    const reached = (s: State) => s.head === null || s.head >= query.toBlock;
+    let primary: State | undefined;
+    let transfers: TokenTransfer[] = [];
+    const tried = new Set<State>();
+    let lastError: unknown;
+    for (const s of this.ranked().filter(reached)) {
+      tried.add(s);
+      try {
+        transfers = await this.attempt(s, (a) => a.tokenTransfers(q()));
+        primary = s;
+        break;
+      } catch (err) {
+        if (!isProviderFault(err)) throw err;
+        lastError = err;
+      }
+    }
+    if (!primary) throw this.unavailable(`transfers ${query.fromBlock}..${query.toBlock}`, lastError);
+    if (transfers.length === 0) return transfers;
+
+    // A second word for every transfer: the other healthy providers that have reached the range,
+    // asked together; the first answers that confirm everything end the wait (a hanging or slow
+    // provider does not hold the watcher).
+    const unconfirmed = new Map(transfers.map((t) => [transferKey(t), t]));
+    const confirmers: string[] = [];
+    const ask = async (s: State): Promise<void> => {
+      if (!reached(s) || s.head === null) {
+        // A head read now: a provider that has caught up since the last probe can confirm.
+        await this.headOf(s).catch(() => undefined);
+        if (s.head === null || s.head < query.toBlock) return;
+      }
+      const theirs = await this.attempt(s, (a) => a.tokenTransfers(q())).catch((err: unknown) => {
+        if (!isProviderFault(err)) throw err;
+        return null;
+      });
+      if (theirs === null) return;
+      confirmers.push(s.name);
+      const seen = new Set(theirs.map(transferKey));
+      for (const k of [...unconfirmed.keys()]) if (seen.has(k)) unconfirmed.delete(k);
+    };
+    const others = this.ranked().filter((x) => !tried.has(x));
+    await new Promise<void>((resolve, reject) => {
+      let pending = others.length;
+      if (pending === 0) resolve();
+      for (const s of others) {
+        ask(s).then(() => {
+          pending -= 1;
+          if (unconfirmed.size === 0 || pending === 0) resolve();
+        }, reject);
+      }
+    });
+    if (unconfirmed.size === 0) return transfers;
+    if (confirmers.length === 0) {
+      throw new ChainUnavailableError(
+        this.network,
+        `no second healthy provider to confirm ${transfers.length} transfer(s) in ${query.fromBlock}..${query.toBlock}; they wait`,
+      );
+    }
+    primary.disagreements += 1;
+    primary.suspectUntil = this.now() + this.suspectMs;
+    primary.lastError = `reported ${unconfirmed.size} transfer(s) no other provider confirmed (blocks ${query.fromBlock}..${query.toBlock})`;
+    this.onDisagreement?.({
+      network: this.network,
+      provider: primary.name,
+      confirmers,
+      fromBlock: query.fromBlock,
+      toBlock: query.toBlock,
+      unconfirmed: [...unconfirmed.values()],
+    });
+    this.onHealth?.(this.health());
+    throw new ChainUnavailableError(
+      this.network,
+      `providers disagree on blocks ${query.fromBlock}..${query.toBlock} (${primary.name} against ${confirmers.join(", ")}); the transfers wait`,
+    );
+  }
+
+  /** The providers to ask, best first: healthy ones by configured order then latency; if none, every one. */
+  private ranked(): State[] {
+    const now = this.now();
+    const usable = this.states.filter((s) => this.condition(s, now) === "ok");
+    const pool = usable.length > 0 ? usable : [...this.states].sort((a, b) => a.downUntil - b.downUntil);
+    return usable.length > 0 ? pool.sort((a, b) => this.rank(a) - this.rank(b)) : pool;
+  }
+
+  /** Configured order first; a provider much slower than the others (over 1 s more) goes behind them. */
+  private rank(s: State): number {
+    return s.order + (s.latencyMs !== null && s.latencyMs > 1_000 ? 1_000 : 0);
+  }
+
+  private condition(s: State, now: number): ProviderCondition {
+    if (s.downUntil > now) return "down";
+    if (s.suspectUntil > now) return "suspect";
+    const best = this.bestHead();
+    if (s.head !== null && best !== null && best - s.head > this.maxLag) return "lagging";
+    return "ok";
+  }
+
+  private bestHead(): number | null {
+    let best: number | null = null;
+    for (const s of this.states) if (s.head !== null && (best === null || s.head > best)) best = s.head;
+    return best;
+  }
+
+  private async read<T>(what: string, fn: (a: ChainAdapter) => Promise<T>): Promise<T> {
+    let lastError: unknown;
+    for (const s of this.ranked()) {
+      try {
+        return await this.attempt(s, fn);
+      } catch (err) {
+        if (!isProviderFault(err)) throw err;
+        lastError = err;
+      }
+    }
+    throw this.unavailable(what, lastError);
+  }
+
+  /** One call to one provider, its outcome recorded. */
+  private async attempt<T>(s: State, fn: (a: ChainAdapter) => Promise<T>): Promise<T> {
+    const started = this.now();
+    try {
+      const value = await fn(s.adapter);
+      const ms = this.now() - started;
+      s.latencyMs = s.latencyMs === null ? ms : s.latencyMs * 0.8 + ms * 0.2;
+      s.failures = 0;
+      s.downUntil = 0;
+      return value;
+    } catch (err) {
+      if (isProviderFault(err)) {
+        s.failures += 1;
+        s.downUntil = this.now() + Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (s.failures - 1));
+        s.lastError = err instanceof Error ? err.message.slice(0, 200) : String(err);
+      }
+      throw err;
+    }
+  }
+
+  /** Every `probeIntervalMs`, the heads of all providers not in back-off, without waiting for them. */
+  private probeInBackground(): void {
+    if (this.now() - this.lastProbe < this.probeIntervalMs) return;
+    this.lastProbe = this.now();
+    const now = this.now();
+    const probes = this.states
+      .filter((s) => s.downUntil <= now)
+      .map((s) => this.headOf(s).catch(() => undefined));
+    void Promise.all(probes).then(() => this.onHealth?.(this.health()));
+  }
+
+  private unavailable(what: string, cause: unknown): ChainUnavailableError {
+    return new ChainUnavailableError(this.network, `${what}: every provider failed`, { cause });
+  }
+}
+
+/** Whether a failure is the provider's (try another) rather than the caller's (a bad address, a bad range). */
+function isProviderFault(err: unknown): boolean {
+  return !(err instanceof InvalidAddressError) && !(err instanceof RangeError);
+}
