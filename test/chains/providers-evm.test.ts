@@ -52,8 +52,9 @@ function forgedLog(request: RpcCall) {
 }
 
 function onEach(answer: unknown, request: unknown, f: (a: RpcAnswer, r: RpcCall) => void) {
-  if (Array.isArray(answer) && Array.isArray(request)) answer.forEach((a, i) => f(a, request[i]));
-  else if (answer && request) f(answer as RpcAnswer, request as RpcCall);
+  if (Array.isArray(answer) && Array.isArray(request)) {
+    for (const [i, a] of answer.entries()) f(a, request[i]);
+  } else if (answer && request) f(answer as RpcAnswer, request as RpcCall);
   return answer;
 }
 
