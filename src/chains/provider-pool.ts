@@ -85,6 +85,8 @@ interface State {
   suspectUntil: number;
   latencyMs: number | null;
   head: number | null;
+  /** Set by the last probe: more than `maxLagBlocks` behind the best head read in the same round. */
+  lagging: boolean;
   disagreements: number;
   lastError: string | null;
 }
@@ -117,6 +119,7 @@ export class ProviderPool implements ChainAdapter {
       suspectUntil: 0,
       latencyMs: null,
       head: null,
+      lagging: false,
       disagreements: 0,
       lastError: null,
     }));
@@ -147,7 +150,26 @@ export class ProviderPool implements ChainAdapter {
   /** Reads every provider's head now (readiness; the periodic probe does the same in the background). */
   async probe(): Promise<void> {
     this.lastProbe = this.now();
-    await Promise.all(this.states.map((s) => this.headOf(s).catch(() => undefined)));
+    await this.probeRound(this.states);
+  }
+
+  /**
+   * Reads the heads of `states` together and marks as lagging each one more than `maxLagBlocks`
+   * behind the best head of the same round (heads read at different times are not compared: on a
+   * fast chain the last one read would make the others look behind).
+   */
+  private async probeRound(states: State[]): Promise<void> {
+    const heads = await Promise.all(
+      states.map((s) =>
+        this.headOf(s).then(
+          (head) => ({ s, head }),
+          () => null,
+        ),
+      ),
+    );
+    const answered = heads.filter((x): x is { s: State; head: number } => x !== null);
+    const best = Math.max(...answered.map((x) => x.head));
+    for (const { s, head } of answered) s.lagging = best - head > this.maxLag;
     this.onHealth?.(this.health());
   }
 
@@ -292,15 +314,7 @@ export class ProviderPool implements ChainAdapter {
   private condition(s: State, now: number): ProviderCondition {
     if (s.downUntil > now) return "down";
     if (s.suspectUntil > now) return "suspect";
-    const best = this.bestHead();
-    if (s.head !== null && best !== null && best - s.head > this.maxLag) return "lagging";
-    return "ok";
-  }
-
-  private bestHead(): number | null {
-    let best: number | null = null;
-    for (const s of this.states) if (s.head !== null && (best === null || s.head > best)) best = s.head;
-    return best;
+    return s.lagging ? "lagging" : "ok";
   }
 
   private async read<T>(what: string, fn: (a: ChainAdapter) => Promise<T>): Promise<T> {
@@ -341,10 +355,7 @@ export class ProviderPool implements ChainAdapter {
     if (this.now() - this.lastProbe < this.probeIntervalMs) return;
     this.lastProbe = this.now();
     const now = this.now();
-    const probes = this.states
-      .filter((s) => s.downUntil <= now)
-      .map((s) => this.headOf(s).catch(() => undefined));
-    void Promise.all(probes).then(() => this.onHealth?.(this.health()));
+    void this.probeRound(this.states.filter((s) => s.downUntil <= now));
   }
 
   private unavailable(what: string, cause: unknown): ChainUnavailableError {

@@ -163,7 +163,7 @@ describe("several providers, four of them bad (anvil)", () => {
       );
       return named ? c : null;
     }, 60_000);
-    expect(ready?.status).toBe("degraded");
+    expect(ready?.status, ready?.detail).toBe("degraded");
     expect(ready?.detail).toMatch(new RegExp(`p1 ${host(proxies.forger)}: suspect, 1 disagreement`));
     expect(ready?.detail).toMatch(new RegExp(`p2 ${host(proxies.failing)}: down`));
     expect(ready?.detail).toMatch(new RegExp(`p4 ${host(proxies.hanging)}: down`));
