@@ -15,7 +15,7 @@ import {
 } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 const TABS = ["pending", "completed", "failed", "rejected", "processing"] as const;
 
@@ -23,6 +23,7 @@ type Pending = { kind: "approve" | "reject"; w: Withdrawal } | null;
 
 export default function Withdrawals() {
   const { environment } = useSession();
+  const canDecide = useCan()("withdrawals:approve");
   const client = useQueryClient();
   const [status, setStatus] = useState<(typeof TABS)[number]>("pending");
   const [page, setPage] = useState(1);
@@ -54,6 +55,7 @@ export default function Withdrawals() {
     result,
     (id) => `/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(id)}`,
   );
+  const decisions = status === "pending" && canDecide;
   const w = action?.w;
   return (
     <>
@@ -62,6 +64,7 @@ export default function Withdrawals() {
         Requests your customers made through your API that are above your auto-approve threshold (or when
         auto-withdraw is off) wait here for you. Approving sends the funds on-chain; rejecting returns the
         held amount to your available balance.
+        {canDecide ? null : " Your role can see these requests but not approve or reject them."}
       </p>
       <fieldset className="tabs">
         <legend className="visually-hidden">Status</legend>
@@ -114,7 +117,7 @@ export default function Withdrawals() {
                   <th scope="col">To address</th>
                   <th scope="col">User / reference</th>
                   <th scope="col">Status</th>
-                  {status === "pending" ? <th scope="col">Decision</th> : null}
+                  {decisions ? <th scope="col">Decision</th> : null}
                 </tr>
               </thead>
               <tbody>
@@ -131,7 +134,7 @@ export default function Withdrawals() {
                       <StatusBadge status={r.status} />
                       {r.rejectionReason ? <span className="muted"> {r.rejectionReason}</span> : null}
                     </td>
-                    {status === "pending" ? (
+                    {decisions ? (
                       <td className="row-actions">
                         <button
                           type="button"
