@@ -14,6 +14,7 @@ const SignIn = lazy(() => import("./screens/SignIn"));
 const SignUp = lazy(() => import("./screens/SignUp"));
 const ForgotPassword = lazy(() => import("./screens/ForgotPassword"));
 const ResetPassword = lazy(() => import("./screens/ResetPassword"));
+const AcceptInvite = lazy(() => import("./screens/AcceptInvite"));
 const Overview = lazy(() => import("./screens/Overview"));
 const Transactions = lazy(() => import("./screens/Transactions"));
 const TransactionDetail = lazy(() => import("./screens/TransactionDetail"));
@@ -25,6 +26,7 @@ const ApiKeys = lazy(() => import("./screens/ApiKeys"));
 const Settings = lazy(() => import("./screens/Settings"));
 const MailOutbox = lazy(() => import("./screens/MailOutbox"));
 const AuditLog = lazy(() => import("./screens/AuditLog"));
+const Team = lazy(() => import("./screens/Team"));
 const AdminHome = lazy(() => import("./screens/AdminHome"));
 
 const queryClient = new QueryClient({
@@ -104,6 +106,7 @@ function App() {
           }
         />
         <Route path="/reset-password" element={<ResetPassword />} />
+        <Route path="/accept-invite" element={<AcceptInvite />} />
         <Route
           path="/"
           element={
@@ -181,6 +184,14 @@ function App() {
           element={
             <RequireSession permission="audit:read">
               <AuditLog />
+            </RequireSession>
+          }
+        />
+        <Route
+          path="/team"
+          element={
+            <RequireSession permission="members:read">
+              <Team />
             </RequireSession>
           }
         />

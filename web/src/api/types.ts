@@ -63,3 +63,5 @@ export type DeliveryStatus = WebhookEvent["deliveryStatus"];
 export type WebhookAttempt = Schemas["WebhookDeliveryAttempt"];
 export type Settings = Schemas["Settings"];
 export type Mail = Schemas["DevMail"];
+export type Member = Schemas["Member"];
+export type Invitation = Schemas["Invitation"];

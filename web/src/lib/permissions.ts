@@ -54,6 +54,7 @@ export const NAV: readonly NavItem[] = [
   { to: "/webhooks", label: "Webhooks", permission: "webhooks:read" },
   { to: "/api-keys", label: "API keys", permission: "api_keys:read" },
   { to: "/settings", label: "Settings", permission: "settings:read" },
+  { to: "/team", label: "Team", permission: "members:read" },
   { to: "/audit-log", label: "Audit log", permission: "audit:read" },
   { to: "/mail", label: "Mail outbox", permission: "dev_mail:read", devOnly: true },
 ];
