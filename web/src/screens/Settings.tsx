@@ -7,6 +7,12 @@ import { CodeField, ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_C
 import { currencyLabel } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
 
+/**
+ * Four-eyes (issue #21): per currency, requests above it need two members' approvals; null = off.
+ * Shown only when the server sends it (older servers do not have it).
+ */
+type DualThreshold = Record<string, number | string | null>;
+
 function WithdrawalSettings() {
   const { environment } = useSession();
   const canWrite = useCan()("settings:write");
@@ -19,6 +25,7 @@ function WithdrawalSettings() {
   const [thresholds, setThresholds] = useState<Record<string, string>>({});
   const [allowlist, setAllowlist] = useState("");
   const [tolerance, setTolerance] = useState("0");
+  const [dual, setDual] = useState<Record<string, string> | null>(null);
   const stepUp = useStepUp();
   useEffect(() => {
     const s = settings.data;
@@ -27,6 +34,14 @@ function WithdrawalSettings() {
     setThresholds(Object.fromEntries(Object.entries(s.autoApproveThreshold).map(([k, v]) => [k, String(v)])));
     setAllowlist(s.ipAllowlist.join("\n"));
     setTolerance(String(s.underpaymentTolerancePercent));
+    const d = (s as SettingsData & { dualApprovalThreshold?: DualThreshold }).dualApprovalThreshold;
+    setDual(
+      d && typeof d === "object"
+        ? Object.fromEntries(
+            CURRENCIES.map((c) => [c, d[c] === null || d[c] === undefined ? "" : String(d[c])]),
+          )
+        : null,
+    );
   }, [settings.data]);
   const save = useMutation({
     mutationFn: () =>
@@ -40,6 +55,14 @@ function WithdrawalSettings() {
             .map((s) => s.trim())
             .filter(Boolean),
           underpaymentTolerancePercent: Number(tolerance),
+          // Empty turns four-eyes off for that currency.
+          ...(dual
+            ? {
+                dualApprovalThreshold: Object.fromEntries(
+                  Object.entries(dual).map(([k, v]) => [k, v.trim() === "" ? null : v.trim()]),
+                ),
+              }
+            : {}),
         }),
       ),
     onSuccess: (s) => client.setQueryData([environment, "settings"], s),
@@ -89,6 +112,27 @@ function WithdrawalSettings() {
               </Field>
             ))}
           </div>
+          {dual ? (
+            <div className="form-grid">
+              {CURRENCIES.map((c) => (
+                <Field
+                  key={c}
+                  label={`Two approvals above, ${currencyLabel(c)}`}
+                  hint="Requests above this amount need two members' approvals. Empty: one is enough."
+                >
+                  {(id, hint) => (
+                    <input
+                      id={id}
+                      inputMode="decimal"
+                      aria-describedby={hint}
+                      value={dual[c] ?? ""}
+                      onChange={(e) => setDual({ ...dual, [c]: e.target.value })}
+                    />
+                  )}
+                </Field>
+              ))}
+            </div>
+          ) : null}
           <Field
             label="Underpayment tolerance (%)"
             hint="0–10 %. A checkout session paid at least its amount less this share by its deadline is confirmed (e.g. 1 % accepts 99 USDT for 100). What arrived is always credited."

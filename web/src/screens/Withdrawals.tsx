@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { getList, post } from "../api/client";
+import { get, getList, post } from "../api/client";
 import type { Withdrawal } from "../api/types";
 import {
   ConfirmDialog,
@@ -20,6 +20,54 @@ import { useCan, useEnvKey, useSession } from "../session";
 const TABS = ["pending", "completed", "failed", "rejected", "processing"] as const;
 
 type Pending = { kind: "approve" | "reject"; w: Withdrawal } | null;
+
+/**
+ * Four-eyes (a request above the merchant's dual-approval threshold needs two different
+ * approvers): the approvals so far and how many it needs. A single read and an approval's answer
+ * carry them, lists do not (nor do servers without four-eyes).
+ */
+interface Approvals {
+  approvals?: { actorType: string; actorId: string; email?: string | null; approvedAt: string }[];
+  approvalsRequired?: number;
+}
+
+function approvalsOf(
+  w: Withdrawal,
+): { got: number; required: number; by: { user: string | null; label: string }[] } | null {
+  const a = w as Withdrawal & Approvals;
+  if (typeof a.approvalsRequired !== "number" || a.approvalsRequired < 2) return null;
+  const list = Array.isArray(a.approvals) ? a.approvals : [];
+  return {
+    got: list.length,
+    required: a.approvalsRequired,
+    by: list.map((x) =>
+      x.actorType === "user"
+        ? { user: x.actorId, label: x.email ?? "a member" }
+        : { user: null, label: "your server (API key)" },
+    ),
+  };
+}
+
+/**
+ * For the approve dialog: how many approvals the request needs and who gave them (its single
+ * read), or null when one approval sends it.
+ */
+function useApprovalState(id: string | undefined) {
+  const { me } = useSession();
+  const one = useQuery({
+    queryKey: useEnvKey("withdrawal", id),
+    queryFn: () => get<Withdrawal>(`/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(id ?? "")}`),
+    enabled: id !== undefined,
+    staleTime: 0,
+  });
+  const a = id !== undefined && one.data ? approvalsOf(one.data) : null;
+  if (!a) return null;
+  return {
+    ...a,
+    mine: a.by.some((b) => b.user !== null && b.user === me?.user.id),
+    sends: a.got + 1 >= a.required,
+  };
+}
 
 export default function Withdrawals() {
   const { environment } = useSession();
@@ -51,12 +99,16 @@ export default function Withdrawals() {
     },
   });
 
+  // A first approval of two leaves the request pending: nothing to follow until the second.
   const live = useLiveStatus(
     result,
     (id) => `/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(id)}`,
+    result?.status !== "pending",
   );
+  const liveApprovals = live ? approvalsOf(live) : null;
   const decisions = status === "pending" && canDecide;
   const w = action?.w;
+  const four = useApprovalState(action?.kind === "approve" ? w?.id : undefined);
   return (
     <>
       <PageHeader title="Withdrawal requests" />
@@ -83,7 +135,15 @@ export default function Withdrawals() {
           </button>
         ))}
       </fieldset>
-      {live ? (
+      {live && live.status === "pending" && liveApprovals ? (
+        <Notice kind="success">
+          Your approval of withdrawal <code>{shorten(live.id, 8, 4)}</code> is recorded:{" "}
+          <strong>
+            {liveApprovals.got} of {liveApprovals.required} approvals
+          </strong>
+          . It is sent once another member approves it too.
+        </Notice>
+      ) : live && live.status !== "pending" ? (
         <Notice kind={live.status === "failed" ? "warning" : "success"}>
           Withdrawal <code>{shorten(live.id, 8, 4)}</code> is now <strong>{live.status}</strong>.
           {live.status === "failed" ? " The held amount is back in your available balance." : null}
@@ -163,7 +223,9 @@ export default function Withdrawals() {
       <ConfirmDialog
         open={action !== null}
         title={action?.kind === "approve" ? "Approve this withdrawal?" : "Reject this withdrawal?"}
-        confirmLabel={action?.kind === "approve" ? "Approve and send" : "Reject"}
+        confirmLabel={
+          action?.kind === "approve" ? (four && !four.sends ? "Approve" : "Approve and send") : "Reject"
+        }
         danger={action?.kind === "reject"}
         busy={decide.isPending}
         onConfirm={() => action && decide.mutate(action)}
@@ -190,6 +252,21 @@ export default function Withdrawals() {
                 </>
               )}
             </p>
+            {action?.kind === "approve" && four ? (
+              <p data-testid="approval-state">
+                Above your four-eyes threshold, this request needs <strong>{four.required} approvals</strong>{" "}
+                from different people:{" "}
+                {four.got === 0
+                  ? "none yet"
+                  : `${four.got} so far (${four.by.map((b) => b.label).join(", ")})`}
+                .{" "}
+                {four.mine
+                  ? "You approved it already: another member has to approve it."
+                  : four.sends
+                    ? "Yours sends it."
+                    : "Yours is recorded; it is sent after the next approval."}
+              </p>
+            ) : null}
             {action?.kind === "reject" ? (
               <Field label="Reason (optional, sent in the webhook)">
                 {(id) => (
