@@ -7,6 +7,7 @@ import path from "node:path";
 import { generate } from "otplib";
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { listOutbox } from "../../src/mail/index.js";
 import { onPostgres } from "../support/db.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { ensureWebBuild, ROOT } from "./build.js";
@@ -16,7 +17,11 @@ import { ensureWebBuild, ROOT } from "./build.js";
  * against the real service (PGlite, or PostgreSQL with TEST_DATABASE_URL), in the sandbox: sign up
  * and get sandbox keys, see a test payment arrive, debug a failing webhook, manage keys and
  * settings with 2FA, approve a withdrawal, send a payout with an e-mailed OTP, sign in again with
- * 2FA — and every screen at 375 px. Screenshots of each screen go to test-artifacts/web/<db>/.
+ * 2FA — then the team of issue #21: invite a finance member through the step-up dialog, who joins
+ * from the mailed link in a second browser, sees only what the role allows and gives the first of
+ * two approvals of a withdrawal (four-eyes) that the owner's second sends, both in the audit log;
+ * a role change to viewer hides the decisions; removal ends the member's session — and every
+ * screen at 375 px. Screenshots of each screen go to test-artifacts/web/<db>/.
  */
 
 // Functions given to page.evaluate run in the browser; this file is compiled without the DOM lib.
@@ -40,6 +45,10 @@ let receiver: http.Server;
 let receiverStatus = 500;
 const received: string[] = [];
 const email = `e2e-${Date.now()}@example.com`;
+/** The team member the owner invites (issue #21), in a browser context of its own. */
+const invitee = `e2e-finance-${Date.now()}@example.com`;
+let memberContext: BrowserContext | undefined;
+let member: Page;
 const keys: { apiKey?: string; apiSecret?: string } = {};
 let shots = 0;
 
@@ -62,11 +71,28 @@ async function shot(name: string, target: Page = page) {
   });
 }
 
-async function nav(label: string) {
-  const menu = page.getByRole("button", { name: "Menu" });
+async function nav(label: string, target: Page = page) {
+  const menu = target.getByRole("button", { name: "Menu" });
   if (await menu.isVisible()) await menu.click();
-  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label }).click();
-  await pwExpect(page.getByRole("heading", { level: 1, name: label })).toBeVisible();
+  await target.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label }).click();
+  await pwExpect(target.getByRole("heading", { level: 1, name: label })).toBeVisible();
+}
+
+/** The labels of the main navigation `target` shows. */
+async function navLabels(target: Page): Promise<string[]> {
+  const links = target.getByRole("navigation", { name: "Main" }).getByRole("link");
+  await pwExpect(links.first()).toBeVisible();
+  return (await links.allTextContents()).map((t) => t.trim());
+}
+
+/** A pending withdrawal request of the sandbox, made by the merchant's server (API key). */
+async function pendingWithdrawal(externalUserId: string) {
+  const created = await call(base, "/api/v1/public/withdrawal-requests", {
+    headers: { apikey: keys.apiKey as string, "x-api-secret": keys.apiSecret as string },
+    json: { amount: 6, currencyType: "USDT-TRC20", walletAddress: TRON_ADDRESS, externalUserId },
+  });
+  expect(created.status, created.text).toBe(201);
+  expect(created.body.data.status).toBe("pending");
 }
 
 const usedCodeMails = new Set<string>();
@@ -196,6 +222,7 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
     }, 180_000);
 
     afterAll(async () => {
+      await memberContext?.close();
       await context?.close();
       await browser?.close();
       await svc?.close();
@@ -210,6 +237,12 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
           fullPage: true,
         });
         await page.keyboard.press("Escape"); // a dialog left open would block the next step
+        // The team member's browser too, while it is open.
+        if (memberContext && member && !member.isClosed())
+          await member.screenshot({
+            path: path.join(ARTIFACTS, `FAILED-member-${ctx.task.name.slice(0, 33)}.png`),
+            fullPage: true,
+          });
       }
     });
 
@@ -592,6 +625,180 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await pwExpect(page.getByRole("note")).toBeVisible();
     });
 
+    // Team accounts (issue #21). Granting access is an account-wide write: the step-up dialog asks
+    // in the sandbox too. Waits up to one TOTP step (30 s) for a code the last step-up has not used.
+    it("invites a finance member from the Team screen through the step-up dialog", {
+      timeout: 120_000,
+    }, async () => {
+      await nav("Team");
+      const members = page.getByRole("table", { name: "Members" });
+      await pwExpect(members.getByRole("row").filter({ hasText: email })).toContainText("owner");
+      await page.getByLabel("E-mail address").fill(invitee);
+      await page.getByLabel("Role", { exact: true }).selectOption("finance");
+      await page.getByRole("button", { name: "Send invitation" }).click();
+      const dialog = page.getByRole("dialog", { name: "Confirm it's you" });
+      await pwExpect(dialog).toContainText("Team changes decide who can reach your account");
+      await dialog.getByRole("button", { name: "E-mail me a code" }).click();
+      await dialog.getByLabel("E-mailed code").fill(await latestCode());
+      const seed = (globalThis as { totpSeed?: string }).totpSeed as string;
+      await dialog.getByLabel("Authenticator code").fill(await freshTotp(seed));
+      await shot("team-invite-step-up");
+      await dialog.getByRole("button", { name: "Confirm" }).click();
+      await pwExpect(page.getByText(`Invitation sent to ${invitee} as finance`)).toBeVisible();
+      const invitations = page.getByRole("table", { name: "Invitations" });
+      await pwExpect(invitations.getByRole("row").filter({ hasText: invitee })).toContainText("pending");
+      await shot("team-invited");
+    });
+
+    it("the invitee joins from the mailed link in another browser and sees only what finance may do", async () => {
+      // The invitee's mailbox: the development outbox, read where the server keeps it.
+      const { rows } = await listOutbox(svc.database.db, invitee, 1, 0);
+      const mail = rows[0]?.body ?? "";
+      const link = /(https?:\/\/\S+\/accept-invite#token=[\w%-]+)/.exec(mail)?.[1];
+      expect(link, mail).toBeTruthy();
+      expect(mail).toContain("Or use this invitation token: ");
+      memberContext = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+      memberContext.setDefaultTimeout(STEP);
+      member = await memberContext.newPage();
+      await member.goto(link as string);
+      await pwExpect(member.getByRole("heading", { name: "Join your team" })).toBeVisible();
+      // The token is read once and leaves the address bar (like the password reset's).
+      await eventually(async () => expect(member.url()).not.toContain("token"));
+      await member.getByLabel("Password", { exact: true }).fill(PASSWORD);
+      await member.getByLabel("Confirm password").fill(`${PASSWORD}!`);
+      await member.getByRole("button", { name: "Join and sign in" }).click();
+      await pwExpect(member.getByRole("alert")).toContainText("The two passwords don't match.");
+      await member.getByLabel("Confirm password").fill(PASSWORD);
+      await shot("accept-invite", member);
+      await member.getByRole("button", { name: "Join and sign in" }).click();
+      await pwExpect(member.getByRole("heading", { level: 1, name: "Overview" })).toBeVisible();
+      // The mailed link is on the first allowed origin (a base URL): look at the tour's sandbox.
+      await member.getByRole("radio", { name: "Sandbox" }).check();
+      await pwExpect(member.getByRole("note")).toContainText("No real money moves here");
+      const labels = await navLabels(member);
+      expect(labels).toEqual(
+        expect.arrayContaining(["Overview", "Withdrawal requests", "Payouts", "Settings"]),
+      );
+      for (const hidden of ["API keys", "Webhooks", "Team", "Audit log"])
+        expect(labels).not.toContain(hidden);
+      await shot("finance-overview", member);
+      // A bookmark to a screen the role cannot open says so (no 403 to decipher).
+      await member.goto(`${new URL(member.url()).origin}/api-keys`);
+      await pwExpect(member.getByRole("heading", { level: 1, name: "Not available" })).toBeVisible();
+      await pwExpect(member.getByText("Your role (finance) can't open this screen.")).toBeVisible();
+      // Finance sends payouts: the form is there.
+      await nav("Payouts", member);
+      await pwExpect(member.getByRole("heading", { name: "Send a payout" })).toBeVisible();
+    });
+
+    it("four-eyes: the finance member's approval is the first of two, the owner's sends the withdrawal", async () => {
+      // The owner asks for two approvals above 5 USDT (TRON) in the sandbox (no step-up there).
+      await nav("Settings");
+      await page.getByLabel("Two approvals above, USDT (TRON)").fill("5");
+      await page.getByRole("button", { name: "Save settings" }).click();
+      await pwExpect(page.getByText("Settings saved.")).toBeVisible();
+      await pendingWithdrawal("user-43");
+
+      await nav("Withdrawal requests", member);
+      const table = member.getByRole("table", { name: "Withdrawal requests, pending" });
+      const row = table.getByRole("row").filter({ hasText: "user-43" });
+      await pwExpect(row).toBeVisible();
+      await shot("finance-withdrawals", member);
+      await row.getByRole("button", { name: "Approve" }).click();
+      const dialog = member.getByRole("dialog", { name: "Approve this withdrawal?" });
+      await pwExpect(dialog).toContainText(TRON_ADDRESS);
+      await pwExpect(dialog.getByTestId("approval-state")).toContainText("needs 2 approvals");
+      await pwExpect(dialog.getByTestId("approval-state")).toContainText("none yet");
+      await shot("finance-approve-first-of-two", member);
+      await dialog.getByRole("button", { name: "Approve", exact: true }).click();
+      await pwExpect(member.getByText("1 of 2 approvals")).toBeVisible();
+      await pwExpect(row).toBeVisible(); // still pending: one more approval sends it
+
+      await nav("Withdrawal requests");
+      const ownerRow = page
+        .getByRole("table", { name: "Withdrawal requests, pending" })
+        .getByRole("row")
+        .filter({ hasText: "user-43" });
+      await ownerRow.getByRole("button", { name: "Approve" }).click();
+      const second = page.getByRole("dialog", { name: "Approve this withdrawal?" });
+      await pwExpect(second.getByTestId("approval-state")).toContainText(`1 so far (${invitee})`);
+      await shot("owner-approve-second");
+      await second.getByRole("button", { name: "Approve and send" }).click();
+      await pwExpect(page.getByText(/is now (processing|completed)/)).toBeVisible();
+      await pwExpect(page.getByText(/is now completed/)).toBeVisible({ timeout: 20_000 });
+    });
+
+    it("the owner finds the finance member's approval and join in the audit log", async () => {
+      await nav("Audit log");
+      const audit = page.getByRole("table", { name: "Audit records" });
+      const rowsOf = (action: string) =>
+        audit.getByRole("row").filter({ hasText: action }).filter({ hasText: invitee });
+      await page.getByLabel("Action").selectOption("withdrawal.approve");
+      await pwExpect(rowsOf("withdrawal.approve")).toHaveCount(1);
+      await pwExpect(rowsOf("withdrawal.approve")).toContainText(`${invitee} (finance)`);
+      // The owner's: user-42's earlier, and the second of user-43's two.
+      await pwExpect(audit.getByRole("row").filter({ hasText: "(owner)" })).toHaveCount(2);
+      await shot("audit-log-finance-approval");
+      await page.getByLabel("Action").selectOption("member.join");
+      await pwExpect(rowsOf("member.join")).toHaveCount(1);
+      await pwExpect(rowsOf("member.join")).toContainText("Member joined");
+      await page.getByLabel("Action").selectOption("member.invite");
+      await pwExpect(audit.getByRole("row").filter({ hasText: "member.invite" })).toHaveCount(1);
+      await pwExpect(audit.getByRole("row").filter({ hasText: "member.invite" })).toContainText("(owner)");
+      await page.getByLabel("Action").selectOption("");
+    });
+
+    // Waits up to one TOTP step (30 s) for a code the invitation has not used.
+    it("the owner makes the member a viewer (step-up): no approve buttons, no payout form; then removes them", {
+      timeout: 120_000,
+    }, async () => {
+      await nav("Team");
+      const row = page.getByRole("table", { name: "Members" }).getByRole("row").filter({ hasText: invitee });
+      await pwExpect(row).toContainText("finance");
+      await row.getByRole("button", { name: `Change role of ${invitee}` }).click();
+      const change = page.getByRole("dialog", { name: "Change this member's role?" });
+      await change.getByLabel("New role").selectOption("viewer");
+      await change.getByRole("button", { name: "Change role" }).click();
+      const stepUp = page.getByRole("dialog", { name: "Confirm it's you" });
+      await stepUp.getByRole("button", { name: "E-mail me a code" }).click();
+      await stepUp.getByLabel("E-mailed code").fill(await latestCode());
+      const seed = (globalThis as { totpSeed?: string }).totpSeed as string;
+      await stepUp.getByLabel("Authenticator code").fill(await freshTotp(seed));
+      await stepUp.getByRole("button", { name: "Confirm" }).click();
+      await pwExpect(page.getByText(`${invitee} is now viewer`)).toBeVisible();
+      await pwExpect(row).toContainText("viewer");
+      await shot("team-role-changed");
+
+      // The viewer's next page load: pending requests without decisions, payouts without the form.
+      await pendingWithdrawal("user-44");
+      await member.reload();
+      await pwExpect(member.getByRole("heading", { level: 1, name: "Withdrawal requests" })).toBeVisible();
+      const table = member.getByRole("table", { name: "Withdrawal requests, pending" });
+      await pwExpect(table.getByRole("row").filter({ hasText: "user-44" })).toBeVisible();
+      await pwExpect(
+        member.getByText("Your role can see these requests but not approve or reject them."),
+      ).toBeVisible();
+      await pwExpect(member.getByRole("button", { name: "Approve", exact: true })).toHaveCount(0);
+      await pwExpect(member.getByRole("button", { name: "Reject", exact: true })).toHaveCount(0);
+      await shot("viewer-withdrawals", member);
+      await nav("Payouts", member);
+      await pwExpect(member.getByRole("heading", { name: "Payout history" })).toBeVisible();
+      await pwExpect(member.getByRole("heading", { name: "Send a payout" })).toHaveCount(0);
+
+      // Removal ends the member's sessions at once: the other browser is back at sign-in.
+      await row.getByRole("button", { name: `Remove ${invitee}` }).click();
+      const remove = page.getByRole("dialog", { name: "Remove this member?" });
+      await pwExpect(remove).toContainText(invitee);
+      await shot("team-remove-dialog");
+      await remove.getByRole("button", { name: "Remove" }).click();
+      await pwExpect(page.getByText(`${invitee} is removed`)).toBeVisible();
+      await pwExpect(row).toHaveCount(0);
+      await member.reload();
+      await pwExpect(member.getByRole("heading", { name: "Sign in" })).toBeVisible();
+      await memberContext?.close();
+      memberContext = undefined;
+    });
+
     it("works at 375 px: every screen fits without horizontal scrolling and the menu is keyboard-usable", async () => {
       await page.setViewportSize({ width: 375, height: 760 });
       const screens = [
@@ -603,6 +810,8 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
         ["/webhooks", "webhooks"],
         ["/api-keys", "api-keys"],
         ["/settings", "settings"],
+        ["/team", "team"],
+        ["/audit-log", "audit-log"],
         ["/mail", "mail"],
       ] as const;
       for (const [url, name] of screens) {

@@ -4,7 +4,8 @@ import { createRoot } from "react-dom/client";
 import { BrowserRouter, Navigate, Route, Routes, useLocation } from "react-router-dom";
 import { ApiError } from "./api/client";
 import { Layout } from "./components/Layout";
-import { Loading } from "./components/ui";
+import { Loading, Notice, PageHeader } from "./components/ui";
+import { can, type Permission } from "./lib/permissions";
 import { SessionProvider, useSession } from "./session";
 import "./styles.css";
 
@@ -13,6 +14,7 @@ const SignIn = lazy(() => import("./screens/SignIn"));
 const SignUp = lazy(() => import("./screens/SignUp"));
 const ForgotPassword = lazy(() => import("./screens/ForgotPassword"));
 const ResetPassword = lazy(() => import("./screens/ResetPassword"));
+const AcceptInvite = lazy(() => import("./screens/AcceptInvite"));
 const Overview = lazy(() => import("./screens/Overview"));
 const Transactions = lazy(() => import("./screens/Transactions"));
 const TransactionDetail = lazy(() => import("./screens/TransactionDetail"));
@@ -24,6 +26,7 @@ const ApiKeys = lazy(() => import("./screens/ApiKeys"));
 const Settings = lazy(() => import("./screens/Settings"));
 const MailOutbox = lazy(() => import("./screens/MailOutbox"));
 const AuditLog = lazy(() => import("./screens/AuditLog"));
+const Team = lazy(() => import("./screens/Team"));
 const AdminHome = lazy(() => import("./screens/AdminHome"));
 
 const queryClient = new QueryClient({
@@ -37,12 +40,32 @@ const queryClient = new QueryClient({
   },
 });
 
-function RequireSession({ children }: { children: ReactNode }) {
+/** A screen the member's role cannot open (a link or a bookmark): said plainly, no 403 to read. */
+function NotAllowed({ role }: { role: string | null }) {
+  return (
+    <>
+      <PageHeader title="Not available" />
+      <Notice kind="warning">
+        Your role{role ? ` (${role})` : ""} can't open this screen. An owner or admin of your team can change
+        your role.
+      </Notice>
+    </>
+  );
+}
+
+/** Signed in, and (`permission`) allowed to see the screen in the current environment. */
+function RequireSession({ children, permission }: { children: ReactNode; permission?: Permission }) {
   const { me, loading } = useSession();
   const location = useLocation();
   if (loading) return <Loading label="Loading your account…" />;
   if (!me) return <Navigate to="/login" replace state={{ from: location.pathname + location.search }} />;
   if (me.user.role === "admin") return <AdminHome />;
+  if (permission && !can(me.permissions, permission))
+    return (
+      <Layout>
+        <NotAllowed role={me.user.memberRole} />
+      </Layout>
+    );
   return <Layout>{children}</Layout>;
 }
 
@@ -83,10 +106,11 @@ function App() {
           }
         />
         <Route path="/reset-password" element={<ResetPassword />} />
+        <Route path="/accept-invite" element={<AcceptInvite />} />
         <Route
           path="/"
           element={
-            <RequireSession>
+            <RequireSession permission="money:read">
               <Overview />
             </RequireSession>
           }
@@ -94,7 +118,7 @@ function App() {
         <Route
           path="/transactions"
           element={
-            <RequireSession>
+            <RequireSession permission="money:read">
               <Transactions />
             </RequireSession>
           }
@@ -102,7 +126,7 @@ function App() {
         <Route
           path="/transactions/:id"
           element={
-            <RequireSession>
+            <RequireSession permission="money:read">
               <TransactionDetail />
             </RequireSession>
           }
@@ -110,7 +134,7 @@ function App() {
         <Route
           path="/sessions"
           element={
-            <RequireSession>
+            <RequireSession permission="money:read">
               <Sessions />
             </RequireSession>
           }
@@ -118,7 +142,7 @@ function App() {
         <Route
           path="/withdrawals"
           element={
-            <RequireSession>
+            <RequireSession permission="money:read">
               <Withdrawals />
             </RequireSession>
           }
@@ -126,7 +150,7 @@ function App() {
         <Route
           path="/payouts"
           element={
-            <RequireSession>
+            <RequireSession permission="money:read">
               <Payouts />
             </RequireSession>
           }
@@ -134,7 +158,7 @@ function App() {
         <Route
           path="/webhooks"
           element={
-            <RequireSession>
+            <RequireSession permission="webhooks:read">
               <Webhooks />
             </RequireSession>
           }
@@ -142,7 +166,7 @@ function App() {
         <Route
           path="/api-keys"
           element={
-            <RequireSession>
+            <RequireSession permission="api_keys:read">
               <ApiKeys />
             </RequireSession>
           }
@@ -150,7 +174,7 @@ function App() {
         <Route
           path="/settings"
           element={
-            <RequireSession>
+            <RequireSession permission="settings:read">
               <Settings />
             </RequireSession>
           }
@@ -158,15 +182,23 @@ function App() {
         <Route
           path="/audit-log"
           element={
-            <RequireSession>
+            <RequireSession permission="audit:read">
               <AuditLog />
+            </RequireSession>
+          }
+        />
+        <Route
+          path="/team"
+          element={
+            <RequireSession permission="members:read">
+              <Team />
             </RequireSession>
           }
         />
         <Route
           path="/mail"
           element={
-            <RequireSession>
+            <RequireSession permission="dev_mail:read">
               <MailOutbox />
             </RequireSession>
           }

@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from "react";
 import { ApiError, type Environment, get, setApiEnvironment, setSessionEndedHandler } from "./api/client";
 import type { Me } from "./api/types";
+import { can, type Permission } from "./lib/permissions";
 
 const STORAGE_KEY = "stablegate.environment";
 
@@ -57,15 +58,20 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   useEffect(() => setApiEnvironment(known), [known]);
   const effective: Environment = known ?? "sandbox";
 
-  const setEnvironment = useCallback((env: Environment) => {
-    setApiEnvironment(env);
-    try {
-      localStorage.setItem(STORAGE_KEY, env);
-    } catch {
-      // private mode: the choice lasts for this tab only
-    }
-    setEnv(env);
-  }, []);
+  const setEnvironment = useCallback(
+    (env: Environment) => {
+      setApiEnvironment(env);
+      try {
+        localStorage.setItem(STORAGE_KEY, env);
+      } catch {
+        // private mode: the choice lasts for this tab only
+      }
+      setEnv(env);
+      // The role's permissions are per environment (a developer moves money in the sandbox only).
+      void client.invalidateQueries({ queryKey: ["me"] });
+    },
+    [client],
+  );
 
   const signedOut = useCallback(() => {
     client.setQueryData(["me"], null);
@@ -97,6 +103,16 @@ export function useSession(): SessionValue {
   const v = useContext(SessionContext);
   if (!v) throw new Error("useSession outside SessionProvider");
   return v;
+}
+
+/**
+ * What the signed-in member's role may do in the current environment (`permissions` of
+ * `/auth/me`): the dashboard hides what the server would refuse.
+ */
+export function useCan(): (permission: Permission) => boolean {
+  const { me } = useSession();
+  const permissions = me?.permissions;
+  return useCallback((permission: Permission) => can(permissions, permission), [permissions]);
 }
 
 /** Query keys of environment-scoped data start with the environment. */

@@ -29,6 +29,7 @@ export const CLIENT_ROUTES = [
   "signup",
   "forgot-password",
   "reset-password",
+  "accept-invite",
   "transactions",
   "sessions",
   "withdrawals",
@@ -36,6 +37,7 @@ export const CLIENT_ROUTES = [
   "webhooks",
   "api-keys",
   "settings",
+  "team",
   "audit-log",
   "mail",
 ] as const;

@@ -46,7 +46,39 @@ export const AUDIT_ACTIONS = [
   "withdrawal.approve",
   "withdrawal.reject",
   "export.transactions",
+  "member.invite",
+  "member.invitation_revoke",
+  "member.join",
+  "member.role_change",
+  "member.remove",
+  "ownership.transfer",
 ] as const satisfies readonly Schemas["AuditAction"][];
+export type AuditAction = Schemas["AuditAction"];
+/** Each action in words (the filter's options and the log's rows); the code stays visible too. */
+export const AUDIT_LABELS: Record<AuditAction, string> = {
+  "auth.sign_in": "Signed in",
+  "auth.sign_in_failed": "Failed sign-in",
+  "auth.password_change": "Password changed",
+  "auth.password_reset": "Password reset by e-mail",
+  "auth.two_factor_enable": "Two-factor turned on",
+  "auth.two_factor_disable": "Two-factor turned off",
+  "api_key.create": "API key pair created",
+  "api_key.rotate": "API key pair rotated",
+  "api_key.revoke": "API key pair revoked",
+  "settings.update": "Settings changed",
+  "webhook.url_update": "Webhook URL changed",
+  "webhook.secret_rotate": "Webhook secret rotated",
+  "payout.create": "Payout sent",
+  "withdrawal.approve": "Withdrawal approved",
+  "withdrawal.reject": "Withdrawal rejected",
+  "export.transactions": "Transactions exported",
+  "member.invite": "Member invited",
+  "member.invitation_revoke": "Invitation revoked",
+  "member.join": "Member joined",
+  "member.role_change": "Member's role changed",
+  "member.remove": "Member removed",
+  "ownership.transfer": "Ownership transferred",
+};
 
 export type User = Schemas["User"];
 export type Me = DataOf<"/api/v1/auth/me", "get">;
@@ -63,3 +95,5 @@ export type DeliveryStatus = WebhookEvent["deliveryStatus"];
 export type WebhookAttempt = Schemas["WebhookDeliveryAttempt"];
 export type Settings = Schemas["Settings"];
 export type Mail = Schemas["DevMail"];
+export type Member = Schemas["Member"];
+export type Invitation = Schemas["Invitation"];

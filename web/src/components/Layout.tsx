@@ -2,21 +2,9 @@ import { useQuery } from "@tanstack/react-query";
 import { type ReactNode, Suspense, useEffect, useRef, useState } from "react";
 import { NavLink, useLocation, useNavigate } from "react-router-dom";
 import { type Environment, isMissingRoute, post, request } from "../api/client";
+import { visibleNav } from "../lib/permissions";
 import { useSession } from "../session";
 import { Loading } from "./ui";
-
-const NAV: { to: string; label: string; devOnly?: boolean }[] = [
-  { to: "/", label: "Overview" },
-  { to: "/transactions", label: "Transactions" },
-  { to: "/sessions", label: "Checkout sessions" },
-  { to: "/withdrawals", label: "Withdrawal requests" },
-  { to: "/payouts", label: "Payouts" },
-  { to: "/webhooks", label: "Webhooks" },
-  { to: "/api-keys", label: "API keys" },
-  { to: "/settings", label: "Settings" },
-  { to: "/audit-log", label: "Audit log" },
-  { to: "/mail", label: "Mail outbox", devOnly: true },
-];
 
 /** The development outbox exists outside production mode only (404 there). */
 function useHasOutbox() {
@@ -124,7 +112,7 @@ export function Layout({ children }: { children: ReactNode }) {
       <div className="body">
         <nav id="main-nav" className={menuOpen ? "sidenav is-open" : "sidenav"} aria-label="Main">
           <ul>
-            {NAV.filter((n) => !n.devOnly || hasOutbox).map((n) => (
+            {visibleNav(me?.permissions, { hasOutbox }).map((n) => (
               <li key={n.to}>
                 <NavLink to={n.to} end={n.to === "/"}>
                   {n.label}

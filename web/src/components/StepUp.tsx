@@ -35,8 +35,11 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-/** `always`: account-wide writes (2FA off) ask in every environment. */
-export function useStepUp(options: { always?: boolean } = {}) {
+/**
+ * `always`: account-wide writes (2FA off, team changes) ask in every environment. `reason`: why
+ * the dialog asks (default: live money).
+ */
+export function useStepUp(options: { always?: boolean; reason?: string } = {}) {
   const { environment, me } = useSession();
   const [pending, setPending] = useState<Pending | null>(null);
   const needed = options.always === true || environment === "production";
@@ -50,7 +53,12 @@ export function useStepUp(options: { always?: boolean } = {}) {
     [needed],
   );
   const dialog = (
-    <StepUpDialog pending={pending} totp={me?.user.totpEnabled === true} onClose={() => setPending(null)} />
+    <StepUpDialog
+      pending={pending}
+      totp={me?.user.totpEnabled === true}
+      reason={options.reason ?? "This change protects your live money"}
+      onClose={() => setPending(null)}
+    />
   );
   return { run, dialog, needed };
 }
@@ -58,10 +66,12 @@ export function useStepUp(options: { always?: boolean } = {}) {
 function StepUpDialog({
   pending,
   totp,
+  reason,
   onClose,
 }: {
   pending: Pending | null;
   totp: boolean;
+  reason: string;
   onClose(): void;
 }) {
   const [sent, setSent] = useState(false);
@@ -133,7 +143,7 @@ function StepUpDialog({
       onCancel={cancel}
     >
       <p>
-        This change protects your live money, so it needs a one-time code we e-mail you
+        {reason}, so it needs a one-time code we e-mail you
         {totp ? " and a code from your authenticator app" : ""}.
       </p>
       {sent ? (

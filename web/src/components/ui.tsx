@@ -59,6 +59,7 @@ const STATUS_TONE: Record<string, string> = {
   completed: "good",
   delivered: "good",
   active: "good",
+  accepted: "good",
   pending: "wait",
   processing: "wait",
   failed: "bad",

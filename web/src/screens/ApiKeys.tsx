@@ -14,12 +14,13 @@ import {
   StatusBadge,
 } from "../components/ui";
 import { formatDate } from "../lib/format";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 type Pending = { kind: "rotate" | "revoke"; key: ApiKey } | null;
 
 export default function ApiKeys() {
   const { environment } = useSession();
+  const canWrite = useCan()("api_keys:write");
   const client = useQueryClient();
   const [pending, setPending] = useState<Pending>(null);
   const [revealed, setRevealed] = useState<KeyPair | null>(null);
@@ -62,17 +63,19 @@ export default function ApiKeys() {
   return (
     <>
       <PageHeader title="API keys">
-        <button
-          type="button"
-          className="btn btn-primary"
-          onClick={() => {
-            setRevokedNote(null);
-            create.mutate();
-          }}
-          disabled={create.isPending}
-        >
-          Create {environment} key pair
-        </button>
+        {canWrite ? (
+          <button
+            type="button"
+            className="btn btn-primary"
+            onClick={() => {
+              setRevokedNote(null);
+              create.mutate();
+            }}
+            disabled={create.isPending}
+          >
+            Create {environment} key pair
+          </button>
+        ) : null}
       </PageHeader>
       <p className="muted">
         Your server sends the key in the <code>apikey</code> header and the secret in{" "}
@@ -110,7 +113,7 @@ export default function ApiKeys() {
                 <th scope="col">API key</th>
                 <th scope="col">Secret</th>
                 <th scope="col">Created</th>
-                <th scope="col">Actions</th>
+                {canWrite ? <th scope="col">Actions</th> : null}
               </tr>
             </thead>
             <tbody>
@@ -123,22 +126,24 @@ export default function ApiKeys() {
                     <code>{k.secretHint}</code>
                   </td>
                   <td>{formatDate(k.createdAt)}</td>
-                  <td className="row-actions">
-                    <button
-                      type="button"
-                      className="btn btn-small"
-                      onClick={() => setPending({ kind: "rotate", key: k })}
-                    >
-                      Rotate<span className="visually-hidden"> {k.apiKey}</span>
-                    </button>
-                    <button
-                      type="button"
-                      className="btn btn-small btn-danger"
-                      onClick={() => setPending({ kind: "revoke", key: k })}
-                    >
-                      Revoke<span className="visually-hidden"> {k.apiKey}</span>
-                    </button>
-                  </td>
+                  {canWrite ? (
+                    <td className="row-actions">
+                      <button
+                        type="button"
+                        className="btn btn-small"
+                        onClick={() => setPending({ kind: "rotate", key: k })}
+                      >
+                        Rotate<span className="visually-hidden"> {k.apiKey}</span>
+                      </button>
+                      <button
+                        type="button"
+                        className="btn btn-small btn-danger"
+                        onClick={() => setPending({ kind: "revoke", key: k })}
+                      >
+                        Revoke<span className="visually-hidden"> {k.apiKey}</span>
+                      </button>
+                    </td>
+                  ) : null}
                 </tr>
               ))}
             </tbody>

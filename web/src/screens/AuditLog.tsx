@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { getList } from "../api/client";
-import { AUDIT_ACTIONS, type AuditRecord } from "../api/types";
+import { AUDIT_ACTIONS, AUDIT_LABELS, type AuditRecord } from "../api/types";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
 import { formatDate, shorten } from "../lib/format";
 
@@ -31,7 +31,7 @@ export default function AuditLog() {
               <option value="">All actions</option>
               {AUDIT_ACTIONS.map((a) => (
                 <option key={a} value={a}>
-                  {a}
+                  {AUDIT_LABELS[a]} ({a})
                 </option>
               ))}
             </select>
@@ -61,7 +61,9 @@ export default function AuditLog() {
                   <tr key={r.id}>
                     <td>{formatDate(r.createdAt)}</td>
                     <td>
-                      <code>{r.action}</code>
+                      {AUDIT_LABELS[r.action] ?? r.action}
+                      <br />
+                      <code className="muted">{r.action}</code>
                     </td>
                     <td>
                       {r.actor.type === "api_key"

@@ -16,7 +16,7 @@ import {
 } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 type Step = "form" | "otp" | "done";
 
@@ -27,6 +27,7 @@ const FAILURE_ADDRESSES: Record<CurrencyType, string> = {
 
 export default function Payouts() {
   const { environment, me } = useSession();
+  const canSend = useCan()("payouts:create");
   const client = useQueryClient();
   const [step, setStep] = useState<Step>("form");
   const [form, setForm] = useState({
@@ -80,152 +81,154 @@ export default function Payouts() {
   return (
     <>
       <PageHeader title="Payouts" />
-      <section className="card" aria-labelledby="payout-form-title">
-        <h2 id="payout-form-title">Send a payout</h2>
-        <ol className="steps" aria-label="Steps">
-          <li aria-current={step === "form" ? "step" : undefined}>Details</li>
-          <li aria-current={step === "otp" ? "step" : undefined}>E-mailed code</li>
-          <li aria-current={step === "done" ? "step" : undefined}>Result</li>
-        </ol>
-        {step === "form" ? (
-          <form
-            className="form-grid"
-            onSubmit={(e) => {
-              e.preventDefault();
-              requestOtp.mutate();
-            }}
-          >
-            <Field
-              label="Amount (USDT)"
-              hint={available !== undefined ? `Available: ${formatAmount(available)}` : undefined}
+      {canSend ? (
+        <section className="card" aria-labelledby="payout-form-title">
+          <h2 id="payout-form-title">Send a payout</h2>
+          <ol className="steps" aria-label="Steps">
+            <li aria-current={step === "form" ? "step" : undefined}>Details</li>
+            <li aria-current={step === "otp" ? "step" : undefined}>E-mailed code</li>
+            <li aria-current={step === "done" ? "step" : undefined}>Result</li>
+          </ol>
+          {step === "form" ? (
+            <form
+              className="form-grid"
+              onSubmit={(e) => {
+                e.preventDefault();
+                requestOtp.mutate();
+              }}
             >
-              {(id, hint) => (
-                <input
-                  id={id}
-                  required
-                  inputMode="decimal"
-                  aria-describedby={hint}
-                  value={form.amount}
-                  onChange={(e) => setForm({ ...form, amount: e.target.value })}
-                />
-              )}
-            </Field>
-            <Field label="Network">
-              {(id) => (
-                <select
-                  id={id}
-                  value={form.currencyType}
-                  onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
-                >
-                  {CURRENCIES.map((c) => (
-                    <option key={c} value={c}>
-                      {currencyLabel(c)}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            <Field
-              label="Recipient wallet address"
-              hint={
-                environment === "sandbox"
-                  ? `Sandbox tip: ${FAILURE_ADDRESSES[form.currencyType]} always fails, to test the failed path.`
-                  : "Double-check it: a blockchain transfer can't be reversed."
-              }
+              <Field
+                label="Amount (USDT)"
+                hint={available !== undefined ? `Available: ${formatAmount(available)}` : undefined}
+              >
+                {(id, hint) => (
+                  <input
+                    id={id}
+                    required
+                    inputMode="decimal"
+                    aria-describedby={hint}
+                    value={form.amount}
+                    onChange={(e) => setForm({ ...form, amount: e.target.value })}
+                  />
+                )}
+              </Field>
+              <Field label="Network">
+                {(id) => (
+                  <select
+                    id={id}
+                    value={form.currencyType}
+                    onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
+                  >
+                    {CURRENCIES.map((c) => (
+                      <option key={c} value={c}>
+                        {currencyLabel(c)}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+              <Field
+                label="Recipient wallet address"
+                hint={
+                  environment === "sandbox"
+                    ? `Sandbox tip: ${FAILURE_ADDRESSES[form.currencyType]} always fails, to test the failed path.`
+                    : "Double-check it: a blockchain transfer can't be reversed."
+                }
+              >
+                {(id, hint) => (
+                  <input
+                    id={id}
+                    required
+                    spellCheck={false}
+                    autoComplete="off"
+                    aria-describedby={hint}
+                    value={form.walletAddress}
+                    onChange={(e) => setForm({ ...form, walletAddress: e.target.value.trim() })}
+                  />
+                )}
+              </Field>
+              <div className="form-actions">
+                <button type="submit" className="btn btn-primary" disabled={requestOtp.isPending}>
+                  {requestOtp.isPending ? "Sending code…" : "Continue: e-mail me a code"}
+                </button>
+              </div>
+              <ErrorNotice error={requestOtp.error} />
+            </form>
+          ) : null}
+          {step === "otp" ? (
+            <form
+              onSubmit={(e) => {
+                e.preventDefault();
+                send.mutate();
+              }}
             >
-              {(id, hint) => (
-                <input
-                  id={id}
-                  required
-                  spellCheck={false}
-                  autoComplete="off"
-                  aria-describedby={hint}
-                  value={form.walletAddress}
-                  onChange={(e) => setForm({ ...form, walletAddress: e.target.value.trim() })}
-                />
-              )}
-            </Field>
-            <div className="form-actions">
-              <button type="submit" className="btn btn-primary" disabled={requestOtp.isPending}>
-                {requestOtp.isPending ? "Sending code…" : "Continue: e-mail me a code"}
-              </button>
-            </div>
-            <ErrorNotice error={requestOtp.error} />
-          </form>
-        ) : null}
-        {step === "otp" ? (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              send.mutate();
-            }}
-          >
-            <p>
-              Send{" "}
-              <strong>
-                {form.amount} {currencyLabel(form.currencyType)}
-              </strong>{" "}
-              to <code className="break">{form.walletAddress}</code>.
-            </p>
-            <CodeField
-              label="6-digit code"
-              hint={
-                <>
-                  We e-mailed a code to {me?.user.email}. It works once, for 10 minutes.{" "}
-                  {environment === "sandbox" ? (
-                    <>
-                      Without a mail server, find it in the <Link to="/mail">mail outbox</Link>.
-                    </>
-                  ) : null}
-                </>
-              }
-              inputRef={otpInput}
-              value={otp}
-              onChange={setOtp}
-            />
-            {needsTotp ? <CodeField label="Authenticator code" value={totp} onChange={setTotp} /> : null}
-            <ErrorNotice error={send.error} />
-            <div className="form-actions">
-              <button type="button" className="btn" onClick={restart}>
-                Back
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={send.isPending}>
-                {send.isPending ? "Sending payout…" : "Confirm and send"}
-              </button>
-            </div>
-          </form>
-        ) : null}
-        {step === "done" && result ? (
-          <div data-testid="payout-result">
-            <Notice kind={result.status === "failed" ? "warning" : "success"}>
-              <p className="notice-title">
-                Payout <StatusBadge status={result.status} />
+              <p>
+                Send{" "}
+                <strong>
+                  {form.amount} {currencyLabel(form.currencyType)}
+                </strong>{" "}
+                to <code className="break">{form.walletAddress}</code>.
               </p>
-              {result.status === "failed" ? (
-                <p>The transfer failed on-chain. The amount is back in your available balance.</p>
-              ) : result.status === "processing" ? (
-                <p>
-                  {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} is being sent (fee{" "}
-                  {formatAmount(result.fee)}). This page updates when the blockchain confirms it.
+              <CodeField
+                label="6-digit code"
+                hint={
+                  <>
+                    We e-mailed a code to {me?.user.email}. It works once, for 10 minutes.{" "}
+                    {environment === "sandbox" ? (
+                      <>
+                        Without a mail server, find it in the <Link to="/mail">mail outbox</Link>.
+                      </>
+                    ) : null}
+                  </>
+                }
+                inputRef={otpInput}
+                value={otp}
+                onChange={setOtp}
+              />
+              {needsTotp ? <CodeField label="Authenticator code" value={totp} onChange={setTotp} /> : null}
+              <ErrorNotice error={send.error} />
+              <div className="form-actions">
+                <button type="button" className="btn" onClick={restart}>
+                  Back
+                </button>
+                <button type="submit" className="btn btn-primary" disabled={send.isPending}>
+                  {send.isPending ? "Sending payout…" : "Confirm and send"}
+                </button>
+              </div>
+            </form>
+          ) : null}
+          {step === "done" && result ? (
+            <div data-testid="payout-result">
+              <Notice kind={result.status === "failed" ? "warning" : "success"}>
+                <p className="notice-title">
+                  Payout <StatusBadge status={result.status} />
                 </p>
-              ) : (
-                <p>
-                  {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} sent (fee{" "}
-                  {formatAmount(result.fee)}).
-                </p>
-              )}
-              {result.blockchainTxHash ? (
-                <p>
-                  Transaction hash: <code className="break">{result.blockchainTxHash}</code>
-                </p>
-              ) : null}
-            </Notice>
-            <button type="button" className="btn" onClick={restart}>
-              Send another payout
-            </button>
-          </div>
-        ) : null}
-      </section>
+                {result.status === "failed" ? (
+                  <p>The transfer failed on-chain. The amount is back in your available balance.</p>
+                ) : result.status === "processing" ? (
+                  <p>
+                    {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} is being sent (fee{" "}
+                    {formatAmount(result.fee)}). This page updates when the blockchain confirms it.
+                  </p>
+                ) : (
+                  <p>
+                    {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} sent (fee{" "}
+                    {formatAmount(result.fee)}).
+                  </p>
+                )}
+                {result.blockchainTxHash ? (
+                  <p>
+                    Transaction hash: <code className="break">{result.blockchainTxHash}</code>
+                  </p>
+                ) : null}
+              </Notice>
+              <button type="button" className="btn" onClick={restart}>
+                Send another payout
+              </button>
+            </div>
+          ) : null}
+        </section>
+      ) : null}
       <section aria-labelledby="payout-list">
         <h2 id="payout-list">Payout history</h2>
         {payouts.isPending ? <Loading /> : null}

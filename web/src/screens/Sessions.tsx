@@ -14,10 +14,11 @@ import {
   StatusBadge,
 } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate } from "../lib/format";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 function SessionCard({ id }: { id: string }) {
   const { environment } = useSession();
+  const canPay = useCan()("sandbox:pay");
   const client = useQueryClient();
   const [payAmount, setPayAmount] = useState("");
   const session = useQuery({
@@ -81,7 +82,7 @@ function SessionCard({ id }: { id: string }) {
           Open the hosted payment page ↗
         </a>
       </p>
-      {environment === "sandbox" && s.status === "pending" ? (
+      {environment === "sandbox" && s.status === "pending" && canPay ? (
         <form
           className="inline-form"
           onSubmit={(e) => {
@@ -116,6 +117,7 @@ function SessionCard({ id }: { id: string }) {
 
 export default function Sessions() {
   const { environment } = useSession();
+  const canCreate = useCan()("payments:create");
   const [form, setForm] = useState({
     amount: "25",
     currencyType: "USDT-TRC20" as CurrencyType,
@@ -150,67 +152,75 @@ export default function Sessions() {
         </Notice>
       ) : null}
       <section className="card" aria-labelledby="new-session">
-        <h2 id="new-session">{environment === "sandbox" ? "Create a test session" : "Create a session"}</h2>
-        <form
-          className="form-grid"
-          onSubmit={(e) => {
-            e.preventDefault();
-            create.mutate();
-          }}
-        >
-          <Field label="Amount (USDT)">
-            {(id) => (
-              <input
-                id={id}
-                required
-                inputMode="decimal"
-                value={form.amount}
-                onChange={(e) => setForm({ ...form, amount: e.target.value })}
-              />
-            )}
-          </Field>
-          <Field label="Network">
-            {(id) => (
-              <select
-                id={id}
-                value={form.currencyType}
-                onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
-              >
-                {CURRENCIES.map((c) => (
-                  <option key={c} value={c}>
-                    {currencyLabel(c)}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
-          <Field label="Order ID (optional)">
-            {(id) => (
-              <input
-                id={id}
-                value={form.orderId}
-                onChange={(e) => setForm({ ...form, orderId: e.target.value })}
-              />
-            )}
-          </Field>
-          <Field label="Expires in (minutes)">
-            {(id) => (
-              <input
-                id={id}
-                type="number"
-                min={5}
-                max={1440}
-                value={form.expiresInMinutes}
-                onChange={(e) => setForm({ ...form, expiresInMinutes: e.target.value })}
-              />
-            )}
-          </Field>
-          <div className="form-actions">
-            <button type="submit" className="btn btn-primary" disabled={create.isPending}>
-              {create.isPending ? "Creating…" : "Create session"}
-            </button>
-          </div>
-        </form>
+        <h2 id="new-session">
+          {!canCreate
+            ? "Look up a session"
+            : environment === "sandbox"
+              ? "Create a test session"
+              : "Create a session"}
+        </h2>
+        {canCreate ? (
+          <form
+            className="form-grid"
+            onSubmit={(e) => {
+              e.preventDefault();
+              create.mutate();
+            }}
+          >
+            <Field label="Amount (USDT)">
+              {(id) => (
+                <input
+                  id={id}
+                  required
+                  inputMode="decimal"
+                  value={form.amount}
+                  onChange={(e) => setForm({ ...form, amount: e.target.value })}
+                />
+              )}
+            </Field>
+            <Field label="Network">
+              {(id) => (
+                <select
+                  id={id}
+                  value={form.currencyType}
+                  onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
+                >
+                  {CURRENCIES.map((c) => (
+                    <option key={c} value={c}>
+                      {currencyLabel(c)}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <Field label="Order ID (optional)">
+              {(id) => (
+                <input
+                  id={id}
+                  value={form.orderId}
+                  onChange={(e) => setForm({ ...form, orderId: e.target.value })}
+                />
+              )}
+            </Field>
+            <Field label="Expires in (minutes)">
+              {(id) => (
+                <input
+                  id={id}
+                  type="number"
+                  min={5}
+                  max={1440}
+                  value={form.expiresInMinutes}
+                  onChange={(e) => setForm({ ...form, expiresInMinutes: e.target.value })}
+                />
+              )}
+            </Field>
+            <div className="form-actions">
+              <button type="submit" className="btn btn-primary" disabled={create.isPending}>
+                {create.isPending ? "Creating…" : "Create session"}
+              </button>
+            </div>
+          </form>
+        ) : null}
         <ErrorNotice error={create.error} />
         <form
           className="inline-form"
@@ -219,7 +229,7 @@ export default function Sessions() {
             if (lookup.trim()) setCurrent(lookup.trim());
           }}
         >
-          <Field label="Or look up a session by ID">
+          <Field label={canCreate ? "Or look up a session by ID" : "Session ID"}>
             {(id) => <input id={id} value={lookup} onChange={(e) => setLookup(e.target.value)} />}
           </Field>
           <button type="submit" className="btn">

@@ -5,10 +5,17 @@ import { CURRENCIES, type Settings as SettingsData } from "../api/types";
 import { useStepUp } from "../components/StepUp";
 import { CodeField, ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
 import { currencyLabel } from "../lib/format";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
+
+/**
+ * Four-eyes (issue #21): per currency, requests above it need two members' approvals; null = off.
+ * Shown only when the server sends it (older servers do not have it).
+ */
+type DualThreshold = Record<string, number | string | null>;
 
 function WithdrawalSettings() {
   const { environment } = useSession();
+  const canWrite = useCan()("settings:write");
   const client = useQueryClient();
   const settings = useQuery({
     queryKey: useEnvKey("settings"),
@@ -18,6 +25,7 @@ function WithdrawalSettings() {
   const [thresholds, setThresholds] = useState<Record<string, string>>({});
   const [allowlist, setAllowlist] = useState("");
   const [tolerance, setTolerance] = useState("0");
+  const [dual, setDual] = useState<Record<string, string> | null>(null);
   const stepUp = useStepUp();
   useEffect(() => {
     const s = settings.data;
@@ -26,6 +34,14 @@ function WithdrawalSettings() {
     setThresholds(Object.fromEntries(Object.entries(s.autoApproveThreshold).map(([k, v]) => [k, String(v)])));
     setAllowlist(s.ipAllowlist.join("\n"));
     setTolerance(String(s.underpaymentTolerancePercent));
+    const d = (s as SettingsData & { dualApprovalThreshold?: DualThreshold }).dualApprovalThreshold;
+    setDual(
+      d && typeof d === "object"
+        ? Object.fromEntries(
+            CURRENCIES.map((c) => [c, d[c] === null || d[c] === undefined ? "" : String(d[c])]),
+          )
+        : null,
+    );
   }, [settings.data]);
   const save = useMutation({
     mutationFn: () =>
@@ -39,6 +55,14 @@ function WithdrawalSettings() {
             .map((s) => s.trim())
             .filter(Boolean),
           underpaymentTolerancePercent: Number(tolerance),
+          // Empty turns four-eyes off for that currency.
+          ...(dual
+            ? {
+                dualApprovalThreshold: Object.fromEntries(
+                  Object.entries(dual).map(([k, v]) => [k, v.trim() === "" ? null : v.trim()]),
+                ),
+              }
+            : {}),
         }),
       ),
     onSuccess: (s) => client.setQueryData([environment, "settings"], s),
@@ -49,73 +73,102 @@ function WithdrawalSettings() {
   return (
     <section className="card" aria-labelledby="withdraw-settings">
       <h2 id="withdraw-settings">Withdrawals and access ({environment})</h2>
+      {canWrite ? null : (
+        <p className="muted">Your role can read these settings; an owner or admin changes them.</p>
+      )}
       <form
         onSubmit={(e) => {
           e.preventDefault();
           save.mutate();
         }}
       >
-        <div className="checkbox">
-          <input
-            id="auto-withdraw"
-            type="checkbox"
-            checked={autoWithdraw}
-            onChange={(e) => setAutoWithdraw(e.target.checked)}
-            aria-describedby="auto-withdraw-hint"
-          />
-          <label htmlFor="auto-withdraw">Send withdrawal requests automatically</label>
-          <p className="hint" id="auto-withdraw-hint">
-            When on, requests at or under the threshold are sent at once; larger ones wait for your approval.
-            When off, every request waits.
-          </p>
-        </div>
-        <div className="form-grid">
-          {CURRENCIES.map((c) => (
-            <Field key={c} label={`Auto-approve threshold, ${currencyLabel(c)}`}>
-              {(id) => (
-                <input
-                  id={id}
-                  inputMode="decimal"
-                  value={thresholds[c] ?? ""}
-                  onChange={(e) => setThresholds({ ...thresholds, [c]: e.target.value })}
-                />
-              )}
-            </Field>
-          ))}
-        </div>
-        <Field
-          label="Underpayment tolerance (%)"
-          hint="0–10 %. A checkout session paid at least its amount less this share by its deadline is confirmed (e.g. 1 % accepts 99 USDT for 100). What arrived is always credited."
-        >
-          {(id, hint) => (
+        <fieldset className="plain-fieldset" disabled={!canWrite}>
+          <legend className="visually-hidden">Withdrawal and access settings</legend>
+          <div className="checkbox">
             <input
-              id={id}
-              inputMode="decimal"
-              aria-describedby={hint}
-              value={tolerance}
-              onChange={(e) => setTolerance(e.target.value)}
+              id="auto-withdraw"
+              type="checkbox"
+              checked={autoWithdraw}
+              onChange={(e) => setAutoWithdraw(e.target.checked)}
+              aria-describedby="auto-withdraw-hint"
             />
-          )}
-        </Field>
-        <Field
-          label="IP allowlist"
-          hint="One IP address or CIDR range per line (e.g. 203.0.113.7 or 203.0.113.0/24). Empty: API keys work from any address."
-        >
-          {(id, hint) => (
-            <textarea
-              id={id}
-              rows={4}
-              aria-describedby={hint}
-              value={allowlist}
-              onChange={(e) => setAllowlist(e.target.value)}
-            />
-          )}
-        </Field>
+            <label htmlFor="auto-withdraw">Send withdrawal requests automatically</label>
+            <p className="hint" id="auto-withdraw-hint">
+              When on, requests at or under the threshold are sent at once; larger ones wait for your
+              approval. When off, every request waits.
+            </p>
+          </div>
+          <div className="form-grid">
+            {CURRENCIES.map((c) => (
+              <Field key={c} label={`Auto-approve threshold, ${currencyLabel(c)}`}>
+                {(id) => (
+                  <input
+                    id={id}
+                    inputMode="decimal"
+                    value={thresholds[c] ?? ""}
+                    onChange={(e) => setThresholds({ ...thresholds, [c]: e.target.value })}
+                  />
+                )}
+              </Field>
+            ))}
+          </div>
+          {dual ? (
+            <div className="form-grid">
+              {CURRENCIES.map((c) => (
+                <Field
+                  key={c}
+                  label={`Two approvals above, ${currencyLabel(c)}`}
+                  hint="Requests above this amount need two members' approvals. Empty: one is enough."
+                >
+                  {(id, hint) => (
+                    <input
+                      id={id}
+                      inputMode="decimal"
+                      aria-describedby={hint}
+                      value={dual[c] ?? ""}
+                      onChange={(e) => setDual({ ...dual, [c]: e.target.value })}
+                    />
+                  )}
+                </Field>
+              ))}
+            </div>
+          ) : null}
+          <Field
+            label="Underpayment tolerance (%)"
+            hint="0–10 %. A checkout session paid at least its amount less this share by its deadline is confirmed (e.g. 1 % accepts 99 USDT for 100). What arrived is always credited."
+          >
+            {(id, hint) => (
+              <input
+                id={id}
+                inputMode="decimal"
+                aria-describedby={hint}
+                value={tolerance}
+                onChange={(e) => setTolerance(e.target.value)}
+              />
+            )}
+          </Field>
+          <Field
+            label="IP allowlist"
+            hint="One IP address or CIDR range per line (e.g. 203.0.113.7 or 203.0.113.0/24). Empty: API keys work from any address."
+          >
+            {(id, hint) => (
+              <textarea
+                id={id}
+                rows={4}
+                aria-describedby={hint}
+                value={allowlist}
+                onChange={(e) => setAllowlist(e.target.value)}
+              />
+            )}
+          </Field>
+        </fieldset>
         <ErrorNotice error={save.error} />
         {save.isSuccess ? <Notice kind="success">Settings saved.</Notice> : null}
-        <button type="submit" className="btn btn-primary" disabled={save.isPending}>
-          {save.isPending ? "Saving…" : "Save settings"}
-        </button>
+        {canWrite ? (
+          <button type="submit" className="btn btn-primary" disabled={save.isPending}>
+            {save.isPending ? "Saving…" : "Save settings"}
+          </button>
+        ) : null}
       </form>
       {stepUp.dialog}
     </section>

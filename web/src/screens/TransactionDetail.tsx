@@ -4,10 +4,12 @@ import { get, getList } from "../api/client";
 import type { Transaction, WebhookEvent } from "../api/types";
 import { CopyButton, ErrorNotice, Loading, PageHeader, StatusBadge } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate } from "../lib/format";
-import { useEnvKey } from "../session";
+import { useCan, useEnvKey } from "../session";
 
 export default function TransactionDetail() {
   const { id = "" } = useParams();
+  // The webhook events are for roles that read webhooks (not finance or viewer).
+  const seesWebhooks = useCan()("webhooks:read");
   const tx = useQuery({
     queryKey: useEnvKey("transaction", id),
     queryFn: () => get<Transaction>(`/api/v1/dashboard/transactions/${encodeURIComponent(id)}`),
@@ -15,6 +17,7 @@ export default function TransactionDetail() {
   const events = useQuery({
     queryKey: useEnvKey("webhook-events", "tx", id),
     queryFn: () => getList<WebhookEvent>("/api/v1/webhook/events", { transactionId: id, limit: 20 }),
+    enabled: seesWebhooks,
   });
   const t = tx.data;
   const rows: [string, React.ReactNode][] = t
@@ -61,24 +64,26 @@ export default function TransactionDetail() {
           <CopyButton value={t.id} label="Copy ID" />
         </section>
       ) : null}
-      <section aria-labelledby="tx-events">
-        <h2 id="tx-events">Webhook events</h2>
-        <ErrorNotice error={events.error} />
-        {events.data && events.data.data.length === 0 ? (
-          <p className="muted">No webhook events for this transaction.</p>
-        ) : null}
-        {events.data && events.data.data.length > 0 ? (
-          <ul className="plain-list">
-            {events.data.data.map((e) => (
-              <li key={e.webhookEventId}>
-                <StatusBadge status={e.deliveryStatus} /> {e.transactionStatus} · {e.attempts} attempt
-                {e.attempts === 1 ? "" : "s"} · {formatDate(e.createdAt)} ·{" "}
-                <Link to={`/webhooks?event=${e.webhookEventId}`}>Details</Link>
-              </li>
-            ))}
-          </ul>
-        ) : null}
-      </section>
+      {seesWebhooks ? (
+        <section aria-labelledby="tx-events">
+          <h2 id="tx-events">Webhook events</h2>
+          <ErrorNotice error={events.error} />
+          {events.data && events.data.data.length === 0 ? (
+            <p className="muted">No webhook events for this transaction.</p>
+          ) : null}
+          {events.data && events.data.data.length > 0 ? (
+            <ul className="plain-list">
+              {events.data.data.map((e) => (
+                <li key={e.webhookEventId}>
+                  <StatusBadge status={e.deliveryStatus} /> {e.transactionStatus} · {e.attempts} attempt
+                  {e.attempts === 1 ? "" : "s"} · {formatDate(e.createdAt)} ·{" "}
+                  <Link to={`/webhooks?event=${e.webhookEventId}`}>Details</Link>
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </section>
+      ) : null}
     </>
   );
 }

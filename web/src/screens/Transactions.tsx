@@ -6,7 +6,7 @@ import { CURRENCIES, type Transaction, TX_STATUSES, TX_TYPES } from "../api/type
 import { TransactionTable } from "../components/TransactionTable";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
 import { currencyLabel, download } from "../lib/format";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 const SORTS = [
   { value: "createdAt", label: "Created" },
@@ -38,6 +38,7 @@ function dayBound(day: string, next: boolean): string | undefined {
 
 export default function Transactions() {
   const { environment } = useSession();
+  const can = useCan();
   const [params, setParams] = useSearchParams();
   const value = (k: (typeof FILTER_KEYS)[number]) => params.get(k) ?? "";
   const [search, setSearch] = useState(value("search"));
@@ -91,9 +92,11 @@ export default function Transactions() {
   return (
     <>
       <PageHeader title="Transactions">
-        <button type="button" className="btn" onClick={exportCsv} disabled={exporting.busy}>
-          {exporting.busy ? "Exporting…" : "Export CSV"}
-        </button>
+        {can("exports:read") ? (
+          <button type="button" className="btn" onClick={exportCsv} disabled={exporting.busy}>
+            {exporting.busy ? "Exporting…" : "Export CSV"}
+          </button>
+        ) : null}
       </PageHeader>
       <ErrorNotice error={exporting.error} />
       <form

@@ -17,10 +17,11 @@ import {
   StatusBadge,
 } from "../components/ui";
 import { formatDate, shorten } from "../lib/format";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 function EventDetail({ id, onClose }: { id: string; onClose(): void }) {
   const { environment } = useSession();
+  const canWrite = useCan()("webhooks:write");
   const client = useQueryClient();
   const event = useQuery({
     queryKey: useEnvKey("webhook-event", id),
@@ -75,14 +76,16 @@ function EventDetail({ id, onClose }: { id: string; onClose(): void }) {
             <summary>Payload sent</summary>
             <pre className="code-block">{JSON.stringify(e.payload, null, 2)}</pre>
           </details>
-          <button
-            type="button"
-            className="btn btn-primary"
-            onClick={() => retry.mutate()}
-            disabled={retry.isPending}
-          >
-            {retry.isPending ? "Retrying…" : "Retry now"}
-          </button>
+          {canWrite ? (
+            <button
+              type="button"
+              className="btn btn-primary"
+              onClick={() => retry.mutate()}
+              disabled={retry.isPending}
+            >
+              {retry.isPending ? "Retrying…" : "Retry now"}
+            </button>
+          ) : null}
           {retry.data ? (
             <Notice kind={retry.data.deliveryStatus === "delivered" ? "success" : "warning"}>
               Retry: {retry.data.deliveryStatus}
@@ -99,6 +102,8 @@ function EventDetail({ id, onClose }: { id: string; onClose(): void }) {
 
 export default function Webhooks() {
   const { environment } = useSession();
+  // The endpoint and the secret are for roles that write webhooks; the event log for those that read.
+  const canWrite = useCan()("webhooks:write");
   const client = useQueryClient();
   const [params, setParams] = useSearchParams();
   const [url, setUrl] = useState("");
@@ -113,6 +118,7 @@ export default function Webhooks() {
   const secret = useQuery({
     queryKey: useEnvKey("webhook-secret"),
     queryFn: () => get<{ webhookSecret: string }>("/api/v1/webhook/secret"),
+    enabled: canWrite,
   });
   const events = useQuery({
     queryKey: useEnvKey("webhook-events", filter, page),
@@ -156,107 +162,116 @@ export default function Webhooks() {
     <>
       <PageHeader title="Webhooks" />
       {stepUp.dialog}
-      <section className="card" aria-labelledby="endpoint-title">
-        <h2 id="endpoint-title">Endpoint</h2>
-        <p className="muted">
-          stablegate POSTs a signed JSON event to this URL whenever a deposit, withdrawal or payout changes
-          status.
-          {environment === "sandbox" ? " Plain http is accepted in the sandbox." : " It must be https."}
-        </p>
-        <form
-          className="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            saveUrl.mutate();
-          }}
-        >
-          <Field
-            label="Webhook URL"
-            hint={saveUrl.data ? undefined : currentUrl ? `Last used: ${currentUrl}` : undefined}
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                type="url"
-                required
-                placeholder="https://example.com/stablegate/webhook"
-                aria-describedby={hint}
-                value={url}
-                onChange={(e) => setUrl(e.target.value)}
-              />
-            )}
-          </Field>
-          <button type="submit" className="btn btn-primary" disabled={saveUrl.isPending}>
-            Save URL
-          </button>
-        </form>
-        {saveUrl.isSuccess ? (
-          <Notice kind="success">Webhook URL saved: {saveUrl.data.webhookUrl}</Notice>
-        ) : null}
-        <ErrorNotice error={saveUrl.error} />
-        <div className="button-row">
-          <button type="button" className="btn" onClick={() => test.mutate()} disabled={test.isPending}>
-            {test.isPending ? "Sending…" : "Send a test event"}
-          </button>
-        </div>
-        {test.data ? (
-          <Notice kind={test.data.deliveryStatus === "delivered" ? "success" : "warning"}>
-            <span data-testid="test-result">
-              Test event {test.data.deliveryStatus === "delivered" ? "delivered" : "not delivered"}
-              {test.data.responseStatus !== null
-                ? ` — your endpoint answered HTTP ${test.data.responseStatus}`
-                : " — no answer"}
-              .
-            </span>{" "}
-            <button type="button" className="btn btn-link" onClick={() => select(test.data.webhookEventId)}>
-              See the attempt
-            </button>
-          </Notice>
-        ) : null}
-        <ErrorNotice error={test.error} />
-      </section>
+      {canWrite ? (
+        <>
+          <section className="card" aria-labelledby="endpoint-title">
+            <h2 id="endpoint-title">Endpoint</h2>
+            <p className="muted">
+              stablegate POSTs a signed JSON event to this URL whenever a deposit, withdrawal or payout
+              changes status.
+              {environment === "sandbox" ? " Plain http is accepted in the sandbox." : " It must be https."}
+            </p>
+            <form
+              className="inline-form"
+              onSubmit={(e) => {
+                e.preventDefault();
+                saveUrl.mutate();
+              }}
+            >
+              <Field
+                label="Webhook URL"
+                hint={saveUrl.data ? undefined : currentUrl ? `Last used: ${currentUrl}` : undefined}
+              >
+                {(id, hint) => (
+                  <input
+                    id={id}
+                    type="url"
+                    required
+                    placeholder="https://example.com/stablegate/webhook"
+                    aria-describedby={hint}
+                    value={url}
+                    onChange={(e) => setUrl(e.target.value)}
+                  />
+                )}
+              </Field>
+              <button type="submit" className="btn btn-primary" disabled={saveUrl.isPending}>
+                Save URL
+              </button>
+            </form>
+            {saveUrl.isSuccess ? (
+              <Notice kind="success">Webhook URL saved: {saveUrl.data.webhookUrl}</Notice>
+            ) : null}
+            <ErrorNotice error={saveUrl.error} />
+            <div className="button-row">
+              <button type="button" className="btn" onClick={() => test.mutate()} disabled={test.isPending}>
+                {test.isPending ? "Sending…" : "Send a test event"}
+              </button>
+            </div>
+            {test.data ? (
+              <Notice kind={test.data.deliveryStatus === "delivered" ? "success" : "warning"}>
+                <span data-testid="test-result">
+                  Test event {test.data.deliveryStatus === "delivered" ? "delivered" : "not delivered"}
+                  {test.data.responseStatus !== null
+                    ? ` — your endpoint answered HTTP ${test.data.responseStatus}`
+                    : " — no answer"}
+                  .
+                </span>{" "}
+                <button
+                  type="button"
+                  className="btn btn-link"
+                  onClick={() => select(test.data.webhookEventId)}
+                >
+                  See the attempt
+                </button>
+              </Notice>
+            ) : null}
+            <ErrorNotice error={test.error} />
+          </section>
 
-      <section className="card" aria-labelledby="secret-title">
-        <h2 id="secret-title">Signing secret</h2>
-        <p className="muted">
-          Verify the <code>X-Webhook-Signature</code> header (HMAC-SHA256 of the raw body) with this secret.
-        </p>
-        {secret.isPending ? <Loading /> : null}
-        <ErrorNotice error={secret.error} />
-        {secret.data ? (
-          <p>
-            <code data-testid="masked-secret" className="break">
-              {secret.data.webhookSecret}
-            </code>
-          </p>
-        ) : null}
-        {revealed ? (
-          <RevealOnce
-            title="New webhook secret"
-            items={[{ label: "Webhook secret", value: revealed }]}
-            onDone={() => setRevealed(null)}
-          />
-        ) : (
-          <button type="button" className="btn" onClick={() => setConfirmRotate(true)}>
-            Rotate secret…
-          </button>
-        )}
-        <ConfirmDialog
-          open={confirmRotate}
-          title="Rotate the webhook secret?"
-          confirmLabel="Rotate"
-          danger
-          busy={rotate.isPending}
-          onConfirm={() => rotate.mutate()}
-          onCancel={() => setConfirmRotate(false)}
-        >
-          <p>
-            A new secret signs every event from now on; it is shown once. The Standard Webhooks header carries
-            the old signature too for 24 hours, so you have time to update your server.
-          </p>
-          <ErrorNotice error={rotate.error} />
-        </ConfirmDialog>
-      </section>
+          <section className="card" aria-labelledby="secret-title">
+            <h2 id="secret-title">Signing secret</h2>
+            <p className="muted">
+              Verify the <code>X-Webhook-Signature</code> header (HMAC-SHA256 of the raw body) with this
+              secret.
+            </p>
+            {secret.isPending ? <Loading /> : null}
+            <ErrorNotice error={secret.error} />
+            {secret.data ? (
+              <p>
+                <code data-testid="masked-secret" className="break">
+                  {secret.data.webhookSecret}
+                </code>
+              </p>
+            ) : null}
+            {revealed ? (
+              <RevealOnce
+                title="New webhook secret"
+                items={[{ label: "Webhook secret", value: revealed }]}
+                onDone={() => setRevealed(null)}
+              />
+            ) : (
+              <button type="button" className="btn" onClick={() => setConfirmRotate(true)}>
+                Rotate secret…
+              </button>
+            )}
+            <ConfirmDialog
+              open={confirmRotate}
+              title="Rotate the webhook secret?"
+              confirmLabel="Rotate"
+              danger
+              busy={rotate.isPending}
+              onConfirm={() => rotate.mutate()}
+              onCancel={() => setConfirmRotate(false)}
+            >
+              <p>
+                A new secret signs every event from now on; it is shown once. The Standard Webhooks header
+                carries the old signature too for 24 hours, so you have time to update your server.
+              </p>
+              <ErrorNotice error={rotate.error} />
+            </ConfirmDialog>
+          </section>
+        </>
+      ) : null}
 
       <section aria-labelledby="log-title">
         <div className="section-header">

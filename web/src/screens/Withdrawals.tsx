@@ -1,6 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { getList, post } from "../api/client";
+import { get, getList, post } from "../api/client";
 import type { Withdrawal } from "../api/types";
 import {
   ConfirmDialog,
@@ -15,14 +15,63 @@ import {
 } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
-import { useEnvKey, useSession } from "../session";
+import { useCan, useEnvKey, useSession } from "../session";
 
 const TABS = ["pending", "completed", "failed", "rejected", "processing"] as const;
 
 type Pending = { kind: "approve" | "reject"; w: Withdrawal } | null;
 
+/**
+ * Four-eyes (a request above the merchant's dual-approval threshold needs two different
+ * approvers): the approvals so far and how many it needs. A single read and an approval's answer
+ * carry them, lists do not (nor do servers without four-eyes).
+ */
+interface Approvals {
+  approvals?: { actorType: string; actorId: string; email?: string | null; approvedAt: string }[];
+  approvalsRequired?: number;
+}
+
+function approvalsOf(
+  w: Withdrawal,
+): { got: number; required: number; by: { user: string | null; label: string }[] } | null {
+  const a = w as Withdrawal & Approvals;
+  if (typeof a.approvalsRequired !== "number" || a.approvalsRequired < 2) return null;
+  const list = Array.isArray(a.approvals) ? a.approvals : [];
+  return {
+    got: list.length,
+    required: a.approvalsRequired,
+    by: list.map((x) =>
+      x.actorType === "user"
+        ? { user: x.actorId, label: x.email ?? "a member" }
+        : { user: null, label: "your server (API key)" },
+    ),
+  };
+}
+
+/**
+ * For the approve dialog: how many approvals the request needs and who gave them (its single
+ * read), or null when one approval sends it.
+ */
+function useApprovalState(id: string | undefined) {
+  const { me } = useSession();
+  const one = useQuery({
+    queryKey: useEnvKey("withdrawal", id),
+    queryFn: () => get<Withdrawal>(`/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(id ?? "")}`),
+    enabled: id !== undefined,
+    staleTime: 0,
+  });
+  const a = id !== undefined && one.data ? approvalsOf(one.data) : null;
+  if (!a) return null;
+  return {
+    ...a,
+    mine: a.by.some((b) => b.user !== null && b.user === me?.user.id),
+    sends: a.got + 1 >= a.required,
+  };
+}
+
 export default function Withdrawals() {
   const { environment } = useSession();
+  const canDecide = useCan()("withdrawals:approve");
   const client = useQueryClient();
   const [status, setStatus] = useState<(typeof TABS)[number]>("pending");
   const [page, setPage] = useState(1);
@@ -50,11 +99,16 @@ export default function Withdrawals() {
     },
   });
 
+  // A first approval of two leaves the request pending: nothing to follow until the second.
   const live = useLiveStatus(
     result,
     (id) => `/api/v1/dashboard/withdrawal-requests/${encodeURIComponent(id)}`,
+    result?.status !== "pending",
   );
+  const liveApprovals = live ? approvalsOf(live) : null;
+  const decisions = status === "pending" && canDecide;
   const w = action?.w;
+  const four = useApprovalState(action?.kind === "approve" ? w?.id : undefined);
   return (
     <>
       <PageHeader title="Withdrawal requests" />
@@ -62,6 +116,7 @@ export default function Withdrawals() {
         Requests your customers made through your API that are above your auto-approve threshold (or when
         auto-withdraw is off) wait here for you. Approving sends the funds on-chain; rejecting returns the
         held amount to your available balance.
+        {canDecide ? null : " Your role can see these requests but not approve or reject them."}
       </p>
       <fieldset className="tabs">
         <legend className="visually-hidden">Status</legend>
@@ -80,7 +135,15 @@ export default function Withdrawals() {
           </button>
         ))}
       </fieldset>
-      {live ? (
+      {live && live.status === "pending" && liveApprovals ? (
+        <Notice kind="success">
+          Your approval of withdrawal <code>{shorten(live.id, 8, 4)}</code> is recorded:{" "}
+          <strong>
+            {liveApprovals.got} of {liveApprovals.required} approvals
+          </strong>
+          . It is sent once another member approves it too.
+        </Notice>
+      ) : live && live.status !== "pending" ? (
         <Notice kind={live.status === "failed" ? "warning" : "success"}>
           Withdrawal <code>{shorten(live.id, 8, 4)}</code> is now <strong>{live.status}</strong>.
           {live.status === "failed" ? " The held amount is back in your available balance." : null}
@@ -114,7 +177,7 @@ export default function Withdrawals() {
                   <th scope="col">To address</th>
                   <th scope="col">User / reference</th>
                   <th scope="col">Status</th>
-                  {status === "pending" ? <th scope="col">Decision</th> : null}
+                  {decisions ? <th scope="col">Decision</th> : null}
                 </tr>
               </thead>
               <tbody>
@@ -131,7 +194,7 @@ export default function Withdrawals() {
                       <StatusBadge status={r.status} />
                       {r.rejectionReason ? <span className="muted"> {r.rejectionReason}</span> : null}
                     </td>
-                    {status === "pending" ? (
+                    {decisions ? (
                       <td className="row-actions">
                         <button
                           type="button"
@@ -160,7 +223,9 @@ export default function Withdrawals() {
       <ConfirmDialog
         open={action !== null}
         title={action?.kind === "approve" ? "Approve this withdrawal?" : "Reject this withdrawal?"}
-        confirmLabel={action?.kind === "approve" ? "Approve and send" : "Reject"}
+        confirmLabel={
+          action?.kind === "approve" ? (four && !four.sends ? "Approve" : "Approve and send") : "Reject"
+        }
         danger={action?.kind === "reject"}
         busy={decide.isPending}
         onConfirm={() => action && decide.mutate(action)}
@@ -187,6 +252,21 @@ export default function Withdrawals() {
                 </>
               )}
             </p>
+            {action?.kind === "approve" && four ? (
+              <p data-testid="approval-state">
+                Above your four-eyes threshold, this request needs <strong>{four.required} approvals</strong>{" "}
+                from different people:{" "}
+                {four.got === 0
+                  ? "none yet"
+                  : `${four.got} so far (${four.by.map((b) => b.label).join(", ")})`}
+                .{" "}
+                {four.mine
+                  ? "You approved it already: another member has to approve it."
+                  : four.sends
+                    ? "Yours sends it."
+                    : "Yours is recorded; it is sent after the next approval."}
+              </p>
+            ) : null}
             {action?.kind === "reject" ? (
               <Field label="Reason (optional, sent in the webhook)">
                 {(id) => (
