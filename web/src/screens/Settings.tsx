@@ -34,7 +34,7 @@ function WithdrawalSettings() {
     setThresholds(Object.fromEntries(Object.entries(s.autoApproveThreshold).map(([k, v]) => [k, String(v)])));
     setAllowlist(s.ipAllowlist.join("\n"));
     setTolerance(String(s.underpaymentTolerancePercent));
-    const d = (s as SettingsData & { dualApprovalThreshold?: DualThreshold }).dualApprovalThreshold;
+    const d: DualThreshold | undefined = s.dualApprovalThreshold;
     setDual(
       d && typeof d === "object"
         ? Object.fromEntries(

@@ -24,17 +24,12 @@ type Pending = { kind: "approve" | "reject"; w: Withdrawal } | null;
 /**
  * Four-eyes (a request above the merchant's dual-approval threshold needs two different
  * approvers): the approvals so far and how many it needs. A single read and an approval's answer
- * carry them, lists do not (nor do servers without four-eyes).
+ * carry them, lists do not.
  */
-interface Approvals {
-  approvals?: { actorType: string; actorId: string; email?: string | null; approvedAt: string }[];
-  approvalsRequired?: number;
-}
-
 function approvalsOf(
   w: Withdrawal,
 ): { got: number; required: number; by: { user: string | null; label: string }[] } | null {
-  const a = w as Withdrawal & Approvals;
+  const a = w;
   if (typeof a.approvalsRequired !== "number" || a.approvalsRequired < 2) return null;
   const list = Array.isArray(a.approvals) ? a.approvals : [];
   return {
