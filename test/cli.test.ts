@@ -145,6 +145,40 @@ describe("stablegate command line", CLI_TIMEOUT, () => {
       expect(account.status).toBe(200);
       expect(account.body.data.clientId).toBe(created.id);
       expect(serve.log()).toContain('"command":"merchant.create"');
+
+      // A rescan (issue #22) runs in the service, on the chain it watches (the sandbox simulator).
+      const rescan = await run([
+        "chain",
+        "rescan",
+        "--network",
+        "USDT-TRC20",
+        "--environment",
+        "sandbox",
+        "--from",
+        "0",
+        "--to",
+        "0",
+      ]);
+      expect(rescan.stderr).toBe("");
+      expect(rescan.code).toBe(0);
+      expect(rescan.stdout).toMatch(
+        /^USDT-TRC20 sandbox: blocks 0\.\.0 \(1\) re-read; 0 transfer\(s\) to watched addresses/,
+      );
+      expect(serve.log()).toContain('"command":"chain.rescan"');
+      const above = await run([
+        "chain",
+        "rescan",
+        "--network",
+        "USDT-TRC20",
+        "--environment",
+        "sandbox",
+        "--from",
+        "0",
+        "--to",
+        "50000",
+      ]);
+      expect(above.code).toBe(2);
+      expect(above.stderr).toMatch(/to: is above the chain's head block/);
     } finally {
       const exited = new Promise<number | null>((resolve) => serve.child.on("exit", (code) => resolve(code)));
       serve.child.kill("SIGTERM");

@@ -1,10 +1,12 @@
 import path from "node:path";
+import { buildChainRegistry, type ChainRegistry } from "../chains/index.js";
 import type { Config } from "../config/config.js";
-import { openDatabase } from "../db/database.js";
+import { type Db, openDatabase } from "../db/database.js";
 import { acquireEmbeddedLock, readEmbeddedLock } from "../db/embedded-lock.js";
 import { migrate } from "../db/migrate.js";
+import { systemClock } from "../lib/clock.js";
 import type { CreatedMerchant } from "../merchants/index.js";
-import { runOperatorCommand } from "../operator/commands.js";
+import { type OperatorContext, runOperatorCommand } from "../operator/commands.js";
 import { sendControlCommand } from "../operator/control-client.js";
 
 /**
@@ -24,7 +26,7 @@ export async function runOperator(
       applicationName: "stablegate-cli",
     });
     try {
-      return await runOperatorCommand(database.db, name, args);
+      return await runOperatorCommand(operatorContext(config, database.db), name, args);
     } finally {
       await database.close();
     }
@@ -35,11 +37,24 @@ export async function runOperator(
   const database = await openDatabase({ kind: "pglite", dataDir: path.join(config.dataDir, "pglite") });
   try {
     await migrate(database.db);
-    return await runOperatorCommand(database.db, name, args);
+    return await runOperatorCommand(operatorContext(config, database.db), name, args);
   } finally {
     await database.close();
     await lock.release();
   }
+}
+
+/** The chains are built on first use, from the same configuration the service runs with. */
+function operatorContext(config: Config, db: Db): OperatorContext {
+  let chains: ChainRegistry | undefined;
+  return {
+    db,
+    clock: systemClock,
+    chains: () => {
+      chains ??= buildChainRegistry(config, { db, clock: systemClock });
+      return chains;
+    },
+  };
 }
 
 export function printCreatedMerchant(m: CreatedMerchant, config: Config): string {

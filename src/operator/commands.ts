@@ -1,25 +1,57 @@
 import { createAdmin } from "../auth/index.js";
+import type { ChainRegistry } from "../chains/index.js";
 import type { Db } from "../db/database.js";
+import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
+import type { Clock } from "../lib/clock.js";
 import { createMerchantWithKeys } from "../merchants/index.js";
+import { rescanRange } from "../watcher/index.js";
 
 /**
  * Operator commands: run in-process against the database, or — when another process holds the
  * embedded database — sent to it over its control socket. One table of commands serves both.
  */
+
+/** What a command may use: the database, and the chains (built on first use: most commands need none). */
+export interface OperatorContext {
+  db: Db;
+  clock: Clock;
+  chains(): ChainRegistry;
+}
+
+const int = (v: unknown): number =>
+  typeof v === "number" ? v : typeof v === "string" && /^\d+$/.test(v) ? Number(v) : Number.NaN;
+
 export const operatorCommands = {
-  "merchant.create": async (db: Db, args: Record<string, unknown>) => {
+  "merchant.create": async ({ db }: OperatorContext, args: Record<string, unknown>) => {
     const email = typeof args.email === "string" ? args.email : "";
     const companyName = typeof args.companyName === "string" ? args.companyName : "";
     return createMerchantWithKeys(db, { email, companyName });
   },
-  "admin.create": async (db: Db, args: Record<string, unknown>) => {
+  "admin.create": async ({ db }: OperatorContext, args: Record<string, unknown>) => {
     const email = typeof args.email === "string" ? args.email : "";
     const password = typeof args.password === "string" ? args.password : "";
     return createAdmin(db, { email, password });
   },
-  "ledger.verify": async (db: Db) => verifyLedger(db),
+  "ledger.verify": async ({ db }: OperatorContext) => verifyLedger(db),
+  /** Issue #22: re-read a block range and hand off what the watcher missed (idempotent). */
+  "chain.rescan": async (ctx: OperatorContext, args: Record<string, unknown>) => {
+    const network = args.network;
+    const environment = args.environment;
+    if (!(CURRENCY_TYPES as readonly unknown[]).includes(network))
+      throw AppError.validation([
+        { field: "network", message: `must be one of ${CURRENCY_TYPES.join(", ")}` },
+      ]);
+    if (environment !== "production" && environment !== "sandbox")
+      throw AppError.validation([{ field: "environment", message: "must be production or sandbox" }]);
+    const chain = ctx.chains().get(network as CurrencyType, environment);
+    return rescanRange(
+      ctx,
+      { network: chain.network, environment, adapter: chain.adapter, rangeBlocks: chain.scan.maxRangeBlocks },
+      { fromBlock: int(args.from), toBlock: int(args.to) },
+    );
+  },
 } as const;
 
 export type OperatorCommand = keyof typeof operatorCommands;
@@ -29,10 +61,10 @@ export function isOperatorCommand(name: unknown): name is OperatorCommand {
 }
 
 export async function runOperatorCommand(
-  db: Db,
+  ctx: OperatorContext,
   name: string,
   args: Record<string, unknown>,
 ): Promise<unknown> {
   if (!isOperatorCommand(name)) throw AppError.notFound(`unknown operator command ${name}`);
-  return operatorCommands[name](db, args);
+  return operatorCommands[name](ctx, args);
 }

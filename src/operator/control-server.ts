@@ -1,9 +1,8 @@
 import { chmod, rm } from "node:fs/promises";
 import http from "node:http";
 import type { Logger } from "pino";
-import type { Db } from "../db/database.js";
 import { AppError } from "../domain/errors.js";
-import { runOperatorCommand } from "./commands.js";
+import { type OperatorContext, runOperatorCommand } from "./commands.js";
 
 const MAX_BODY = 64 * 1024;
 
@@ -15,7 +14,7 @@ const MAX_BODY = 64 * 1024;
  */
 export async function startControlServer(
   socketPath: string,
-  db: Db,
+  ctx: OperatorContext,
   log: Logger,
 ): Promise<{ close(): Promise<void> }> {
   await rm(socketPath, { force: true });
@@ -37,7 +36,7 @@ export async function startControlServer(
     req.on("end", async () => {
       try {
         const args = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Record<string, unknown>;
-        const result = await runOperatorCommand(db, m[1] as string, args);
+        const result = await runOperatorCommand(ctx, m[1] as string, args);
         log.info({ command: m[1] }, "operator command");
         reply(200, { ok: true, result });
       } catch (err) {

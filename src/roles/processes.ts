@@ -127,7 +127,11 @@ export async function startRole(
     }
     const worker = role === "serve" || role === "worker" ? startWorker(runtime, role) : undefined;
     const control = runtime.controlSocket
-      ? await startControlServer(runtime.controlSocket, db, log)
+      ? await startControlServer(
+          runtime.controlSocket,
+          { db, clock: runtime.clock, chains: () => runtime.chains },
+          log,
+        )
       : undefined;
 
     let stopping: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 /** The chain watcher's public API: its jobs, its hand-off registration point, its readiness checks. */
 export { type ConfirmedTransfer, type DepositHandler, DepositHandoff } from "./handoff.js";
 export { type WatcherJobDeps, watcherJobs } from "./jobs.js";
+export { MAX_RESCAN_BLOCKS, type RescanResult, type RescanTarget, rescanRange } from "./rescan.js";
 export { chainReadinessChecks, STALE_HEAD_MS } from "./status.js";
 export { ChainWatcher, type ChainWatcherOptions, type ScanResult, type TickOutcome } from "./watcher.js";

@@ -383,3 +383,33 @@ export async function recordHandOffFailure(
     .where("status", "=", "observed")
     .execute();
 }
+
+/**
+ * Stores transfers a rescan found (issue #22), idempotently: one already stored (by the watcher or
+ * an earlier rescan) is left as it is. Returns how many were new. The watcher's hand-off picks the
+ * new ones up once they have their confirmations, as it does its own.
+ */
+export async function recordObservations(s: WatcherScope, matched: TimedTransfer[]): Promise<number> {
+  if (matched.length === 0) return 0;
+  const rows = await s.db
+    .insertInto("chain_observations")
+    .values(
+      matched.map((t) => ({
+        id: newId("obs"),
+        network: s.network,
+        environment: s.environment,
+        address: t.to,
+        from_address: t.from,
+        tx_hash: t.txHash,
+        log_index: t.logIndex,
+        block_number: t.blockNumber,
+        block_hash: t.blockHash,
+        block_time: new Date(t.blockTime),
+        amount: t.amount,
+      })),
+    )
+    .onConflict((oc) => oc.columns(["network", "tx_hash", "log_index"]).doNothing())
+    .returning("id")
+    .execute();
+  return rows.length;
+}
