@@ -402,6 +402,10 @@ describe("a new sensitive route cannot forget the step-up silently", () => {
       "POST /api/v1/webhook/retry/{webhookEventId}", // re-sends an event to the URL already set
       "POST /api/v1/dashboard/withdrawal-requests/{id}/approve", // within the merchant's own settings
       "POST /api/v1/dashboard/withdrawal-requests/{id}/reject", // keeps the money
+      // Team accounts (#21): taking access away needs no step-up; accepting is the invitee's own.
+      "DELETE /api/v1/dashboard/members/{id}",
+      "DELETE /api/v1/dashboard/invitations/{id}",
+      "POST /api/v1/auth/invitations/accept", // the mailed single-use token; no session yet
     ]);
     const unguarded: string[] = [];
     for (const [path, byMethod] of Object.entries(doc.paths)) {
@@ -436,6 +440,10 @@ describe("a new sensitive route cannot forget the step-up silently", () => {
         "POST /api/v1/webhook/url",
         "POST /api/v1/webhook/secret/rotate",
         "POST /api/v1/dashboard/payouts",
+        // Team accounts (#21): granting access is step-up in every environment.
+        "POST /api/v1/dashboard/invitations",
+        "PATCH /api/v1/dashboard/members/{id}",
+        "POST /api/v1/dashboard/members/{id}/transfer-ownership",
       ].sort(),
     );
   });
