@@ -24,6 +24,7 @@ import {
   type RateLimitStore,
   RedisRateLimitStore,
 } from "./ratelimit/index.js";
+import { registerReserveMetrics, reserveReadinessChecks } from "./reserves/index.js";
 import {
   registerSendingMetrics,
   requestTransfer,
@@ -259,6 +260,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   registerSweepOutcomes(transferOutcomes);
   registerWithdrawalOutcomes(transferOutcomes, clock);
   readiness.push(...sendingReadinessChecks(chains, db.db, clock));
+  readiness.push(...reserveReadinessChecks(chains, db.db, config.reserves.checkEveryMs, () => clock.now()));
+  registerReserveMetrics(metrics.registry, db.db);
   registerSendingMetrics(metrics, chains, db.db);
   registerWebhookMetrics(metrics, db.db);
   readiness.push(webhookReadinessCheck(db.db));

@@ -179,6 +179,15 @@ describe("stablegate command line", CLI_TIMEOUT, () => {
       ]);
       expect(above.code).toBe(2);
       expect(above.stderr).toMatch(/to: is above the chain's head block/);
+
+      // Reserves (issue #22): the table of every chain, through the service; nothing owed, nothing short.
+      const reserves = await run(["chain", "reconcile"]);
+      expect(reserves.stderr).toBe("");
+      expect(reserves.code).toBe(0);
+      expect(reserves.stdout).toMatch(/^chain +hot wallet +gas tank/);
+      expect(reserves.stdout).toMatch(/\nUSDT-TRC20 sandbox +0 +0 +0 \(0\) +0 +0 +0 +ok/);
+      const badTolerance = await run(["chain", "reconcile", "--tolerance", "-1"]);
+      expect(badTolerance.code).toBe(2);
     } finally {
       const exited = new Promise<number | null>((resolve) => serve.child.on("exit", (code) => resolve(code)));
       serve.child.kill("SIGTERM");

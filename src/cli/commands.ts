@@ -3,7 +3,7 @@ import type { Config } from "../config/config.js";
 import type { LedgerReport } from "../ledger/index.js";
 import type { CreatedMerchant } from "../merchants/index.js";
 import type { RescanResult } from "../watcher/index.js";
-import type { CliOptions, Flags } from "./args.js";
+import { type CliOptions, type Flags, UsageError } from "./args.js";
 
 /**
  * One operator command line (`stablegate <group> <name> [options]`): its usage (built from
@@ -121,6 +121,36 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
         `(handed off once confirmed), ${r.alreadyKnown} already known.`;
       process.stdout.write(`${flags.json ? JSON.stringify(r, null, 2) : text}\n`);
       return 0;
+    },
+  },
+
+  "chain reconcile": {
+    summary:
+      "compare what every chain holds (hot wallet, gas tank, unswept deposit addresses, transfers\n" +
+      "in flight) with what the ledger owes (merchant balances and fees); print the table and\n" +
+      "exit 1 on a shortfall beyond the tolerance",
+    options: {
+      tolerance: { type: "string", value: "USDT", help: "shortfall tolerated (default RESERVE_TOLERANCE)" },
+      json: { type: "boolean", help: "print the reports as JSON" },
+    },
+    async run(config, flags) {
+      const { runOperator } = await import("./merchant-create.js");
+      const { formatReserveTable, readReserveReports } = await import("../reserves/index.js");
+      const { parseAmount } = await import("../domain/money.js");
+      let tolerance = config.reserves.tolerance;
+      if (typeof flags.tolerance === "string") {
+        const parsed = parseAmount(flags.tolerance);
+        if (!parsed.ok) throw new UsageError(`--tolerance ${parsed.message}`);
+        tolerance = parsed.units;
+      }
+      // Through the control socket big integers arrive as strings: read back either way.
+      const reports = readReserveReports(
+        await runOperator(config, "reserves.reconcile", { tolerance: tolerance.toString() }),
+      );
+      process.stdout.write(
+        `${flags.json ? JSON.stringify(reports, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2) : formatReserveTable(reports)}\n`,
+      );
+      return reports.every((r) => r.ok) ? 0 : 1;
     },
   },
 

@@ -60,6 +60,8 @@ export interface Config {
   idempotency: { leaseMs: number };
   /** `AUDIT_RETENTION_DAYS`: audit records older than this are purged hourly; 0 keeps all. */
   audit: { retentionDays: number };
+  /** `RESERVE_CHECK_SECONDS` (0: no job) and `RESERVE_TOLERANCE` (USDT, as base units): issue #22. */
+  reserves: { checkEveryMs: number; tolerance: bigint };
   chains: {
     confirmations: { trc20: number | undefined; erc20: number | undefined };
     production: ChainEndpoints;
@@ -216,6 +218,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     idempotency: { leaseMs: Math.round(e.IDEMPOTENCY_LEASE_SECONDS * 1000) },
     audit: { retentionDays: e.AUDIT_RETENTION_DAYS },
+    reserves: { checkEveryMs: e.RESERVE_CHECK_SECONDS * 1000, tolerance: usdtUnits(e.RESERVE_TOLERANCE) },
     chains: {
       confirmations: { trc20: e[TRON.variables.confirmations], erc20: e[EVM.variables.confirmations] },
       production: chainEndpoints(e, "production"),
@@ -267,4 +270,10 @@ function chainEndpoints(e: RawEnv, environment: "production" | "sandbox"): Chain
 
 function stripSlash(u: string): string {
   return u.replace(/\/+$/, "");
+}
+
+/** "12.5" USDT (validated by the schema) as base units. */
+function usdtUnits(text: string): bigint {
+  const [whole = "0", fraction = ""] = text.split(".");
+  return BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, "0") || "0");
 }

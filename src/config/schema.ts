@@ -133,6 +133,12 @@ export const envSchema = z.object({
   // Days an audit record is kept; 0 keeps every record (the default: evidence is not thrown away
   // unless the operator says so).
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
+  /** Reserve reconciliation (issue #22): how often each chain is checked, and the shortfall tolerated (USDT). */
+  RESERVE_CHECK_SECONDS: z.coerce.number().int().min(0).default(300),
+  RESERVE_TOLERANCE: z
+    .string()
+    .regex(/^\d+(\.\d{1,6})?$/, "must be an amount of USDT (at most 6 decimals)")
+    .default("0"),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(25_000),
   // Sending (chains part 2): where workers reach the signer role, where the signer listens, sweeps.

@@ -6,6 +6,7 @@ import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
 import { createMerchantWithKeys } from "../merchants/index.js";
+import { reconcileReserves, recordReserveCheck } from "../reserves/index.js";
 import { rescanRange } from "../watcher/index.js";
 
 /**
@@ -35,6 +36,18 @@ export const operatorCommands = {
     return createAdmin(db, { email, password });
   },
   "ledger.verify": async ({ db }: OperatorContext) => verifyLedger(db),
+  /** Issue #22: every available chain's reserves against the ledger (and recorded, as the job does). */
+  "reserves.reconcile": async (ctx: OperatorContext, args: Record<string, unknown>) => {
+    const tolerance =
+      typeof args.tolerance === "string" && /^\d+$/.test(args.tolerance) ? BigInt(args.tolerance) : 0n;
+    const reports = [];
+    for (const chain of ctx.chains().available()) {
+      const report = await reconcileReserves(ctx, chain, tolerance);
+      await recordReserveCheck(ctx.db, report);
+      reports.push(report);
+    }
+    return reports;
+  },
   /** Issue #22: re-read a block range and hand off what the watcher missed (idempotent). */
   "chain.rescan": async (ctx: OperatorContext, args: Record<string, unknown>) => {
     const network = args.network;

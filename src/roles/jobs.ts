@@ -1,5 +1,6 @@
 import { auditRetentionJob } from "../audit/index.js";
 import { sessionExpiryJob } from "../deposits/index.js";
+import { reserveJobs } from "../reserves/index.js";
 import type { Runtime } from "../runtime.js";
 import { senderJobs } from "../sender/index.js";
 import { sweepJobs } from "../sweep/index.js";
@@ -44,6 +45,7 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
     ),
     ...senderJobs(runtime, instanceId),
     ...sweepJobs(runtime, instanceId),
+    ...reserveJobs(runtime),
     sessionExpiryJob({
       db: runtime.database.db,
       clock: runtime.clock,

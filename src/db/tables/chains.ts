@@ -126,6 +126,7 @@ export interface ChainsTables {
   sim_blocks: SimBlocksTable;
   sim_transactions: SimTransactionsTable;
   chain_providers: ChainProvidersTable;
+  reserve_checks: ReserveChecksTable;
 }
 
 export type WatchedAddressRow = Selectable<WatchedAddressesTable>;
@@ -143,4 +144,18 @@ export interface ChainProvidersTable {
   disagreements: number;
   last_error: string | null;
   updated_at: Timestamp;
+}
+
+/** Migration 0020: the last reserve reconciliation of each chain (issue #22). */
+export interface ReserveChecksTable {
+  network: CurrencyType;
+  environment: Environment;
+  checked_at: Date;
+  on_chain: ColumnType<string, bigint | string, bigint | string>;
+  in_flight: ColumnType<string, bigint | string, bigint | string>;
+  owed: ColumnType<string, bigint | string, bigint | string>;
+  pending_sweep: ColumnType<string, bigint | string, bigint | string>;
+  shortfall: ColumnType<string, bigint | string, bigint | string>;
+  tolerance: ColumnType<string, bigint | string, bigint | string>;
+  detail: string;
 }

@@ -1,0 +1,16 @@
+/** Reserve reconciliation (issue #22): on-chain holdings against what the ledger owes. */
+export { type ReserveJobDeps, reserveJobs } from "./jobs.js";
+export {
+  MAX_ADDRESSES_READ,
+  type ReserveReport,
+  type ReserveTarget,
+  reconcileReserves,
+} from "./reconcile.js";
+export {
+  formatReserveTable,
+  readReserveReports,
+  recordReserveCheck,
+  registerReserveMetrics,
+  reserveReadinessChecks,
+  summaryLine,
+} from "./status.js";

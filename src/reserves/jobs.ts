@@ -1,0 +1,34 @@
+import type { AvailableChain } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import type { Job } from "../worker/runner.js";
+import { reconcileReserves } from "./reconcile.js";
+import { recordReserveCheck } from "./status.js";
+
+export interface ReserveJobDeps {
+  database: { db: Db };
+  chains: { available(): AvailableChain[] };
+  config: { reserves: { checkEveryMs: number; tolerance: bigint } };
+  logger: Logger;
+  clock: Clock;
+}
+
+/** One reconciliation job per available chain (issue #22); a shortfall is logged at error level. */
+export function reserveJobs(deps: ReserveJobDeps): Job[] {
+  const { checkEveryMs, tolerance } = deps.config.reserves;
+  if (checkEveryMs <= 0) return [];
+  return deps.chains.available().map((chain) => ({
+    name: `reserves:${chain.network}:${chain.environment}`,
+    everyMs: checkEveryMs,
+    run: async () => {
+      const report = await reconcileReserves({ db: deps.database.db, clock: deps.clock }, chain, tolerance);
+      await recordReserveCheck(deps.database.db, report);
+      if (!report.ok)
+        deps.logger.error(
+          { network: chain.network, environment: chain.environment, shortfall: String(report.shortfall) },
+          "reserve shortfall: the chain holds less than the ledger owes",
+        );
+    },
+  }));
+}
