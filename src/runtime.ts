@@ -32,7 +32,7 @@ import {
   TransferOutcomes,
 } from "./sender/index.js";
 import { createRoleSigner, type Signer } from "./signer/index.js";
-import { registerSweepOutcomes } from "./sweep/index.js";
+import { registerColdForwardOutcomes, registerSweepOutcomes } from "./sweep/index.js";
 import { type AccountKeys, type AddressDeriver, resolveAccountKeys } from "./wallet/index.js";
 import { chainReadinessChecks, DepositHandoff } from "./watcher/index.js";
 import {
@@ -258,11 +258,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   readiness.push(...chainReadinessChecks(chains, db.db, clock));
   const transferOutcomes = new TransferOutcomes();
   registerSweepOutcomes(transferOutcomes);
+  registerColdForwardOutcomes(transferOutcomes);
   registerWithdrawalOutcomes(transferOutcomes, clock);
   readiness.push(...sendingReadinessChecks(chains, db.db, clock));
   readiness.push(...reserveReadinessChecks(chains, db.db, config.reserves.checkEveryMs, () => clock.now()));
   registerReserveMetrics(metrics.registry, db.db);
-  registerSendingMetrics(metrics, chains, db.db);
+  registerSendingMetrics(metrics, chains, db.db, (n, e) => config.sending.cold[e][n]?.max);
   registerWebhookMetrics(metrics, db.db);
   readiness.push(webhookReadinessCheck(db.db));
   const webhooks = createWebhookSending(config.webhooks, {

@@ -185,7 +185,7 @@ describe("stablegate command line", CLI_TIMEOUT, () => {
       expect(reserves.stderr).toBe("");
       expect(reserves.code).toBe(0);
       expect(reserves.stdout).toMatch(/^chain +hot wallet +gas tank/);
-      expect(reserves.stdout).toMatch(/\nUSDT-TRC20 sandbox +0 +0 +0 \(0\) +0 +0 +0 +ok/);
+      expect(reserves.stdout).toMatch(/\nUSDT-TRC20 sandbox +0 +0 +0 +0 \(0\) +0 +0 +0 +ok/);
       const badTolerance = await run(["chain", "reconcile", "--tolerance", "-1"]);
       expect(badTolerance.code).toBe(2);
     } finally {

@@ -50,6 +50,7 @@ function operatorContext(config: Config, db: Db): OperatorContext {
   return {
     db,
     clock: systemClock,
+    coldWallet: (n, e) => config.sending.cold[e][n]?.address,
     chains: () => {
       chains ??= buildChainRegistry(config, { db, clock: systemClock });
       return chains;

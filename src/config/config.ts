@@ -83,6 +83,11 @@ export interface Config {
   sending: SendingConfig;
 }
 
+export interface ColdWallet {
+  max: bigint;
+  address: string;
+}
+
 export interface SendingConfig {
   /** `SIGNER_URL`: the signer role, for `worker` processes (`serve` signs in-process). */
   signerUrl: string | undefined;
@@ -90,6 +95,11 @@ export interface SendingConfig {
   signerPort: number;
   /** Deposit balances at or above this (token base units) are swept to the hot wallet. */
   sweepThreshold: { erc20: bigint; trc20: bigint };
+  /**
+   * Cold-wallet forwarding per environment and network (issue #22): the hot wallet keeps at most
+   * `max` (base units); the excess goes to `address`. Absent: no forwarding.
+   */
+  cold: Record<"production" | "sandbox", Partial<Record<"USDT-ERC20" | "USDT-TRC20", ColdWallet>>>;
   stuckAfterMs: number;
   tronFeeLimitSun: number;
 }
@@ -164,6 +174,30 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     const r = parseAmount(e[variable]);
     if (r.ok) sweepThreshold[key] = r.units;
     else problems.push({ variable, message: `${r.message} (USDT)` });
+  }
+  const cold: SendingConfig["cold"] = { production: {}, sandbox: {} };
+  for (const environment of ["production", "sandbox"] as const) {
+    for (const [network, suffix] of [
+      ["USDT-ERC20", "ERC20"],
+      ["USDT-TRC20", "TRC20"],
+    ] as const) {
+      const prefix = environment === "sandbox" ? "SANDBOX_" : "";
+      const maxVar = `${prefix}HOT_WALLET_MAX_${suffix}` as const;
+      const addressVar = `${prefix}COLD_WALLET_${suffix}` as const;
+      const max = e[maxVar];
+      const address = e[addressVar];
+      if (max === undefined && address === undefined) continue;
+      if (max === undefined || address === undefined) {
+        problems.push({
+          variable: max === undefined ? maxVar : addressVar,
+          message: `set with ${max === undefined ? addressVar : maxVar}`,
+        });
+        continue;
+      }
+      const r = parseAmount(max);
+      if (r.ok) cold[environment][network] = { max: r.units, address };
+      else problems.push({ variable: maxVar, message: `${r.message} (USDT)` });
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -242,6 +276,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       signerHost: e.SIGNER_HOST,
       signerPort: e.SIGNER_PORT,
       sweepThreshold,
+      cold,
       stuckAfterMs: e.SENDER_STUCK_AFTER_SECONDS * 1000,
       tronFeeLimitSun: e[TRON.variables.feeLimit],
     },

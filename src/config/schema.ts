@@ -147,6 +147,28 @@ export const envSchema = z.object({
   SIGNER_PORT: port.default(8090),
   [EVM.variables.sweepThreshold]: z.string().default(EVM.defaultSweepThreshold),
   [TRON.variables.sweepThreshold]: z.string().default(TRON.defaultSweepThreshold),
+  // Cold-wallet forwarding (issue #22): above the maximum (USDT), the hot wallet's excess goes to
+  // the cold address. Set both of a pair, or neither.
+  HOT_WALLET_MAX_ERC20: z.string().optional(),
+  HOT_WALLET_MAX_TRC20: z.string().optional(),
+  COLD_WALLET_ERC20: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "must be an Ethereum address")
+    .optional(),
+  COLD_WALLET_TRC20: z
+    .string()
+    .regex(/^T[1-9A-HJ-NP-Za-km-z]{33}$/, "must be a TRON address")
+    .optional(),
+  SANDBOX_HOT_WALLET_MAX_ERC20: z.string().optional(),
+  SANDBOX_HOT_WALLET_MAX_TRC20: z.string().optional(),
+  SANDBOX_COLD_WALLET_ERC20: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "must be an Ethereum address")
+    .optional(),
+  SANDBOX_COLD_WALLET_TRC20: z
+    .string()
+    .regex(/^T[1-9A-HJ-NP-Za-km-z]{33}$/, "must be a TRON address")
+    .optional(),
   SENDER_STUCK_AFTER_SECONDS: positiveInt.default(180),
   [TRON.variables.feeLimit]: positiveInt.default(TRON.defaultFeeLimitSun),
 });

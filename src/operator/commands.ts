@@ -19,6 +19,8 @@ export interface OperatorContext {
   db: Db;
   clock: Clock;
   chains(): ChainRegistry;
+  /** The configured cold wallet of a chain (reserves count it), if any. */
+  coldWallet?: (network: CurrencyType, environment: "production" | "sandbox") => string | undefined;
 }
 
 const int = (v: unknown): number =>
@@ -42,7 +44,12 @@ export const operatorCommands = {
       typeof args.tolerance === "string" && /^\d+$/.test(args.tolerance) ? BigInt(args.tolerance) : 0n;
     const reports = [];
     for (const chain of ctx.chains().available()) {
-      const report = await reconcileReserves(ctx, chain, tolerance);
+      const coldWallet = ctx.coldWallet?.(chain.network, chain.environment);
+      const report = await reconcileReserves(
+        ctx,
+        { ...chain, adapter: chain.adapter, coldWallet },
+        tolerance,
+      );
       await recordReserveCheck(ctx.db, report);
       reports.push(report);
     }

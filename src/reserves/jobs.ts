@@ -9,7 +9,10 @@ import { recordReserveCheck } from "./status.js";
 export interface ReserveJobDeps {
   database: { db: Db };
   chains: { available(): AvailableChain[] };
-  config: { reserves: { checkEveryMs: number; tolerance: bigint } };
+  config: {
+    reserves: { checkEveryMs: number; tolerance: bigint };
+    sending: { cold: Record<"production" | "sandbox", Partial<Record<string, { address: string }>>> };
+  };
   logger: Logger;
   clock: Clock;
 }
@@ -22,7 +25,12 @@ export function reserveJobs(deps: ReserveJobDeps): Job[] {
     name: `reserves:${chain.network}:${chain.environment}`,
     everyMs: checkEveryMs,
     run: async () => {
-      const report = await reconcileReserves({ db: deps.database.db, clock: deps.clock }, chain, tolerance);
+      const coldWallet = deps.config.sending.cold[chain.environment][chain.network]?.address;
+      const report = await reconcileReserves(
+        { db: deps.database.db, clock: deps.clock },
+        { ...chain, adapter: chain.adapter, coldWallet },
+        tolerance,
+      );
       await recordReserveCheck(deps.database.db, report);
       if (!report.ok)
         deps.logger.error(

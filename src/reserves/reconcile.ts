@@ -8,7 +8,7 @@ import type { Clock } from "../lib/clock.js";
 /**
  * Reserve reconciliation (issue #22): do the coins stablegate holds on one chain still cover what
  * its ledger owes? Read fresh from the chain: the hot wallet's and the gas tank's token balances
- * (their addresses as the sender recorded them) and the balance of every deposit address that
+ * (their addresses as the sender recorded them), the configured cold wallet's, and the balance of every deposit address that
  * still holds unswept deposits. From the ledger: every merchant's available and held balance plus
  * the fees collected (the ledger balances, so that is exactly what was received on chain minus
  * what was sent out). Outgoing withdrawals and payouts not yet confirmed count as still held (their
@@ -27,6 +27,8 @@ export interface ReserveTarget {
   network: CurrencyType;
   environment: Environment;
   adapter: Pick<ChainAdapter, "tokenBalance">;
+  /** The cold wallet the hot wallet's excess is forwarded to (issue #22), when configured. */
+  coldWallet?: string | undefined;
 }
 
 export interface ReserveReport {
@@ -35,6 +37,7 @@ export interface ReserveReport {
   checkedAt: Date;
   hotWallet: bigint;
   gasTank: bigint;
+  coldWallet: bigint;
   depositAddresses: bigint;
   /** Deposit addresses read / holding unswept deposits. */
   addressesRead: number;
@@ -70,9 +73,10 @@ export async function reconcileReserves(
   const hot = addressOf("hot_wallet");
   const tank = addressOf("gas_tank");
   if (!hot) notes.push("hot wallet not recorded yet (no sender has run for this chain)");
-  const [hotWallet, gasTank] = await Promise.all([
+  const [hotWallet, gasTank, coldWallet] = await Promise.all([
     hot ? chain.adapter.tokenBalance(hot) : Promise.resolve(0n),
     tank ? chain.adapter.tokenBalance(tank) : Promise.resolve(0n),
+    chain.coldWallet ? chain.adapter.tokenBalance(chain.coldWallet) : Promise.resolve(0n),
   ]);
 
   // Addresses that received more than was swept from them: read on chain.
@@ -125,7 +129,7 @@ export async function reconcileReserves(
   const owedToMerchants = BigInt(owedRow.rows[0]?.merchants ?? 0);
   const fees = BigInt(owedRow.rows[0]?.fees ?? 0);
   const owed = owedToMerchants + fees;
-  const onChain = hotWallet + gasTank + depositAddresses;
+  const onChain = hotWallet + gasTank + coldWallet + depositAddresses;
   const inFlight = BigInt(flows.out ?? 0);
   const gap = owed - (onChain + inFlight);
   const shortfall = gap > 0n ? gap : 0n;
@@ -135,6 +139,7 @@ export async function reconcileReserves(
     checkedAt: new Date(deps.clock.now()),
     hotWallet,
     gasTank,
+    coldWallet,
     depositAddresses,
     addressesRead: toRead.length,
     addressesUnswept: unswept.rows.length,

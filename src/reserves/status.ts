@@ -59,6 +59,7 @@ export function formatReserveTable(reports: readonly ReserveReport[]): string {
     "chain",
     "hot wallet",
     "gas tank",
+    "cold wallet",
     "deposit addr.",
     "in flight",
     "owed",
@@ -69,6 +70,7 @@ export function formatReserveTable(reports: readonly ReserveReport[]): string {
     `${r.network} ${r.environment}`,
     formatUnits(r.hotWallet),
     formatUnits(r.gasTank),
+    formatUnits(r.coldWallet),
     `${formatUnits(r.depositAddresses)} (${r.addressesRead})`,
     formatUnits(r.inFlight),
     formatUnits(r.owed),
@@ -160,6 +162,7 @@ export function registerReserveMetrics(registry: Registry, db: Db): void {
 const BIG_FIELDS = [
   "hotWallet",
   "gasTank",
+  "coldWallet",
   "depositAddresses",
   "onChain",
   "inFlight",

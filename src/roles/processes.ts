@@ -129,7 +129,12 @@ export async function startRole(
     const control = runtime.controlSocket
       ? await startControlServer(
           runtime.controlSocket,
-          { db, clock: runtime.clock, chains: () => runtime.chains },
+          {
+            db,
+            clock: runtime.clock,
+            chains: () => runtime.chains,
+            coldWallet: (n, e) => config.sending.cold[e][n]?.address,
+          },
           log,
         )
       : undefined;

@@ -55,6 +55,8 @@ interface SendingSummary {
   open: number;
   waitingFunds: number;
   pendingSweeps: number;
+  /** Open withdrawals and payouts: what the hot wallet must still pay (base units). */
+  demand: bigint;
 }
 
 async function summary(db: Db, network: CurrencyType, environment: Environment): Promise<SendingSummary> {
@@ -71,6 +73,11 @@ async function summary(db: Db, network: CurrencyType, environment: Environment):
         eb.fn.countAll<string>().as("open"),
         eb.fn.count<string>("waiting_funds_since").as("waiting"),
         eb.fn.sum<string | null>(eb.case().when("kind", "=", "sweep").then(1).else(0).end()).as("sweeps"),
+        eb.fn
+          .sum<string | null>(
+            eb.case().when("kind", "in", ["withdrawal", "payout"]).then(eb.ref("amount")).else(0).end(),
+          )
+          .as("demand"),
       ])
       .where("network", "=", network)
       .where("environment", "=", environment)
@@ -85,6 +92,7 @@ async function summary(db: Db, network: CurrencyType, environment: Environment):
     open: Number(counts.open),
     waitingFunds: Number(counts.waiting),
     pendingSweeps: Number(counts.sweeps ?? 0),
+    demand: BigInt(counts.demand ?? 0),
   };
 }
 
@@ -122,7 +130,13 @@ export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Cl
  * `stablegate_hot_wallet_balance`, `stablegate_gas_tank_balance`, `stablegate_outgoing_open`,
  * `stablegate_outgoing_waiting_funds` (alert on > 0), `stablegate_sweeps_pending`.
  */
-export function registerSendingMetrics(metrics: Metrics, chains: ChainRegistry, db: Db): void {
+export function registerSendingMetrics(
+  metrics: Metrics,
+  chains: ChainRegistry,
+  db: Db,
+  /** The hot wallet's maximum where cold forwarding is configured: low is under a tenth of it. */
+  hotWalletMax: (network: CurrencyType, environment: Environment) => bigint | undefined = () => undefined,
+): void {
   const labelNames = ["network", "environment"] as const;
   // One collect refreshes all five (prom-client awaits it before serialising).
   const collect = sharedCollect(refresh);
@@ -155,6 +169,13 @@ export function registerSendingMetrics(metrics: Metrics, chains: ChainRegistry, 
       registers: [metrics.registry],
       collect,
     }),
+    low: new Gauge({
+      name: "stablegate_hot_wallet_low",
+      help: "1 when the hot wallet holds less than its open withdrawals and payouts (or under a tenth of HOT_WALLET_MAX_*): fund it before transfers wait",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
     sweeps: new Gauge({
       name: "stablegate_sweeps_pending",
       help: "Sweeps queued or in flight",
@@ -172,6 +193,11 @@ export function registerSendingMetrics(metrics: Metrics, chains: ChainRegistry, 
       gauges.open.set(labels, s.open);
       gauges.waiting.set(labels, s.waitingFunds);
       gauges.sweeps.set(labels, s.pendingSweeps);
+      if (s.hotToken !== null) {
+        const max = hotWalletMax(chain.network, chain.environment);
+        const low = s.hotToken < s.demand || (max !== undefined && s.hotToken < max / 10n);
+        gauges.low.set(labels, low ? 1 : 0);
+      }
     }
   }
 }

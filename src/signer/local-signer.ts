@@ -56,6 +56,7 @@ export class LocalSigner implements Signer {
       db: options.db,
       logger: options.logger,
       tokenContract: options.tokenContract,
+      ...(options.coldWallet ? { coldWallet: options.coldWallet } : {}),
       address: (network, environment, index) => this.address(network, environment, index),
     });
   }
@@ -253,6 +254,8 @@ export interface LocalSignerOptions {
   db: Db;
   /** The USDT contract of a chain (token transfers must call it). */
   tokenContract: (network: CurrencyType, environment: Environment) => string | undefined;
+  /** The cold wallet of a chain (issue #22): the hot wallet may forward its excess there. */
+  coldWallet?: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
 }
 
@@ -289,5 +292,6 @@ export async function createLocalSigner(config: Config, db: Db, logger: Logger):
     db,
     logger,
     tokenContract: configuredTokenContracts(config),
+    coldWallet: (network, environment) => config.sending.cold[environment][network]?.address,
   });
 }

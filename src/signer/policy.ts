@@ -16,6 +16,8 @@ import { SignerRejectedError } from "./protocol.js";
  *   open sweep of that address;
  * - from the **gas tank**: a native transfer to a deposit address recorded for this chain, for
  *   the amount of an open gas top-up to it.
+ * - from the **hot wallet** also: a token transfer to this chain's configured cold wallet (the
+ *   signer's own configuration, issue #22), for the amount of an open cold forward.
  * Token transfers must call this chain's configured USDT contract. Anything else — another
  * source key, destination, amount, asset, token or another chain's rows — is refused and logged.
  * Intents are open while queued, signed or broadcast (a replacement re-signs an open one).
@@ -44,6 +46,8 @@ export interface SigningPolicyOptions {
   address: (network: CurrencyType, environment: Environment, index: number) => string;
   /** The USDT contract of a chain, from the signer's configuration. */
   tokenContract: (network: CurrencyType, environment: Environment) => string | undefined;
+  /** The cold wallet of a chain, from the signer's configuration (none: no forwarding allowed). */
+  coldWallet?: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
 }
 
@@ -53,6 +57,16 @@ export type SourceRole = "hot_wallet" | "gas_tank" | "deposit";
 
 export class SigningPolicy {
   constructor(private readonly o: SigningPolicyOptions) {}
+
+  private isColdWallet(network: CurrencyType, environment: Environment, to: string): boolean {
+    const cold = this.o.coldWallet?.(network, environment);
+    if (!cold) return false;
+    try {
+      return normalizeAddress(network, cold) === to;
+    } catch {
+      return false;
+    }
+  }
 
   /**
    * Resolves when `t` may be signed; otherwise logs (warn: the shape, never key material) and
@@ -99,7 +113,7 @@ export class SigningPolicy {
       if (!t.token || !sameAddress(t.network, t.token, configured))
         return refuse("the token is not this chain's configured token contract", role);
     }
-    const intent = (kinds: ("withdrawal" | "payout" | "sweep" | "gas_topup")[]) =>
+    const intent = (kinds: ("withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward")[]) =>
       db
         .selectFrom("outgoing_transfers")
         .select("intent_id")
@@ -116,6 +130,7 @@ export class SigningPolicy {
     switch (role) {
       case "hot_wallet":
         if (t.asset !== "token") return refuse("the hot wallet sends only the token", role);
+        if (this.isColdWallet(t.network, t.environment, to) && (await intent(["cold_forward"]))) return role;
         if (!(await intent(["withdrawal", "payout"])))
           return refuse("no open withdrawal or payout to this destination for this amount", role);
         return role;

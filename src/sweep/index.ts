@@ -1,3 +1,10 @@
 /** The sweeper's public face: its jobs, the sweeper itself, and its outcome handlers. */
+
+export { ColdForwarder, type ColdForwarderOptions } from "./cold.js";
 export { type SweepJobDeps, sweepJobs } from "./jobs.js";
-export { registerSweepOutcomes, Sweeper, type SweeperOptions } from "./sweeper.js";
+export {
+  registerColdForwardOutcomes,
+  registerSweepOutcomes,
+  Sweeper,
+  type SweeperOptions,
+} from "./sweeper.js";

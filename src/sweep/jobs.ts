@@ -1,4 +1,10 @@
-import { type AvailableChain, createChainWriter, type WriterConfig } from "../chains/index.js";
+import {
+  type AvailableChain,
+  createChainWriter,
+  validateAddress,
+  type WriterConfig,
+} from "../chains/index.js";
+import { ConfigError } from "../config/config.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -7,6 +13,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Signer } from "../signer/index.js";
 import { HOT_WALLET_INDEX } from "../wallet/index.js";
 import type { Job } from "../worker/runner.js";
+import { ColdForwarder } from "./cold.js";
 import { Sweeper } from "./sweeper.js";
 
 /** What the sweep jobs use (a process's runtime has all of it). */
@@ -49,6 +56,30 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
       logger: deps.logger,
       clock: deps.clock,
     });
+    const cold = deps.config.sending.cold[environment][network];
+    if (cold) {
+      if (!validateAddress(network, cold.address)) {
+        const variable = `${environment === "sandbox" ? "SANDBOX_" : ""}COLD_WALLET_${network === "USDT-ERC20" ? "ERC20" : "TRC20"}`;
+        throw new ConfigError([{ variable, message: `not a valid ${network} address` }]);
+      }
+      const forwarder = new ColdForwarder({
+        db,
+        network,
+        environment,
+        writer,
+        hotWallet: address(HOT_WALLET_INDEX),
+        cold,
+        logger: deps.logger,
+        clock: deps.clock,
+      });
+      jobs.push({
+        name: `cold-forward:${network}:${environment}`,
+        everyMs: 30_000,
+        run: async () => {
+          await forwarder.tick();
+        },
+      });
+    }
     jobs.push({
       name: `sweep:${network}:${environment}`,
       everyMs: 10_000,

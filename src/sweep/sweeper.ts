@@ -224,3 +224,11 @@ export function registerSweepOutcomes(outcomes: TransferOutcomes): void {
   });
   outcomes.register("gas_topup", async () => {});
 }
+
+/**
+ * A cold forward (issue #22) moves custody only, like a sweep: nothing to post. Registered so that
+ * its outcome is taken (the sender offers every finished transfer to its kind's handler).
+ */
+export function registerColdForwardOutcomes(outcomes: TransferOutcomes): void {
+  outcomes.register("cold_forward", async () => {});
+}

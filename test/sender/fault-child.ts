@@ -20,11 +20,17 @@ const database = env.FAULT_DATABASE_URL
   : await openDatabase({ kind: "pglite", dataDir: env.FAULT_PGLITE_DIR! });
 const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
 const outcomes = new TransferOutcomes();
-outcomes.register("withdrawal", async (trx, o) => {
+const record = async (
+  trx: Parameters<Parameters<typeof outcomes.register>[1]>[0],
+  o: { intentId: string; status: string; txHash: string | null },
+) => {
   await sql`insert into fault_outcomes (intent_id, status, tx_hash) values (${o.intentId}, ${o.status}, ${o.txHash})`.execute(
     trx,
   );
-});
+};
+outcomes.register("withdrawal", record);
+// Issue #22: the hot wallet's excess forwarded to the cold wallet, carried by the same sender.
+outcomes.register("cold_forward", record);
 let hits = 0;
 const sender = new Sender({
   db: database.db,
@@ -35,6 +41,7 @@ const sender = new Sender({
     db: database.db,
     logger: createLogger("silent"),
     tokenContract: () => env.FAULT_TOKEN,
+    coldWallet: () => env.FAULT_COLD,
   }),
   address: (i) => wallet.address("USDT-ERC20", "sandbox", i),
   outcomes,

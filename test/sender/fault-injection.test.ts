@@ -21,6 +21,10 @@ const POINTS = ["before-commit", "after-commit", "after-broadcast", "after-recei
 const TRANSFERS = 60;
 const hot = wallet.address("USDT-ERC20", "sandbox", HOT_WALLET_INDEX) as Hex;
 const recipient = (i: number) => `0x${(0xfa0000 + i).toString(16).padStart(40, "0")}` as Hex;
+/** Issue #22: one cold forward among the withdrawals (the signer allows it to its cold wallet only). */
+const COLD = "0x00000000000000000000000000000000000c01d5" as Hex;
+const COLD_UNITS = 7_777_777n;
+const INTENTS = TRANSFERS + 1;
 const TRANSFER = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
 
 let node: AnvilNode;
@@ -64,6 +68,15 @@ beforeAll(async () => {
         to: recipient(i),
         amount: BigInt(1_000_000 + i),
       });
+      if (i === TRANSFERS / 2)
+        await requestTransfer(trx, {
+          intentId: "cold_fault",
+          kind: "cold_forward",
+          network: "USDT-ERC20",
+          environment: "sandbox",
+          to: COLD,
+          amount: COLD_UNITS,
+        });
     }
   });
   await db.close();
@@ -88,6 +101,7 @@ function runChild(
         FAULT_PGLITE_DIR: pgliteDir ?? "",
         FAULT_RPC_URL: node.rpcUrl,
         FAULT_TOKEN: token,
+        FAULT_COLD: COLD,
         FAULT_POINT: point,
         FAULT_AT: String(at),
         FAULT_BATCH: "5",
@@ -104,7 +118,7 @@ function runChild(
 }
 
 describe("fault injection: SIGKILL of the sending process at every step", () => {
-  it(`${TRANSFERS} withdrawals end with exactly one on-chain transfer and one outcome each`, async () => {
+  it(`${TRANSFERS} withdrawals and a cold forward end with exactly one on-chain transfer and one outcome each`, async () => {
     const kills: Record<string, number> = Object.fromEntries(POINTS.map((p) => [p, 0]));
     let finished = false;
     const log: string[] = [];
@@ -131,7 +145,7 @@ describe("fault injection: SIGKILL of the sending process at every step", () => 
     const db = await openShared();
     try {
       const rows = await db.db.selectFrom("outgoing_transfers").selectAll().execute();
-      expect(rows).toHaveLength(TRANSFERS);
+      expect(rows).toHaveLength(INTENTS);
       expect(rows.every((r) => r.status === "confirmed")).toBe(true);
       const outcomes = (
         await sql<{
@@ -142,7 +156,7 @@ describe("fault injection: SIGKILL of the sending process at every step", () => 
       ).rows;
       const perIntent = new Map<string, number>();
       for (const o of outcomes) perIntent.set(o.intent_id, (perIntent.get(o.intent_id) ?? 0) + 1);
-      expect(outcomes).toHaveLength(TRANSFERS);
+      expect(outcomes).toHaveLength(INTENTS);
       expect([...perIntent.values()].every((n) => n === 1)).toBe(true);
 
       // On-chain: every Transfer of the token from the hot wallet, from genesis.
@@ -153,7 +167,10 @@ describe("fault injection: SIGKILL of the sending process at every step", () => 
         fromBlock: 0n,
         toBlock: "latest",
       });
-      expect(logs).toHaveLength(TRANSFERS);
+      expect(logs).toHaveLength(INTENTS);
+      // The cold forward: exactly once, exactly its amount.
+      const cold = logs.filter((l) => l.args.to?.toLowerCase() === COLD.toLowerCase());
+      expect(cold.map((l) => l.args.value)).toEqual([COLD_UNITS]);
       const byRecipient = new Map(logs.map((l) => [l.args.to!.toLowerCase(), l]));
       for (let i = 0; i < TRANSFERS; i++) {
         const log = byRecipient.get(recipient(i).toLowerCase());
@@ -164,7 +181,7 @@ describe("fault injection: SIGKILL of the sending process at every step", () => 
       }
       const attempts = await db.db.selectFrom("outgoing_transfer_attempts").select("intent_id").execute();
       // No intent was ever signed twice (no provable drop happened here).
-      expect(attempts).toHaveLength(TRANSFERS);
+      expect(attempts).toHaveLength(INTENTS);
       console.log(`fault injection: kills per point ${JSON.stringify(kills)}`);
     } finally {
       await db.close();

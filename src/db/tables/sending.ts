@@ -15,7 +15,7 @@ type Numeric = ColumnType<string, string | bigint, string | bigint>;
 type NumericNullable = ColumnType<string | null, string | bigint | null | undefined, string | bigint | null>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
-export type TransferKind = "withdrawal" | "payout" | "sweep" | "gas_topup";
+export type TransferKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward";
 export type OutgoingStatus = "queued" | "signed" | "broadcast" | "confirmed" | "failed";
 
 export interface OutgoingTransfersTable {
