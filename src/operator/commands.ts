@@ -6,7 +6,7 @@ import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
 import { createMerchantWithKeys } from "../merchants/index.js";
-import { reconcileReserves, recordReserveCheck } from "../reserves/index.js";
+import { custodialChains, reconcileReserves, recordReserveCheck } from "../reserves/index.js";
 import { rescanRange } from "../watcher/index.js";
 
 /**
@@ -43,7 +43,7 @@ export const operatorCommands = {
     const tolerance =
       typeof args.tolerance === "string" && /^\d+$/.test(args.tolerance) ? BigInt(args.tolerance) : 0n;
     const reports = [];
-    for (const chain of ctx.chains().available()) {
+    for (const chain of custodialChains(ctx.chains())) {
       const coldWallet = ctx.coldWallet?.(chain.network, chain.environment);
       const report = await reconcileReserves(
         ctx,

@@ -3,6 +3,7 @@ import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { Job } from "../worker/runner.js";
+import { custodialChains } from "./custody.js";
 import { reconcileReserves } from "./reconcile.js";
 import { recordReserveCheck } from "./status.js";
 
@@ -17,11 +18,15 @@ export interface ReserveJobDeps {
   clock: Clock;
 }
 
-/** One reconciliation job per available chain (issue #22); a shortfall is logged at error level. */
+/**
+ * One reconciliation job per available real chain (issue #22); a shortfall is logged at error
+ * level. The sandbox simulator holds no custody (its deposits stay where they were paid and its
+ * hot wallet is simulated): nothing to reconcile there.
+ */
 export function reserveJobs(deps: ReserveJobDeps): Job[] {
   const { checkEveryMs, tolerance } = deps.config.reserves;
   if (checkEveryMs <= 0) return [];
-  return deps.chains.available().map((chain) => ({
+  return custodialChains(deps.chains).map((chain) => ({
     name: `reserves:${chain.network}:${chain.environment}`,
     everyMs: checkEveryMs,
     run: async () => {

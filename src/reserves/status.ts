@@ -5,6 +5,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { formatUnits } from "../domain/money.js";
 import type { ReadinessCheck } from "../observability/readiness.js";
+import { custodialChains } from "./custody.js";
 import type { ReserveReport } from "./reconcile.js";
 
 /** The last reconciliation of each chain, kept for `/readyz` and `/metrics` on every instance. */
@@ -84,6 +85,8 @@ export function formatReserveTable(reports: readonly ReserveReport[]): string {
       .join("  ")
       .trimEnd();
   const notes = reports.flatMap((r) => r.notes.map((n) => `${r.network} ${r.environment}: ${n}`));
+  if (reports.length === 0)
+    notes.push("no chain holds custody here (only the sandbox simulator): nothing to reconcile");
   return [line(header), ...rows.map(line), ...notes].join("\n");
 }
 
@@ -91,13 +94,13 @@ const STALE_FACTOR = 3;
 
 /** One `/readyz` line per chain with a reconciliation: down on a shortfall beyond the tolerance. */
 export function reserveReadinessChecks(
-  chains: { available(): { network: CurrencyType; environment: Environment }[] },
+  chains: { available(): { network: CurrencyType; environment: Environment; kind: string }[] },
   db: Db,
   checkEveryMs: number,
   now: () => number,
 ): ReadinessCheck[] {
   if (checkEveryMs <= 0) return [];
-  return chains.available().map((chain) => ({
+  return custodialChains(chains).map((chain) => ({
     name: `reserves:${chain.network}:${chain.environment}`,
     critical: false,
     async check() {
