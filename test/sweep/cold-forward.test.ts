@@ -98,12 +98,18 @@ describe("cold-wallet forwarding (anvil)", () => {
       0n,
       0n,
     ]);
-    await mineBlocks(anvil, 5);
-    const rows = await svc.database.db
-      .selectFrom("outgoing_transfers")
-      .select(["amount", "status", "to_address"])
-      .where("kind", "=", "cold_forward")
-      .execute();
+    // The sender records the forward as confirmed once it has its confirmations (mining as it goes).
+    const forwards = () =>
+      svc.database.db
+        .selectFrom("outgoing_transfers")
+        .select(["amount", "status", "to_address"])
+        .where("kind", "=", "cold_forward")
+        .execute();
+    await waitFor(async () => {
+      await mineBlocks(anvil, 1);
+      return (await forwards()).every((r) => r.status === "confirmed");
+    }, 30_000);
+    const rows = await forwards();
     expect(rows.map((r) => [String(r.amount), r.status, r.to_address.toLowerCase()])).toEqual([
       ["40000000", "confirmed", COLD.toLowerCase()],
     ]);
