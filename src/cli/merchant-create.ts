@@ -45,7 +45,7 @@ export async function runOperator(
 }
 
 /** The chains are built on first use, from the same configuration the service runs with. */
-function operatorContext(config: Config, db: Db): OperatorContext {
+export function operatorContext(config: Config, db: Db): OperatorContext {
   let chains: ChainRegistry | undefined;
   return {
     db,

@@ -168,25 +168,7 @@ export async function commitRange(
     if (!moved) return false;
     const blocks = new Map<number, string>([[to, end.hash]]);
     if (matched.length > 0) {
-      await trx
-        .insertInto("chain_observations")
-        .values(
-          matched.map((t) => ({
-            id: newId("obs"),
-            network: s.network,
-            environment: s.environment,
-            address: t.to,
-            from_address: t.from,
-            tx_hash: t.txHash,
-            log_index: t.logIndex,
-            block_number: t.blockNumber,
-            block_hash: t.blockHash,
-            block_time: new Date(t.blockTime),
-            amount: t.amount,
-          })),
-        )
-        .onConflict((oc) => oc.columns(["network", "tx_hash", "log_index"]).doNothing())
-        .execute();
+      await insertObservations(trx, s, matched).execute();
       for (const t of matched) {
         blocks.set(t.blockNumber, t.blockHash);
         // A transfer that was reorganised away after its hand-off and came back in the new fork:
@@ -391,7 +373,13 @@ export async function recordHandOffFailure(
  */
 export async function recordObservations(s: WatcherScope, matched: TimedTransfer[]): Promise<number> {
   if (matched.length === 0) return 0;
-  const rows = await s.db
+  const rows = await insertObservations(s.db, s, matched).returning("id").execute();
+  return rows.length;
+}
+
+/** The one insert of matched transfers: idempotent on (network, tx hash, log index). */
+function insertObservations(db: Db, s: WatcherScope, matched: TimedTransfer[]) {
+  return db
     .insertInto("chain_observations")
     .values(
       matched.map((t) => ({
@@ -408,8 +396,5 @@ export async function recordObservations(s: WatcherScope, matched: TimedTransfer
         amount: t.amount,
       })),
     )
-    .onConflict((oc) => oc.columns(["network", "tx_hash", "log_index"]).doNothing())
-    .returning("id")
-    .execute();
-  return rows.length;
+    .onConflict((oc) => oc.columns(["network", "tx_hash", "log_index"]).doNothing());
 }

@@ -1,7 +1,6 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildChainRegistry, type ChainRegistry } from "../../src/chains/index.js";
-import { systemClock } from "../../src/lib/clock.js";
+import { operatorContext } from "../../src/cli/merchant-create.js";
 import { type OperatorContext, runOperatorCommand } from "../../src/operator/commands.js";
 import type { RescanResult } from "../../src/watcher/index.js";
 import { balanceOf, hooksFor, type SandboxMerchant, sandboxMerchant } from "../deposits/support.js";
@@ -45,15 +44,7 @@ beforeAll(async () => {
   });
   receiver = await startReceiver();
   m = await sandboxMerchant(svc, receiver);
-  let chains: ChainRegistry | undefined;
-  ctx = {
-    db: svc.database.db,
-    clock: systemClock,
-    chains: () => {
-      chains ??= buildChainRegistry(svc.config, { db: svc.database.db, clock: systemClock });
-      return chains;
-    },
-  };
+  ctx = operatorContext(svc.config, svc.database.db);
 }, 60_000);
 
 afterAll(async () => {

@@ -1,8 +1,7 @@
 import { createWalletClient, type Hex, http, parseAbi } from "viem";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildChainRegistry, type ChainRegistry } from "../../src/chains/index.js";
-import { systemClock } from "../../src/lib/clock.js";
+import { operatorContext } from "../../src/cli/merchant-create.js";
 import { type OperatorContext, runOperatorCommand } from "../../src/operator/commands.js";
 import { formatReserveTable, type ReserveReport } from "../../src/reserves/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
@@ -54,15 +53,7 @@ beforeAll(async () => {
   });
   receiver = await startReceiver();
   m = await sandboxMerchant(svc, receiver);
-  let chains: ChainRegistry | undefined;
-  ctx = {
-    db: svc.database.db,
-    clock: systemClock,
-    chains: () => {
-      chains ??= buildChainRegistry(svc.config, { db: svc.database.db, clock: systemClock });
-      return chains;
-    },
-  };
+  ctx = operatorContext(svc.config, svc.database.db);
 }, 60_000);
 
 afterAll(async () => {

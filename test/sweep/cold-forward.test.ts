@@ -1,9 +1,9 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildChainRegistry, type ChainRegistry } from "../../src/chains/index.js";
+import { operatorContext } from "../../src/cli/merchant-create.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { type OperatorContext, runOperatorCommand } from "../../src/operator/commands.js";
+import { runOperatorCommand } from "../../src/operator/commands.js";
 import type { ReserveReport } from "../../src/reserves/index.js";
 import { ColdForwarder } from "../../src/sweep/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
@@ -115,16 +115,8 @@ describe("cold-wallet forwarding (anvil)", () => {
     ]);
     expect(await testUsdtBalance(anvil, token, COLD)).toBe(40_000_000n);
 
-    let chains: ChainRegistry | undefined;
-    const ctx: OperatorContext = {
-      db: svc.database.db,
-      clock: systemClock,
-      coldWallet: (n) => (n === "USDT-ERC20" ? COLD : undefined),
-      chains: () => {
-        chains ??= buildChainRegistry(svc.config, { db: svc.database.db, clock: systemClock });
-        return chains;
-      },
-    };
+    // The service's own configuration names the cold wallet.
+    const ctx = operatorContext(svc.config, svc.database.db);
     const reports = (await runOperatorCommand(ctx, "reserves.reconcile", {})) as ReserveReport[];
     const r = reports.find((x) => x.network === "USDT-ERC20" && x.environment === "sandbox");
     expect(r).toMatchObject({
