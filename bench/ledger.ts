@@ -4,17 +4,19 @@
  * 1,000 merchants, with p50/p99 latency.
  *
  * Before/after (issue 23): with BENCH_BEFORE_DIR=<a git worktree of the old code> the bench loads
- * that tree's `src/ledger/operations.ts` and alternates old and new code (A = before, B = after,
- * BENCH_ROUNDS rounds each, `alternate` in support.ts) on the same database, pool and machine, and
- * prints every round, the after/before ratio's median and spread, and each side's p99. Both write
- * the same tables (the old code simply does not call the new function), and `ledger verify` checks
- * the whole journal at the end. Without BENCH_BEFORE_DIR it measures the current code only.
+ * that tree's ledger operations, migrations and merchant creation, gives it a database of its own
+ * (`stablegate_bench_ledger_before`, migrated with ITS migrations: the old code runs on the old
+ * schema, with the old triggers and foreign keys), and alternates old and new code (A = before,
+ * B = after, BENCH_ROUNDS rounds each, `alternate` in support.ts) on the same server and machine.
+ * It prints every round, the after/before ratio's median and spread, and each side's p99; each
+ * side's `ledger verify` checks its journal at the end. Without BENCH_BEFORE_DIR it measures the
+ * current code only.
  */
 import { existsSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
-import type { Db } from "../src/db/database.js";
+import type { Database, Db } from "../src/db/database.js";
 import { openDatabase } from "../src/db/database.js";
 import { migrate } from "../src/db/migrate.js";
 import { newId } from "../src/domain/ids.js";
@@ -49,9 +51,13 @@ const SYNCHRONOUS_COMMIT = process.env.BENCH_SYNCHRONOUS_COMMIT ?? "on";
 const CPU_COLUMN = "CPU µs/posting (Node + PostgreSQL)";
 
 type Credit = (trx: Db, ctx: PostingContext, received: bigint, fee: bigint) => Promise<PostResult>;
+/** One side of the comparison: its code and its own database, migrated by its own migrations. */
 interface Variant {
   label: string;
   credit: Credit;
+  database: Database;
+  merchants: string[];
+  verify: (db: Db) => Promise<{ ok: boolean; postings: number; entries: number }>;
 }
 interface Result {
   perSecond: number;
@@ -63,8 +69,17 @@ interface Result {
   pgCpu: number;
 }
 
-/** The old code's `creditDeposit`, from a worktree (its imports resolve to this tree's node_modules). */
-async function loadBefore(dir: string): Promise<Credit> {
+/** The modules a side needs, from this tree or from a worktree of the old code. */
+interface SideModules {
+  creditDeposit: Credit;
+  openDatabase: typeof openDatabase;
+  migrate: (db: Db) => Promise<unknown>;
+  createMerchantWithKeys: (db: Db, input: { email: string; companyName: string }) => Promise<{ id: string }>;
+  verifyLedger: Variant["verify"];
+}
+
+/** The old code's modules, from a worktree (its imports resolve to this tree's node_modules). */
+async function loadBefore(dir: string): Promise<SideModules> {
   const root = path.resolve(dir);
   const modules = path.join(root, "node_modules");
   if (!existsSync(modules)) {
@@ -72,38 +87,69 @@ async function loadBefore(dir: string): Promise<Credit> {
     symlinkSync(path.join(ROOT, "node_modules"), modules, "dir");
     console.log(`linked ${modules} → ${path.join(ROOT, "node_modules")}`);
   }
-  const mod = (await import(pathToFileURL(path.join(root, "src/ledger/operations.ts")).href)) as {
-    creditDeposit: Credit;
+  const load = async <T>(...candidates: string[]): Promise<T> => {
+    const file = candidates.map((c) => path.join(root, c)).find((f) => existsSync(f));
+    if (!file) throw new Error(`${dir} has none of ${candidates.join(", ")}`);
+    return (await import(pathToFileURL(file).href)) as T;
   };
-  return mod.creditDeposit;
+  return {
+    ...(await load<Pick<SideModules, "creditDeposit">>("src/ledger/operations.ts")),
+    ...(await load<Pick<SideModules, "openDatabase">>("src/db/database.ts")),
+    ...(await load<Pick<SideModules, "migrate">>("src/db/migrate.ts")),
+    ...(await load<Pick<SideModules, "createMerchantWithKeys">>(
+      "src/merchants/index.ts",
+      "src/services/merchants.ts",
+    )),
+    ...(await load<Pick<SideModules, "verifyLedger">>("src/ledger/verify.ts")),
+  };
 }
 
-async function main() {
-  const url = await recreateDatabase(ADMIN_URL, "stablegate_bench_ledger");
-  if (!/^(on|off|local|remote_write|remote_apply)$/.test(SYNCHRONOUS_COMMIT))
-    throw new Error("BENCH_SYNCHRONOUS_COMMIT must be on, off, local, remote_write or remote_apply");
+/** A side: its database recreated and migrated, and 1,000 merchants created in it. */
+async function prepareSide(label: string, name: string, m: SideModules): Promise<Variant> {
+  const url = await recreateDatabase(ADMIN_URL, name);
   if (SYNCHRONOUS_COMMIT !== "on") {
     const admin = await openDatabase({ kind: "postgres", url, poolSize: 1 });
-    await sql`alter database stablegate_bench_ledger set synchronous_commit = ${sql.raw(SYNCHRONOUS_COMMIT)}`.execute(
+    await sql`alter database ${sql.id(name)} set synchronous_commit = ${sql.raw(SYNCHRONOUS_COMMIT)}`.execute(
       admin.db,
     );
     await admin.close();
   }
-  const database = await openDatabase({ kind: "postgres", url, poolSize: CONNECTIONS });
-  const db = database.db;
-  await migrate(db);
+  const database = await m.openDatabase({ kind: "postgres", url, poolSize: CONNECTIONS });
+  await m.migrate(database.db);
   const merchants: string[] = [];
   for (let i = 0; i < 1000; i++) {
     merchants.push(
-      (await createMerchantWithKeys(db, { email: `bench${i}@example.com`, companyName: `Bench ${i}` })).id,
+      (
+        await m.createMerchantWithKeys(database.db, {
+          email: `bench${i}@example.com`,
+          companyName: `Bench ${i}`,
+        })
+      ).id,
     );
   }
-  const after: Variant = { label: "after (this tree)", credit: creditDeposit };
+  return { label, credit: m.creditDeposit, database, merchants, verify: m.verifyLedger };
+}
+
+async function main() {
+  if (!/^(on|off|local|remote_write|remote_apply)$/.test(SYNCHRONOUS_COMMIT))
+    throw new Error("BENCH_SYNCHRONOUS_COMMIT must be on, off, local, remote_write or remote_apply");
+  const after = await prepareSide("after (this tree)", "stablegate_bench_ledger", {
+    creditDeposit,
+    openDatabase,
+    migrate,
+    createMerchantWithKeys,
+    verifyLedger,
+  });
   const before: Variant | undefined = BEFORE_DIR
-    ? { label: `before (${BEFORE_DIR})`, credit: await loadBefore(BEFORE_DIR) }
+    ? await prepareSide(
+        `before (${BEFORE_DIR})`,
+        "stablegate_bench_ledger_before",
+        await loadBefore(BEFORE_DIR),
+      )
     : undefined;
 
-  async function run(v: Variant, pick: () => string, seconds: number): Promise<Result> {
+  async function run(v: Variant, pick: (v: Variant) => string, seconds: number): Promise<Result> {
+    const db = v.database.db;
     let done = 0;
     const latencies: number[] = [];
     const cpu0 = process.cpuUsage();
@@ -112,7 +158,7 @@ async function main() {
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
         while (performance.now() < deadline) {
-          const merchantId = pick();
+          const merchantId = pick(v);
           const started = performance.now();
           await db.transaction().execute((trx) =>
             v.credit(
@@ -145,12 +191,11 @@ async function main() {
     };
   }
 
-  const hot = merchants[0] as string;
   const workloads = [
-    { name: "one merchant account (contention)", pick: () => hot },
+    { name: "one merchant account (contention)", pick: (v: Variant) => v.merchants[0] as string },
     {
       name: "1,000 merchants (spread)",
-      pick: () => merchants[Math.floor(Math.random() * merchants.length)] as string,
+      pick: (v: Variant) => v.merchants[Math.floor(Math.random() * v.merchants.length)] as string,
     },
   ];
   // Warm-up (prepared statements, PL/pgSQL plan cache, the old code's system-account cache).
@@ -199,12 +244,15 @@ async function main() {
     }
     console.log(`\n${summary.join("\n")}`);
   }
-  const report = await verifyLedger(db);
-  console.log(
-    `\nledger verify: ${report.ok ? "OK" : "MISMATCH"} (${report.postings} postings, ${report.entries} entries)`,
-  );
-  await database.close();
-  if (!report.ok) process.exitCode = 1;
+  console.log("");
+  for (const v of before ? [before, after] : [after]) {
+    const report = await v.verify(v.database.db);
+    console.log(
+      `ledger verify, ${v.label}: ${report.ok ? "OK" : "MISMATCH"} (${report.postings} postings, ${report.entries} entries)`,
+    );
+    await v.database.close();
+    if (!report.ok) process.exitCode = 1;
+  }
 }
 
 main().catch((err) => {

@@ -13,7 +13,6 @@ import {
   requirePosted,
   settleHold,
 } from "../../src/ledger/operations.js";
-import { ConcurrentPostingError } from "../../src/ledger/post.js";
 import { verifyLedger } from "../../src/ledger/verify.js";
 import { onPostgres, openTestDatabase } from "../support/db.js";
 import { ctx, fund, newMerchant } from "./support.js";
@@ -177,6 +176,39 @@ describe("balanced postings and the first movement", () => {
     ).toEqual([]);
   });
 
+  it("an entry added to a posting after its check, in the same or a later transaction, fails at commit", async () => {
+    const m = await newMerchant(db);
+    await fund(db, m, 5n);
+    const before = await snapshot(m);
+    const fees = await db
+      .selectFrom("ledger_accounts")
+      .select("id")
+      .where("owner", "=", "system")
+      .where("environment", "=", "sandbox")
+      .where("currency_type", "=", "USDT-TRC20")
+      .where("kind", "=", "fees")
+      .executeTakeFirstOrThrow();
+    const appendTo = (trx: Db, postingId: string) =>
+      trx.insertInto("ledger_entries").values({ posting_id: postingId, account_id: fees.id, amount: UNIT }).execute();
+    // Same transaction: the posting is checked early (SET CONSTRAINTS ... IMMEDIATE), then grows.
+    await expect(
+      db.transaction().execute(async (trx) => {
+        const posted = await creditDeposit(trx, ctx(m), 2n * UNIT, 0n);
+        await sql`set constraints all immediate`.execute(trx);
+        await sql`set constraints all deferred`.execute(trx);
+        await appendTo(trx, (posted as { postingId: string }).postingId);
+      }),
+    ).rejects.toThrow(/unbalanced/);
+    expect(await snapshot(m)).toEqual(before);
+    // A later transaction: an entry appended to a committed posting.
+    const old = await db.transaction().execute((trx) => creditDeposit(trx, ctx(m), UNIT, 0n));
+    const after = await snapshot(m);
+    await expect(
+      db.transaction().execute((trx) => appendTo(trx, (old as { postingId: string }).postingId)),
+    ).rejects.toThrow(/unbalanced/);
+    expect(await snapshot(m)).toEqual(after);
+  });
+
   it("concurrent first movements of a new merchant create its accounts once and post every credit", async () => {
     const m = await newMerchant(db);
     const results = await Promise.all(
@@ -191,13 +223,143 @@ describe("balanced postings and the first movement", () => {
   });
 });
 
+describe("credits applied at commit (migration 0022)", () => {
+  const pendingRows = () => db.selectFrom("ledger_pending_credits").select("id").execute();
+
+  it("a credit's balance counts inside its own transaction, is applied at commit, and leaves no pending row", async () => {
+    const m = await newMerchant(db);
+    await fund(db, m, 1n);
+    await db.transaction().execute(async (trx) => {
+      await creditDeposit(trx, ctx(m), 5n * UNIT, 0n);
+      // Not applied yet (the stored balance is the committed one), but the reader sees it.
+      const stored = await trx
+        .selectFrom("ledger_accounts")
+        .select("balance")
+        .where("owner", "=", m)
+        .where("kind", "=", "available")
+        .executeTakeFirstOrThrow();
+      expect(stored.balance).toBe(String(UNIT));
+      const mine = (await getBalances(trx, m, "sandbox")).find((b) => b.currencyType === "USDT-TRC20");
+      expect(mine?.available).toBe(6n * UNIT);
+      expect((await verifyLedger(trx)).problems).toEqual([]);
+    });
+    expect(await balanceOf(m)).toMatchObject({ available: 6n * UNIT, held: 0n });
+    expect(await pendingRows()).toEqual([]);
+    expect((await verifyLedger(db)).problems).toEqual([]);
+  });
+
+  it("a hold in the transaction that credited the money can spend it (the debit folds its own pending credits)", async () => {
+    const m = await newMerchant(db);
+    const c = ctx(m);
+    const result = await db.transaction().execute(async (trx) => {
+      await creditDeposit(trx, ctx(m), 7n * UNIT, 0n);
+      const held = await holdFunds(trx, c, 7n * UNIT);
+      // A second credit after the fold is pending again and applied at commit.
+      await creditDeposit(trx, ctx(m), 2n * UNIT, 0n);
+      return held;
+    });
+    expect(result.status).toBe("posted");
+    expect(await balanceOf(m)).toMatchObject({ available: 2n * UNIT, held: 7n * UNIT });
+    expect(await pendingRows()).toEqual([]);
+    expect((await verifyLedger(db)).problems).toEqual([]);
+  });
+
+  it("a credit rolled back leaves neither balance nor journal", async () => {
+    const m = await newMerchant(db);
+    await fund(db, m, 3n);
+    const before = await snapshot(m);
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await creditDeposit(trx, ctx(m), 4n * UNIT, 0n);
+        throw new Error("the flow failed after the credit");
+      }),
+    ).rejects.toThrow(/flow failed/);
+    expect(await snapshot(m)).toEqual(before);
+    expect(await pendingRows()).toEqual([]);
+  });
+
+  it("an entry naming no account fails at commit; accounts cannot be deleted, truncated or renamed, nor the journal truncated", async () => {
+    const m = await newMerchant(db);
+    await fund(db, m, 1n);
+    const before = await snapshot(m);
+    const system = await db
+      .selectFrom("ledger_accounts")
+      .select("id")
+      .where("owner", "=", "system")
+      .where("environment", "=", "sandbox")
+      .where("currency_type", "=", "USDT-TRC20")
+      .where("kind", "=", "fees")
+      .executeTakeFirstOrThrow();
+    // A hand-written balanced posting whose second line names an account that does not exist.
+    await expect(
+      db.transaction().execute(async (trx) => {
+        const posting = await trx
+          .insertInto("ledger_postings")
+          .values({ business_key: `rogue:${newId("tx")}`, kind: "deposit", environment: "sandbox" })
+          .returning("id")
+          .executeTakeFirstOrThrow();
+        await trx
+          .insertInto("ledger_entries")
+          .values([
+            { posting_id: posting.id, account_id: system.id, amount: -UNIT },
+            { posting_id: posting.id, account_id: "999999999", amount: UNIT },
+          ])
+          .execute();
+      }),
+    ).rejects.toThrow(/ledger posting \d+: 1 of its 2 entries name no account/);
+    // Balanced entries on real accounts, for a posting that does not exist.
+    await expect(
+      db.transaction().execute((trx) =>
+        trx
+          .insertInto("ledger_entries")
+          .values([
+            { posting_id: "999999999", account_id: system.id, amount: -UNIT },
+            { posting_id: "999999999", account_id: system.id, amount: UNIT },
+          ])
+          .execute(),
+      ),
+    ).rejects.toThrow(/ledger posting 999999999 does not exist/);
+    expect(await snapshot(m)).toEqual(before);
+    for (const statement of [
+      sql`delete from ledger_accounts where owner = ${m}`,
+      sql`update ledger_accounts set owner = 'someone else' where owner = ${m}`,
+      sql`update ledger_accounts set kind = 'held' where id = ${system.id}`,
+      sql`truncate ledger_accounts cascade`,
+      sql`truncate ledger_postings cascade`,
+      sql`truncate ledger_entries`,
+    ]) {
+      await expect(statement.execute(db)).rejects.toThrow(/immutable/);
+    }
+    expect(await snapshot(m)).toEqual(before);
+  });
+
+  it("a pending credit naming no merchant account fails at commit, writing nothing", async () => {
+    const m = await newMerchant(db);
+    await fund(db, m, 1n);
+    const system = await db
+      .selectFrom("ledger_accounts")
+      .select("id")
+      .where("owner", "=", "system")
+      .executeTakeFirstOrThrow();
+    for (const accountId of ["999999999", system.id]) {
+      await expect(
+        db.transaction().execute((trx) =>
+          trx.insertInto("ledger_pending_credits").values({ account_id: accountId, amount: UNIT }).execute(),
+        ),
+      ).rejects.toThrow(/no merchant account/);
+    }
+    expect(await pendingRows()).toEqual([]);
+    expect((await verifyLedger(db)).problems).toEqual([]);
+  });
+});
+
 // Needs two transactions at once on different connections: PostgreSQL only.
 it.skipIf(!onPostgres)(
-  "a posting whose key another transaction writes meanwhile is ConcurrentPostingError, not a second posting",
+  "a credit whose key another transaction writes meanwhile waits for it and answers already_posted, not a second posting",
   async () => {
-    // A deposit eaten whole by its fee touches no merchant account, so no lock orders the two:
-    // the second transaction's key check misses the first's uncommitted posting, and its insert
-    // waits for the first's commit and then finds the key taken.
+    // A credit takes no lock before its commit (migration 0022): the second transaction's insert
+    // of the same key waits for the first's commit, then finds the key taken and answers it as a
+    // replay. (Before 0022 this was a retryable ConcurrentPostingError.)
     const m = await newMerchant(db);
     const c = ctx(m);
     let release!: () => void;
@@ -229,10 +391,12 @@ it.skipIf(!onPostgres)(
       await new Promise((r) => setTimeout(r, 10));
     }
     release();
-    expect(await first).toMatchObject({ status: "posted" });
-    const err = await second;
-    expect(err).toBeInstanceOf(ConcurrentPostingError);
-    expect(err).toMatchObject({ code: "INTERNAL_ERROR", retryable: true });
+    const firstResult = await first;
+    expect(firstResult).toMatchObject({ status: "posted" });
+    expect(await second).toEqual({
+      status: "already_posted",
+      postingId: (firstResult as { postingId: string }).postingId,
+    });
     const postings = await db
       .selectFrom("ledger_postings")
       .select("id")
