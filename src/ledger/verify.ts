@@ -42,14 +42,11 @@ export async function verifyLedger(db: Db): Promise<LedgerReport> {
     stored: string;
     journal: string;
   }>`
-    select a.id::text, a.owner, a.environment, a.currency_type, a.kind, s.stored::text as stored,
+    select a.id::text, a.owner, a.environment, a.currency_type, a.kind, a.balance::text as stored,
            coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id), 0)::text as journal
     from ledger_accounts a
-    -- The stored balance, plus this transaction's own credits not yet applied (migration 0022).
-    cross join lateral (select a.balance + coalesce((select sum(p.amount) from ledger_pending_credits p
-                                                      where p.account_id = a.id), 0) as stored) s
     where a.balance is not null
-      and s.stored <> coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id), 0)`.execute(
+      and a.balance <> coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id), 0)`.execute(
     db,
   );
   for (const r of mismatched.rows) {

@@ -17,8 +17,9 @@ import type { BatchRateLimitStore, RateLimitHit, RateLimitResult } from "./store
  *
  * A key's first hit in a call reads the set (trim, count, oldest; newest when it adds); the
  * call then keeps the key's count, oldest and newest itself, so a further hit on the same key
- * (one busy client: the common case of a shared call) costs its ZADD, plus a trim and an oldest
- * read only when the oldest entry has left its window. The expiry is set once per key at the end,
+ * (one busy client: the common case of a shared call) costs no command of its own: its entry
+ * joins the key's one ZADD, sent before the set is next read or trimmed and at the end; a trim and
+ * an oldest read happen only when the oldest entry has left its window. The expiry is set once per key at the end,
  * from the key's last added hit: what setting it at every added hit would leave. A refused hit
  * adds nothing and removes only entries older than every other, so it leaves the newest entry
  * and the expiry as they were.
@@ -27,6 +28,15 @@ const SLIDING_WINDOW_LUA = `
 local prefix = ARGV[1]
 local out = {}
 local keys = {}
+-- A key's allowed hits are added by one ZADD (scores and members in pairs), sent before anything
+-- else reads or trims that key's set, and at the end: one command per key and call instead of one
+-- per hit, with the same set afterwards.
+local function flush(key, k)
+  if #k.pending > 0 then
+    redis.call('ZADD', key, unpack(k.pending))
+    k.pending = {}
+  end
+end
 for i = 1, #KEYS do
   local key = KEYS[i]
   local now = tonumber(ARGV[3 * i - 1])
@@ -36,10 +46,11 @@ for i = 1, #KEYS do
   local k = keys[key]
   if k == nil then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
-    k = { count = redis.call('ZCARD', key) }
+    k = { count = redis.call('ZCARD', key), pending = {} }
     if k.count > 0 then k.oldest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]) end
     keys[key] = k
   elseif k.count > 0 and k.oldest <= cutoff then
+    flush(key, k)
     k.count = k.count - redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
     if k.count > 0 then
       k.oldest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
@@ -51,9 +62,12 @@ for i = 1, #KEYS do
   local allowed = 0
   if k.count < limit then
     if k.count > 0 and k.newest == nil then
+      flush(key, k)
       k.newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
     end
-    redis.call('ZADD', key, now, prefix .. i)
+    k.pending[#k.pending + 1] = now
+    k.pending[#k.pending + 1] = prefix .. i
+    if #k.pending >= 2000 then flush(key, k) end -- unpack's argument limit
     k.count = k.count + 1
     if k.oldest == nil or now < k.oldest then k.oldest = now end
     if k.newest == nil or now > k.newest then k.newest = now end
@@ -68,6 +82,7 @@ for i = 1, #KEYS do
   out[3 * i] = math.max(0, math.ceil((k.oldest or now) + window - now))
 end
 for key, k in pairs(keys) do
+  flush(key, k)
   if k.expiry then redis.call('PEXPIRE', key, k.expiry) end
 end
 return out

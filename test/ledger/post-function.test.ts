@@ -189,7 +189,10 @@ describe("balanced postings and the first movement", () => {
       .where("kind", "=", "fees")
       .executeTakeFirstOrThrow();
     const appendTo = (trx: Db, postingId: string) =>
-      trx.insertInto("ledger_entries").values({ posting_id: postingId, account_id: fees.id, amount: UNIT }).execute();
+      trx
+        .insertInto("ledger_entries")
+        .values({ posting_id: postingId, account_id: fees.id, amount: UNIT })
+        .execute();
     // Same transaction: the posting is checked early (SET CONSTRAINTS ... IMMEDIATE), then grows.
     await expect(
       db.transaction().execute(async (trx) => {
@@ -223,48 +226,82 @@ describe("balanced postings and the first movement", () => {
   });
 });
 
-describe("credits applied at commit (migration 0022)", () => {
-  const pendingRows = () => db.selectFrom("ledger_pending_credits").select("id").execute();
-
-  it("a credit's balance counts inside its own transaction, is applied at commit, and leaves no pending row", async () => {
+describe("deposits applied at commit (migration 0022)", () => {
+  it("a deposit's balance is raised at its commit, not before, and matches the journal", async () => {
     const m = await newMerchant(db);
     await fund(db, m, 1n);
     await db.transaction().execute(async (trx) => {
-      await creditDeposit(trx, ctx(m), 5n * UNIT, 0n);
-      // Not applied yet (the stored balance is the committed one), but the reader sees it.
-      const stored = await trx
-        .selectFrom("ledger_accounts")
-        .select("balance")
-        .where("owner", "=", m)
-        .where("kind", "=", "available")
-        .executeTakeFirstOrThrow();
-      expect(stored.balance).toBe(String(UNIT));
+      const posted = await creditDeposit(trx, ctx(m), 5n * UNIT, 0n);
+      expect(posted.status).toBe("posted");
+      // Written without a lock: the stored balance is still the committed one.
       const mine = (await getBalances(trx, m, "sandbox")).find((b) => b.currencyType === "USDT-TRC20");
-      expect(mine?.available).toBe(6n * UNIT);
-      expect((await verifyLedger(trx)).problems).toEqual([]);
+      expect(mine?.available).toBe(UNIT);
     });
     expect(await balanceOf(m)).toMatchObject({ available: 6n * UNIT, held: 0n });
-    expect(await pendingRows()).toEqual([]);
     expect((await verifyLedger(db)).problems).toEqual([]);
   });
 
-  it("a hold in the transaction that credited the money can spend it (the debit folds its own pending credits)", async () => {
+  it("a hold cannot spend a deposit of its own transaction before it commits (refused, never more)", async () => {
     const m = await newMerchant(db);
-    const c = ctx(m);
+    await fund(db, m, 1n);
     const result = await db.transaction().execute(async (trx) => {
       await creditDeposit(trx, ctx(m), 7n * UNIT, 0n);
-      const held = await holdFunds(trx, c, 7n * UNIT);
-      // A second credit after the fold is pending again and applied at commit.
-      await creditDeposit(trx, ctx(m), 2n * UNIT, 0n);
-      return held;
+      return holdFunds(trx, ctx(m), 7n * UNIT);
     });
-    expect(result.status).toBe("posted");
-    expect(await balanceOf(m)).toMatchObject({ available: 2n * UNIT, held: 7n * UNIT });
-    expect(await pendingRows()).toEqual([]);
+    expect(result).toEqual({
+      status: "insufficient_balance",
+      account: "available",
+      balance: UNIT,
+      needed: 7n * UNIT,
+    });
+    // The deposit itself committed and is applied.
+    expect(await balanceOf(m)).toMatchObject({ available: 8n * UNIT, held: 0n });
+    // What the committed balance covers can be held in the same transaction as another deposit.
+    const both = await db.transaction().execute(async (trx) => {
+      await creditDeposit(trx, ctx(m), 2n * UNIT, 0n);
+      return holdFunds(trx, ctx(m), 8n * UNIT);
+    });
+    expect(both.status).toBe("posted");
+    expect(await balanceOf(m)).toMatchObject({ available: 2n * UNIT, held: 8n * UNIT });
     expect((await verifyLedger(db)).problems).toEqual([]);
   });
 
-  it("a credit rolled back leaves neither balance nor journal", async () => {
+  it("a deposit checked early (SET CONSTRAINTS ... IMMEDIATE) and then grown is applied once per entry", async () => {
+    const m = await newMerchant(db);
+    await db.transaction().execute(async (trx) => {
+      const posted = await creditDeposit(trx, ctx(m), 5n * UNIT, 0n);
+      const accounts = await trx
+        .selectFrom("ledger_accounts")
+        .select(["id", "kind", "owner"])
+        .where((eb) => eb.or([eb("owner", "=", m), eb("owner", "=", "system")]))
+        .where("environment", "=", "sandbox")
+        .where("currency_type", "=", "USDT-TRC20")
+        .execute();
+      await sql`set constraints all immediate`.execute(trx); // checks and applies the 5 now
+      await sql`set constraints all deferred`.execute(trx);
+      const id = (kind: string) => accounts.find((a) => a.kind === kind)?.id as string;
+      // A balanced pair added to the same posting: only these two are applied at commit.
+      await trx
+        .insertInto("ledger_entries")
+        .values([
+          {
+            posting_id: (posted as { postingId: string }).postingId,
+            account_id: id("chain_incoming"),
+            amount: -UNIT,
+          },
+          {
+            posting_id: (posted as { postingId: string }).postingId,
+            account_id: id("available"),
+            amount: UNIT,
+          },
+        ])
+        .execute();
+    });
+    expect(await balanceOf(m)).toMatchObject({ available: 6n * UNIT });
+    expect((await verifyLedger(db)).problems).toEqual([]);
+  });
+
+  it("a deposit rolled back leaves neither balance nor journal", async () => {
     const m = await newMerchant(db);
     await fund(db, m, 3n);
     const before = await snapshot(m);
@@ -275,7 +312,21 @@ describe("credits applied at commit (migration 0022)", () => {
       }),
     ).rejects.toThrow(/flow failed/);
     expect(await snapshot(m)).toEqual(before);
-    expect(await pendingRows()).toEqual([]);
+  });
+
+  it("a deposit posting that takes from a merchant account is refused, writing nothing", async () => {
+    const m = await newMerchant(db);
+    await fund(db, m, 5n);
+    const before = await snapshot(m);
+    await expect(
+      db.transaction().execute((trx) =>
+        rawPost(trx, m, `rogue:${newId("tx")}`, "deposit", [
+          ["available", -UNIT],
+          ["fees", UNIT],
+        ]),
+      ),
+    ).rejects.toThrow(/a deposit takes from no merchant account/);
+    expect(await snapshot(m)).toEqual(before);
   });
 
   it("an entry naming no account fails at commit; accounts cannot be deleted, truncated or renamed, nor the journal truncated", async () => {
@@ -331,25 +382,6 @@ describe("credits applied at commit (migration 0022)", () => {
       await expect(statement.execute(db)).rejects.toThrow(/immutable/);
     }
     expect(await snapshot(m)).toEqual(before);
-  });
-
-  it("a pending credit naming no merchant account fails at commit, writing nothing", async () => {
-    const m = await newMerchant(db);
-    await fund(db, m, 1n);
-    const system = await db
-      .selectFrom("ledger_accounts")
-      .select("id")
-      .where("owner", "=", "system")
-      .executeTakeFirstOrThrow();
-    for (const accountId of ["999999999", system.id]) {
-      await expect(
-        db.transaction().execute((trx) =>
-          trx.insertInto("ledger_pending_credits").values({ account_id: accountId, amount: UNIT }).execute(),
-        ),
-      ).rejects.toThrow(/no merchant account/);
-    }
-    expect(await pendingRows()).toEqual([]);
-    expect((await verifyLedger(db)).problems).toEqual([]);
   });
 });
 

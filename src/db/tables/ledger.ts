@@ -37,17 +37,6 @@ export interface LedgerEntriesTable {
   created_at: Timestamp;
 }
 
-/**
- * Migration 0022: a credit's merchant lines waiting for their commit, which applies them to the
- * running balance (a deferred trigger) and deletes them. Only the transaction that wrote a row
- * ever sees it.
- */
-export interface LedgerPendingCreditsTable {
-  id: Generated<string>;
-  account_id: string;
-  amount: Numeric;
-}
-
 export interface TransactionsTable {
   id: string;
   merchant_id: string;
@@ -81,7 +70,6 @@ export interface LedgerTables {
   ledger_accounts: LedgerAccountsTable;
   ledger_postings: LedgerPostingsTable;
   ledger_entries: LedgerEntriesTable;
-  ledger_pending_credits: LedgerPendingCreditsTable;
   transactions: TransactionsTable;
 }
 

@@ -1,73 +1,55 @@
--- A credit takes no lock until its commit (issue 23: a posting on a hot merchant account).
+-- A deposit's credit takes no lock until its commit (issue 23: a posting on a busy merchant).
 --
 -- Before: every posting locked the merchant's account row at its start and kept the lock until its
 -- commit was flushed, so one busy merchant's postings queued behind each other's whole transaction
--- (the function's statements, the round trip back to the caller, the caller's other statements,
--- COMMIT, the deferred checks, the WAL flush).
+-- (the function, the round trip back to the caller, the caller's other statements, COMMIT, the
+-- deferred checks, the WAL flush).
 --
--- Now a posting that takes from no merchant account (a deposit's credit: the common case on a busy
--- account) writes its posting and entries without locking, and queues each merchant line in
--- `ledger_pending_credits`. A deferred constraint trigger applies each queued line to its running
--- balance at COMMIT, after the other deferred checks, so the row lock is held only from that update
--- to the end of the commit. A posting that takes from a merchant account (a hold, a settle, a
--- release) still locks first and checks sufficiency under the lock, exactly as in 0016.
+-- Now a deposit (the common posting on a busy account, and one that only ever credits it) writes
+-- its posting and entries without locking. Its running balances are raised at COMMIT by the
+-- deferred trigger that already checked every posting's balance, so the row lock is held only
+-- from that update to the end of the commit. A hold, a settle or a release still locks first and
+-- checks sufficiency under the lock, exactly as in 0016.
 --
--- Why this keeps every guarantee:
---   * The running balance never counts a credit that did not commit: the trigger runs inside the
---     committing transaction, so the credit and its balance change commit or vanish together.
---     Nothing committed ever holds a pending row: the trigger deletes each row it applies.
---   * Sufficiency: a debit locks its rows and then sees every committed credit (already applied)
---     plus its own transaction's pending credits, which it folds into the balance first (they are
---     the only pending rows it can see: another transaction's are invisible until it commits, and
---     deleted by then). A credit committing meanwhile only raises the balance. The CHECK
---     (balance >= 0) stays on the stored balance.
---   * Idempotency: the credit path inserts the posting first, `on conflict (business_key) do
---     nothing`; a concurrent insert of the same key waits for the other transaction, so a replay
---     answers `already_posted` (or `closed_otherwise`) once the first committed, and posts if the
---     first rolled back.
---   * Balanced postings (the deferred trigger on ledger_entries) and the append-only journal are
---     unchanged; the entries' foreign keys became checks at commit (below).
+-- What stays exact, and what changes:
+--   * A running balance never counts a deposit that did not commit: the update runs inside the
+--     committing transaction. Nothing committed ever differs from the journal (`ledger verify`).
+--   * Sufficiency: a debit locks its rows and sees every committed deposit. It does not see a
+--     deposit of its own transaction, not yet applied: it may refuse money credited earlier in the
+--     same transaction (the safe direction; no flow posts a deposit and a debit together), and
+--     never allows more. A deposit committing meanwhile only raises the balance. The CHECK
+--     (balance >= 0) stays.
+--   * Inside a transaction that posted a deposit, the stored balance does not show it until
+--     COMMIT. Every balance reader (`getBalances`, `ledger verify`, the reserve check) reads
+--     outside such a transaction.
+--   * Idempotency: the deposit path inserts the posting first, `on conflict (business_key) do
+--     nothing`; an insert of the same key by a transaction in flight waits for it, so a replay
+--     answers `already_posted` once the first committed, and posts if the first rolled back.
+--   * A deposit posting never takes from a merchant account (the function refuses one that does).
+--   * Balanced postings and the append-only journal are unchanged; the entries' foreign keys
+--     became checks at commit (below).
 --
--- A balance read must add the reader's own pending credits to `balance` (only inside a
--- transaction that credited the account can there be any): `src/ledger/balances.ts` and
--- `verify.ts` do.
+-- The journal's references are checked at commit instead of by foreign keys. A key's check is a
+-- query per entry that also takes a share lock on the row it names: on a busy merchant's account
+-- row, updated at every commit, that lock and the update met in a multixact at every posting
+-- (measured: a third of the hot account's throughput), and a deposit's three entries made six such
+-- queries. What the keys guaranteed still holds:
+--   * an entry names an account and a posting that exist: the balanced-posting check, which runs
+--     at commit for every entry written, also looks both up and refuses the commit otherwise;
+--   * they stay: postings and entries are append-only (0002) and cannot be truncated; accounts
+--     cannot be deleted or truncated, nor their identity changed.
+alter table ledger_entries drop constraint ledger_entries_account_id_fkey;
+alter table ledger_entries drop constraint ledger_entries_posting_id_fkey;
 
-create table ledger_pending_credits (
-  id          bigint generated always as identity primary key,
-  -- No foreign key: its check would take a share lock on the busy account row at every credit.
-  -- The function fills it from the accounts it just read, and the trigger refuses an id that
-  -- names no merchant account.
-  account_id  bigint not null,
-  amount      numeric(38,0) not null check (amount > 0)
-);
-create index ledger_pending_credits_account_idx on ledger_pending_credits (account_id);
-
-create function ledger_apply_pending_credit() returns trigger language plpgsql as $$
-declare
-  deleted integer;
-  updated integer;
-begin
-  -- Deleted and applied in one statement; nothing to apply when a debit of the same transaction
-  -- already folded the row into the balance.
-  with d as (
-    delete from ledger_pending_credits where id = new.id returning account_id, amount
-  ), u as (
-    update ledger_accounts a set balance = a.balance + d.amount
-    from d where a.id = d.account_id and a.balance is not null
-    returning a.id
-  )
-  select (select count(*) from d), (select count(*) from u) into deleted, updated;
-  if deleted = 1 and updated = 0 then
-    raise exception 'ledger pending credit %: no merchant account %', new.id, new.account_id
-      using errcode = 'foreign_key_violation';
-  end if;
-  return null;
-end $$;
-
-create constraint trigger ledger_pending_credits_apply
-  after insert on ledger_pending_credits
-  deferrable initially deferred
-  for each row execute function ledger_apply_pending_credit();
+create trigger ledger_accounts_fixed
+  before delete or update of id, owner, environment, currency_type, kind on ledger_accounts
+  for each row execute function ledger_refuse_change();
+create trigger ledger_accounts_no_truncate before truncate on ledger_accounts
+  for each statement execute function ledger_refuse_change();
+create trigger ledger_postings_no_truncate before truncate on ledger_postings
+  for each statement execute function ledger_refuse_change();
+create trigger ledger_entries_no_truncate before truncate on ledger_entries
+  for each statement execute function ledger_refuse_change();
 
 create or replace function ledger_post(
   p_business_key text,
@@ -110,9 +92,14 @@ begin
   end loop;
   wanted := wants_available::integer + wants_held::integer;
 
-  if not takes then
-    -- A credit: the accounts without a lock (creating the merchant's on its first movement in this
-    -- currency), then the posting, the entries and the pending credits.
+  if p_kind = 'deposit' and takes then
+    raise exception 'ledger_post %: a deposit takes from no merchant account', p_business_key
+      using errcode = 'invalid_parameter_value';
+  end if;
+  if p_kind = 'deposit' then
+    -- A deposit: the accounts without a lock (creating the merchant's on its first movement in this
+    -- currency), then the posting and its entries. The balances are raised at COMMIT
+    -- (ledger_check_posting_balanced).
     for attempt in 1..2 loop
       select array_agg(a.id), array_agg(a.kind) into ids, kinds from ledger_accounts a
       where a.environment = p_environment and a.currency_type = p_currency_type and a.kind = any (p_accounts)
@@ -135,8 +122,8 @@ begin
       account_ids := account_ids || account_id;
     end loop;
 
-    -- The posting, its entries and its pending credits in one statement; nothing when the key
-    -- exists (a concurrent insert of the same key is waited for).
+    -- The posting and its entries in one statement; nothing when the key exists (a concurrent
+    -- insert of the same key is waited for).
     with p as (
       insert into ledger_postings (business_key, kind, environment, transaction_id)
       values (p_business_key, p_kind, p_environment, p_transaction_id)
@@ -147,11 +134,6 @@ begin
       select p.id, l.account_id, l.amount
       from p, unnest(account_ids, p_amounts) with ordinality as l(account_id, amount, i)
       order by l.i
-    ), c as (
-      insert into ledger_pending_credits (account_id, amount)
-      select l.account_id, l.amount
-      from p, unnest(account_ids, p_accounts, p_amounts) as l(account_id, kind, amount)
-      where l.kind in ('available', 'held')
     )
     select p.id into posting from p;
     if posting is null then
@@ -171,7 +153,7 @@ begin
     return;
   end if;
 
-  -- A debit: as in 0016. 1. Lock, in id order (LockRows runs above the sort).
+  -- A hold, a settle or a release: as in 0016. 1. Lock, in id order (LockRows runs above the sort).
   for attempt in 1..2 loop
     for account in
       select a.id, a.kind, a.balance from ledger_accounts a
@@ -197,22 +179,6 @@ begin
     raise exception 'ledger_post %: merchant accounts of % missing after their creation', p_business_key,
       p_merchant using errcode = 'foreign_key_violation';
   end if;
-
-  -- This transaction's own credits to the locked accounts, not yet applied: into the balance now.
-  for account in
-    with folded as (
-      delete from ledger_pending_credits p where p.account_id in (available_id, held_id)
-      returning p.account_id, p.amount
-    )
-    select f.account_id, sum(f.amount) as amount from folded f group by f.account_id
-  loop
-    update ledger_accounts set balance = balance + account.amount where id = account.account_id;
-    if account.account_id = available_id then
-      available_balance := available_balance + account.amount;
-    else
-      held_balance := held_balance + account.amount;
-    end if;
-  end loop;
 
   -- 2. Idempotency.
   select p.id, p.kind into existing from ledger_postings p where p.business_key = p_business_key;
@@ -271,29 +237,6 @@ begin
   return next;
 end $$;
 
--- The journal's references are checked at commit instead of by foreign keys. A key's check is a
--- query per entry that also takes a share lock on the row it names: on a busy merchant's account
--- row, updated at every commit, that lock and the update met in a multixact at every posting
--- (measured: a third of the hot account's throughput), and the three entries of a deposit made
--- six such queries. What the keys guaranteed still holds:
---   * an entry names an account and a posting that exist: the balanced-posting check, which runs
---     at commit for every entry written, also looks both up (one primary-key probe each) and
---     refuses the commit otherwise;
---   * they stay: postings and entries are append-only (0002) and cannot be truncated; accounts
---     cannot be deleted or truncated, nor their identity changed.
-alter table ledger_entries drop constraint ledger_entries_account_id_fkey;
-alter table ledger_entries drop constraint ledger_entries_posting_id_fkey;
-
-create trigger ledger_accounts_fixed
-  before delete or update of id, owner, environment, currency_type, kind on ledger_accounts
-  for each row execute function ledger_refuse_change();
-create trigger ledger_accounts_no_truncate before truncate on ledger_accounts
-  for each statement execute function ledger_refuse_change();
-create trigger ledger_postings_no_truncate before truncate on ledger_postings
-  for each statement execute function ledger_refuse_change();
-create trigger ledger_entries_no_truncate before truncate on ledger_entries
-  for each statement execute function ledger_refuse_change();
-
 create or replace function ledger_check_posting_balanced() returns trigger language plpgsql as $$
 declare
   checked text := current_setting('stablegate.ledger_checked', true);
@@ -301,7 +244,8 @@ declare
   n integer;
   last_entry bigint;
   unknown_accounts integer;
-  posting_exists boolean;
+  posting_kind text;
+  line record;
 begin
   -- A posting's entries fire this check one after another at commit, and the first check covers
   -- them all: the others are skipped. `stablegate.ledger_checked` (transaction-local) names the
@@ -313,11 +257,11 @@ begin
   end if;
   select coalesce(sum(e.amount), 0), count(*), max(e.id),
          count(*) filter (where not exists (select from ledger_accounts a where a.id = e.account_id)),
-         exists (select from ledger_postings p where p.id = new.posting_id)
-    into total, n, last_entry, unknown_accounts, posting_exists
+         (select p.kind from ledger_postings p where p.id = new.posting_id)
+    into total, n, last_entry, unknown_accounts, posting_kind
   from ledger_entries e
   where e.posting_id = new.posting_id;
-  if not posting_exists then
+  if posting_kind is null then
     raise exception 'ledger posting % does not exist (entry %)', new.posting_id, new.id
       using errcode = 'foreign_key_violation';
   end if;
@@ -328,6 +272,19 @@ begin
   if total <> 0 or n < 2 then
     raise exception 'ledger posting % is unbalanced (sum %, % entries)', new.posting_id, total, n
       using errcode = 'check_violation';
+  end if;
+  -- A deposit's merchant lines are applied to their running balances here, at commit (the
+  -- function wrote them without a lock): the entries of this posting written in this transaction,
+  -- the first of which fired this check (earlier ones were applied at their own commit).
+  if posting_kind = 'deposit' then
+    for line in
+      select e.account_id, sum(e.amount) as amount from ledger_entries e
+      where e.posting_id = new.posting_id and e.id >= new.id
+        and exists (select from ledger_accounts a where a.id = e.account_id and a.balance is not null)
+      group by e.account_id
+    loop
+      update ledger_accounts set balance = balance + line.amount where id = line.account_id;
+    end loop;
   end if;
   perform set_config('stablegate.ledger_checked', new.posting_id || ':' || last_entry, true);
   return null;
