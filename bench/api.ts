@@ -4,8 +4,8 @@
  * Starts two `stablegate serve` children on real PostgreSQL (one database): "on" with the Redis
  * rate-limit store and the Standard tier limit raised so the limiter does its full work (Lua
  * script, sorted set) without ever answering 429, and "off" with rate limiting disabled. It drives
- * `GET /api/v1/public/account` (apikey + x-api-secret) with autocannon at each in turn, on off on
- * off … (`alternate` in support.ts, BENCH_ROUNDS rounds), and prints every run (req/s, p50/p99,
+ * `GET /api/v1/public/account` (apikey + x-api-secret) with autocannon at each in turn, on off off
+ * on … (`alternate` in support.ts, BENCH_ROUNDS rounds), and prints every run (req/s, p50/p99,
  * CPU per request of the service, Redis, PostgreSQL and the load generator, Redis script calls
  * per request), the limiter cost of each round (1 − on/off) and its median and spread, and the
  * same for CPU per request (the service's own, and all processes': on a CPU-bound 2-core machine
@@ -19,7 +19,8 @@
  *
  * Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres; a
  * `stablegate_bench` database is recreated there), BENCH_REDIS_URL (redis://127.0.0.1:6379),
- * BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (50), BENCH_ROUNDS (3 per side), BENCH_STORE
+ * BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (50), BENCH_ROUNDS (3 per side), BENCH_WARMUP (5 s,
+ * twice per service, before the rounds), BENCH_STORE
  * (`memory`: the "on" service limits in memory, to see the limiter's cost without Redis).
  */
 import { type ChildProcess, execFileSync } from "node:child_process";
@@ -47,6 +48,7 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = benchRounds();
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 /** BENCH_STORE=memory: the "on" service limits in memory (no Redis): the limiter's cost without its store. */
 const MEMORY_STORE = process.env.BENCH_STORE === "memory";
 
@@ -162,8 +164,10 @@ async function main() {
     }
     const [on, off] = services as [Service, Service];
 
-    // Warm-up of each (JIT, connection pools, prepared plans), not reported.
-    for (const s of services) await load(s.port, headers, 2);
+    // Warm-up of each (JIT, connection pools, prepared plans, the database's caches), not
+    // reported: two turns of BENCH_WARMUP seconds each, alternating. With 2 s once, both services
+    // still ran 15–40 % slower in the first two rounds than in the later ones, in every run.
+    for (let turn = 0; turn < 2; turn++) for (const s of services) await load(s.port, headers, WARMUP);
 
     console.log(
       `\nGET /api/v1/public/account, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, PostgreSQL + Redis\n`,
@@ -183,7 +187,7 @@ async function main() {
     });
 
     const cost = reportRounds({
-      title: "limiter cost per round (each round: on, then off, back to back)",
+      title: "limiter cost per round (each round: on and off back to back, the order swapped every round)",
       a: "on req/s",
       b: "off req/s",
       ratioName: "limiter cost % (1 − on/off)",

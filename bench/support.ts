@@ -114,7 +114,7 @@ export function cpuBetween(before: Map<number, number>, after: Map<number, numbe
 // Comparing two things: alternate them, report every round, the median and the spread.
 //
 // A bench that measures A once and then B once puts the host's drift (another process, CPU
-// frequency, a warming cache) into the ratio. `alternate` measures A B A B … (`rounds` of each);
+// frequency, a warming cache) into the ratio. `alternate` measures A B B A A B … (`rounds` of each);
 // each round's A and B ran next to each other, so each round gives one ratio, and the median of
 // those ratios with their spread is the result. A drift then shows as a wide spread instead of
 // passing for a result.
@@ -137,9 +137,12 @@ export interface Round<T> {
 }
 
 /**
- * Runs `measure` A B A B … — `rounds` times each side, strictly alternating, A first in every
- * round — and returns the rounds in order. `variants` are passed to `measure` as they are (a
- * label, a port, a configuration…); `onRound` sees each round as soon as it is done (to print it).
+ * Runs `measure` `rounds` times each side, strictly alternating, and returns the rounds in order.
+ * The order within a round swaps every round (A B, B A, A B, …): a host that drifts steadily —
+ * warming up, or slowing down — then favours neither side, where A always first would hand every
+ * round's drift to the same side (seen in `bench:api`: the first-measured side read slower in the
+ * early rounds of every run). `variants` are passed to `measure` as they are (a label, a port, a
+ * configuration…); `onRound` sees each round as soon as it is done (to print it).
  */
 export async function alternate<V, T>(
   rounds: number,
@@ -149,8 +152,15 @@ export async function alternate<V, T>(
 ): Promise<Round<T>[]> {
   const out: Round<T>[] = [];
   for (let round = 1; round <= rounds; round++) {
-    const a = await measure(variants.a, "a", round);
-    const b = await measure(variants.b, "b", round);
+    let a: T;
+    let b: T;
+    if (round % 2 === 1) {
+      a = await measure(variants.a, "a", round);
+      b = await measure(variants.b, "b", round);
+    } else {
+      b = await measure(variants.b, "b", round);
+      a = await measure(variants.a, "a", round);
+    }
     const r = { round, a, b };
     out.push(r);
     onRound?.(r);
