@@ -73,17 +73,21 @@ const postStatement = compiledByShape(
 
 /**
  * Applies a posting inside the caller's transaction (with its status change and webhook event), in
- * ONE statement: the database function `ledger_post` (migration 0016) does, in this order,
- *  1. lock the merchant accounts it touches, in id order (no deadlocks between postings), creating
- *     them on the merchant's first movement in this currency;
- *  2. idempotency: a posting with the same business key returns `already_posted` (same kind) or
- *     fails with INVALID_STATE (a hold already closed the other way);
- *  3. refuse (as a value, nothing written) if a merchant account would go negative;
- *  4. write the posting, update the running balances, write the entries.
+ * ONE statement: the database function `ledger_post` (migrations 0016, 0022).
+ *  - A deposit takes no lock: it writes the posting and its entries (a replay of its key answers
+ *    `already_posted`, after waiting for a transaction in flight that wrote the same key), and the
+ *    commit-time check raises the merchant's running balance at COMMIT. Until then the caller's
+ *    own transaction does not see the new balance.
+ *  - A hold, a settle or a release, in this order: locks the merchant accounts it touches, in id
+ *    order (no deadlocks between postings), creating them on the merchant's first movement in this
+ *    currency; idempotency (`already_posted` for the same kind, INVALID_STATE when a hold was
+ *    already closed the other way); refuses (as a value, nothing written) a merchant account that
+ *    would go negative; writes the posting, the balances and the entries.
  * Why one statement: the steps were ~6 round trips, all made while holding the merchant's row
  * locks, so a busy account's postings queued behind each other's network waits (issue 23).
  * The database checks the rest even if this code had a bug: non-negative balances (CHECK), a
- * balanced posting (deferred constraint trigger), an append-only journal (triggers).
+ * balanced posting whose entries name existing accounts (deferred constraint trigger), an
+ * append-only journal (triggers).
  */
 export async function postLedger(
   trx: Db,
