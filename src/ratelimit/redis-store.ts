@@ -18,11 +18,11 @@ import type { BatchRateLimitStore, RateLimitHit, RateLimitResult } from "./store
  * A key's first hit in a call reads the set (trim, count, oldest; newest when it adds); the
  * call then keeps the key's count, oldest and newest itself, so a further hit on the same key
  * (one busy client: the common case of a shared call) costs no command of its own: its entry
- * joins the key's one ZADD, sent before the set is next read or trimmed and at the end; a trim and
- * an oldest read happen only when the oldest entry has left its window. The expiry is set once per key at the end,
- * from the key's last added hit: what setting it at every added hit would leave. A refused hit
- * adds nothing and removes only entries older than every other, so it leaves the newest entry
- * and the expiry as they were.
+ * joins the key's one ZADD, sent before the set is next read or trimmed and at the end; a trim
+ * and an oldest read happen only when the oldest entry has left its window. The expiry is set
+ * once per key at the end, from the key's last added hit: what setting it at every added hit would
+ * leave. A refused hit adds nothing and removes only entries older than every other, so it leaves
+ * the newest entry and the expiry as they were.
  */
 const SLIDING_WINDOW_LUA = `
 local prefix = ARGV[1]
