@@ -16,6 +16,8 @@ const bool = z
   .transform((v) => v === "true" || v === "1" || v === "yes");
 const url = z.string().url();
 const optionalUrl = url.optional();
+const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be an Ethereum address");
+const tronAddress = z.string().regex(/^T[1-9A-HJ-NP-Za-km-z]{33}$/, "must be a TRON address");
 /** A comma list of URLs (several chain providers). */
 const urlList = z
   .string()
@@ -151,24 +153,12 @@ export const envSchema = z.object({
   // the cold address. Set both of a pair, or neither.
   HOT_WALLET_MAX_ERC20: z.string().optional(),
   HOT_WALLET_MAX_TRC20: z.string().optional(),
-  COLD_WALLET_ERC20: z
-    .string()
-    .regex(/^0x[0-9a-fA-F]{40}$/, "must be an Ethereum address")
-    .optional(),
-  COLD_WALLET_TRC20: z
-    .string()
-    .regex(/^T[1-9A-HJ-NP-Za-km-z]{33}$/, "must be a TRON address")
-    .optional(),
+  COLD_WALLET_ERC20: evmAddress.optional(),
+  COLD_WALLET_TRC20: tronAddress.optional(),
   SANDBOX_HOT_WALLET_MAX_ERC20: z.string().optional(),
   SANDBOX_HOT_WALLET_MAX_TRC20: z.string().optional(),
-  SANDBOX_COLD_WALLET_ERC20: z
-    .string()
-    .regex(/^0x[0-9a-fA-F]{40}$/, "must be an Ethereum address")
-    .optional(),
-  SANDBOX_COLD_WALLET_TRC20: z
-    .string()
-    .regex(/^T[1-9A-HJ-NP-Za-km-z]{33}$/, "must be a TRON address")
-    .optional(),
+  SANDBOX_COLD_WALLET_ERC20: evmAddress.optional(),
+  SANDBOX_COLD_WALLET_TRC20: tronAddress.optional(),
   SENDER_STUCK_AFTER_SECONDS: positiveInt.default(180),
   [TRON.variables.feeLimit]: positiveInt.default(TRON.defaultFeeLimitSun),
 });

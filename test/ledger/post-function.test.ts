@@ -2,6 +2,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database, Db } from "../../src/db/database.js";
 import { transactionOnce } from "../../src/db/retrying-kysely.js";
+import type { AccountKind } from "../../src/db/tables/ledger.js";
 import { AppError } from "../../src/domain/errors.js";
 import { newId } from "../../src/domain/ids.js";
 import { UNIT } from "../../src/domain/money.js";
@@ -38,6 +39,19 @@ async function snapshot(merchantId: string) {
   const { postings, entries } = await verifyLedger(db);
   const b = await balanceOf(merchantId);
   return { postings, entries, available: b.available, held: b.held };
+}
+
+/** The id of an account in sandbox USDT-TRC20: a merchant's (`available`, `held`) or `system`'s. */
+async function accountId(trx: Db, owner: string, kind: AccountKind): Promise<string> {
+  const row = await trx
+    .selectFrom("ledger_accounts")
+    .select("id")
+    .where("owner", "=", owner)
+    .where("environment", "=", "sandbox")
+    .where("currency_type", "=", "USDT-TRC20")
+    .where("kind", "=", kind)
+    .executeTakeFirstOrThrow();
+  return row.id;
 }
 
 /** `ledger_post` called directly, as buggy code or a hand-written script could. */
@@ -180,18 +194,11 @@ describe("balanced postings and the first movement", () => {
     const m = await newMerchant(db);
     await fund(db, m, 5n);
     const before = await snapshot(m);
-    const fees = await db
-      .selectFrom("ledger_accounts")
-      .select("id")
-      .where("owner", "=", "system")
-      .where("environment", "=", "sandbox")
-      .where("currency_type", "=", "USDT-TRC20")
-      .where("kind", "=", "fees")
-      .executeTakeFirstOrThrow();
+    const fees = await accountId(db, "system", "fees");
     const appendTo = (trx: Db, postingId: string) =>
       trx
         .insertInto("ledger_entries")
-        .values({ posting_id: postingId, account_id: fees.id, amount: UNIT })
+        .values({ posting_id: postingId, account_id: fees, amount: UNIT })
         .execute();
     // Same transaction: the posting is checked early (SET CONSTRAINTS ... IMMEDIATE), then grows.
     await expect(
@@ -270,28 +277,20 @@ describe("deposits applied at commit (migration 0022)", () => {
     const m = await newMerchant(db);
     await db.transaction().execute(async (trx) => {
       const posted = await creditDeposit(trx, ctx(m), 5n * UNIT, 0n);
-      const accounts = await trx
-        .selectFrom("ledger_accounts")
-        .select(["id", "kind", "owner"])
-        .where((eb) => eb.or([eb("owner", "=", m), eb("owner", "=", "system")]))
-        .where("environment", "=", "sandbox")
-        .where("currency_type", "=", "USDT-TRC20")
-        .execute();
       await sql`set constraints all immediate`.execute(trx); // checks and applies the 5 now
       await sql`set constraints all deferred`.execute(trx);
-      const id = (kind: string) => accounts.find((a) => a.kind === kind)?.id as string;
       // A balanced pair added to the same posting: only these two are applied at commit.
       await trx
         .insertInto("ledger_entries")
         .values([
           {
             posting_id: (posted as { postingId: string }).postingId,
-            account_id: id("chain_incoming"),
+            account_id: await accountId(trx, "system", "chain_incoming"),
             amount: -UNIT,
           },
           {
             posting_id: (posted as { postingId: string }).postingId,
-            account_id: id("available"),
+            account_id: await accountId(trx, m, "available"),
             amount: UNIT,
           },
         ])
@@ -333,14 +332,7 @@ describe("deposits applied at commit (migration 0022)", () => {
     const m = await newMerchant(db);
     await fund(db, m, 1n);
     const before = await snapshot(m);
-    const system = await db
-      .selectFrom("ledger_accounts")
-      .select("id")
-      .where("owner", "=", "system")
-      .where("environment", "=", "sandbox")
-      .where("currency_type", "=", "USDT-TRC20")
-      .where("kind", "=", "fees")
-      .executeTakeFirstOrThrow();
+    const fees = await accountId(db, "system", "fees");
     // A hand-written balanced posting whose second line names an account that does not exist.
     await expect(
       db.transaction().execute(async (trx) => {
@@ -352,7 +344,7 @@ describe("deposits applied at commit (migration 0022)", () => {
         await trx
           .insertInto("ledger_entries")
           .values([
-            { posting_id: posting.id, account_id: system.id, amount: -UNIT },
+            { posting_id: posting.id, account_id: fees, amount: -UNIT },
             { posting_id: posting.id, account_id: "999999999", amount: UNIT },
           ])
           .execute();
@@ -364,8 +356,8 @@ describe("deposits applied at commit (migration 0022)", () => {
         trx
           .insertInto("ledger_entries")
           .values([
-            { posting_id: "999999999", account_id: system.id, amount: -UNIT },
-            { posting_id: "999999999", account_id: system.id, amount: UNIT },
+            { posting_id: "999999999", account_id: fees, amount: -UNIT },
+            { posting_id: "999999999", account_id: fees, amount: UNIT },
           ])
           .execute(),
       ),
@@ -374,7 +366,7 @@ describe("deposits applied at commit (migration 0022)", () => {
     for (const statement of [
       sql`delete from ledger_accounts where owner = ${m}`,
       sql`update ledger_accounts set owner = 'someone else' where owner = ${m}`,
-      sql`update ledger_accounts set kind = 'held' where id = ${system.id}`,
+      sql`update ledger_accounts set kind = 'held' where id = ${fees}`,
       sql`truncate ledger_accounts cascade`,
       sql`truncate ledger_postings cascade`,
       sql`truncate ledger_entries`,
