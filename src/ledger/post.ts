@@ -73,7 +73,7 @@ const postStatement = compiledByShape(
 
 /**
  * Applies a posting inside the caller's transaction (with its status change and webhook event), in
- * ONE statement: the database function `ledger_post` (migrations 0016, 0022).
+ * ONE statement: the database function `ledger_post` (migrations 0016, 0022, 0023).
  *  - A deposit takes no lock: it writes the posting and its entries (a replay of its key answers
  *    `already_posted`, after waiting for a transaction in flight that wrote the same key), and the
  *    commit-time check raises the merchant's running balance at COMMIT. Until then the caller's
