@@ -3,8 +3,8 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { type Kysely, sql } from "kysely";
 import pg from "pg";
 import { makePrivate } from "../lib/private-files.js";
+import { PgClient } from "./pg-client.js";
 import { PGlitePool } from "./pglite-pool.js";
-import { PreparingClient } from "./prepared.js";
 import { CommitAwarePostgresDialect, RetryingKysely } from "./retrying-kysely.js";
 import type { DB } from "./schema.js";
 import { TYPE_PARSERS } from "./types.js";
@@ -36,7 +36,7 @@ export type DatabaseOptions =
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.kind === "postgres") {
     const pool = new pg.Pool({
-      Client: PreparingClient,
+      Client: PgClient,
       connectionString: options.url,
       max: options.poolSize,
       application_name: options.applicationName ?? "stablegate",
@@ -58,6 +58,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // fault, retried: db/transient.ts), and the pool drops the client when it is released.
     pool.on("connect", (client) => {
       client.on("error", () => {});
+    });
+    pool.on("release", (_err, client) => {
+      (client as unknown as PgClient).forgetHeldBegin();
     });
     const url = options.url;
     return {

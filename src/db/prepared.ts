@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { sql } from "kysely";
-import pg from "pg";
 
 const MARK = "/* prepared */";
 
@@ -27,18 +26,7 @@ function statementName(text: string): string | undefined {
   return name;
 }
 
-/**
- * The pool's client class: a parameterised query whose text ends with the `PREPARED` mark is sent
- * with a statement name (node-postgres then parses it once per connection and afterwards sends
- * only Bind/Execute). Everything else is passed through untouched.
- */
-export class PreparingClient extends pg.Client {
-  // biome-ignore lint/suspicious/noExplicitAny: pg's query() has a dozen overloads; this forwards them all.
-  override query(config: any, values?: any, callback?: any): any {
-    if (typeof config === "string" && Array.isArray(values) && config.endsWith(MARK)) {
-      const name = statementName(config);
-      if (name) return super.query({ name, text: config, values }, callback);
-    }
-    return super.query(config, values, callback);
-  }
+/** The statement name for a text that ends with the `PREPARED` mark, or undefined (run unprepared). */
+export function preparedName(text: string): string | undefined {
+  return text.endsWith(MARK) ? statementName(text) : undefined;
 }

@@ -5,8 +5,8 @@ import { Kysely, PostgresDialect, type PostgresPool } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Db } from "../../src/db/database.js";
+import { PgClient } from "../../src/db/pg-client.js";
 import { PGlitePool } from "../../src/db/pglite-pool.js";
-import { PreparingClient } from "../../src/db/prepared.js";
 import type { DB } from "../../src/db/schema.js";
 import { TYPE_PARSERS } from "../../src/db/types.js";
 import { newId } from "../../src/domain/ids.js";
@@ -32,7 +32,7 @@ async function countingDatabase(): Promise<Counting> {
   if (onPostgres) {
     const base = await openTestDatabase(1);
     // The service's own client class (named prepared statements) with a tap on what it sends.
-    class CountingClient extends PreparingClient {
+    class CountingClient extends PgClient {
       override query(config: any, values?: any, callback?: any): any {
         statements.push(typeof config === "string" ? config : String(config?.text));
         return super.query(config, values, callback);
