@@ -19,7 +19,9 @@ import { ctx, newMerchant } from "./support.js";
 /**
  * Issue 23: a posting is at most two statements. Counted on the wire — every text the driver
  * sends (node-postgres `Client.query`, or PGlite's pool client), BEGIN and COMMIT included — so
- * nothing can hide in a plugin or a second code path.
+ * nothing can hide in a plugin or a second code path. Statements, not round trips: on PostgreSQL
+ * the client writes BEGIN together with the next statement (test/db/pipelined-begin.test.ts
+ * counts those).
  */
 interface Counting {
   db: Db;
