@@ -254,6 +254,26 @@ describe.skipIf(!redisUp)(`batched Redis rate limiting (${REDIS_URL})`, () => {
     expect(calls1 - calls0).toBeGreaterThanOrEqual(2); // the refused EVALSHA, and the one after the reload
   });
 
+  it("a call gathers the hits of two event-loop turns (TURNS_PER_CALL), and a full batch goes at once", async () => {
+    const primary = new RecordingRedisStore(await client(), prefix());
+    const store = new FallbackRateLimitStore(primary, silent, 2_000);
+    await store.hit("warm", 10, WINDOW, T0);
+    const tick = () => new Promise((r) => setImmediate(r));
+    await tick(); // the warm call's bookkeeping is done: nothing in flight
+    const first = [0, 1].map((i) => store.hit("k", 10, WINDOW, T0 + i));
+    await tick(); // the turn after: the call is still gathering
+    const second = [2, 3, 4].map((i) => store.hit("k", 10, WINDOW, T0 + i));
+    const results = await Promise.all([...first, ...second]);
+    expect(primary.calls.slice(1)).toEqual([5]);
+    expect(results.map((r) => r.count)).toEqual([1, 2, 3, 4, 5]);
+    // 128 hits (MAX_BATCH) do not wait for the second turn, nor do they ride with the next hits.
+    const full = Array.from({ length: 128 }, (_, i) => store.hit("full", 1_000, WINDOW, T0 + i));
+    await tick();
+    const late = store.hit("full", 1_000, WINDOW, T0 + 200);
+    await Promise.all([...full, late]);
+    expect(primary.calls.slice(2)).toEqual([128, 1]);
+  });
+
   it("hits arriving while a call is in flight wait for it, then go together in one call", async () => {
     const proxy = await startProxy(new URL(REDIS_URL));
     const primary = new RecordingRedisStore(await client(proxy.url), prefix());
@@ -262,8 +282,7 @@ describe.skipIf(!redisUp)(`batched Redis rate limiting (${REDIS_URL})`, () => {
     proxy.stall(); // keeps the first call in flight
     const tick = () => new Promise((r) => setImmediate(r));
     const pending = [0, 1, 2].map((i) => store.hit("k", 5, WINDOW, T0 + i));
-    await tick();
-    await tick();
+    while (primary.calls.length < 2) await tick(); // the first call is out (stalled in the proxy)
     pending.push(store.hit("k", 5, WINDOW, T0 + 3), store.hit("k", 5, WINDOW, T0 + 4));
     await tick();
     pending.push(store.hit("k", 5, WINDOW, T0 + 5), store.hit("k", 5, WINDOW, T0 + 6));
