@@ -16,7 +16,7 @@ const MAX_IN_FLIGHT = 32;
  * requests, and one call per turn made the round trip's fixed cost (on each side a socket write, a
  * read and a wake-up: ~100 µs of the service's CPU and ~95 µs of Redis's per call, whatever its
  * size) the limiter's largest. Two turns: bench:api 0.09 → 0.06 script calls per request, the
- * service's CPU added by the limiter 27–31 → 12.5 µs per request, p50 latency unchanged; three
+ * service's CPU added by the limiter 17–27 → 3–12.5 µs per request, p50 latency unchanged; three
  * turns saved no more (the wait then cost more than the calls). An idle loop's turn takes
  * microseconds, so at low load a hit waits no longer than before.
  */
