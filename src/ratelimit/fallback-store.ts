@@ -37,10 +37,9 @@ interface Waiting {
  * turn after the current one (`setImmediate` twice, after the I/O callbacks: `TURNS_PER_CALL`), so
  * every request read in those two turns goes in it, and at low load a hit waits only for two
  * short turns. While a call is in flight, new hits wait for it and go together, two turns after
- * the one in which it returned. (The
- * `Coalescer` the API-key lookups use sends the first hit at once and alone instead: here that
- * split each loop turn's requests over two calls and made the round trips — a write, a read and a
- * wake-up on each side — the limiter's largest cost.) The timeout is per call, one timer for all
+ * the one in which it returned. (The `Coalescer` the API-key lookups use sends the first hit at
+ * once and alone instead: here that split each loop turn's requests over two calls and made the
+ * round trips — a write, a read and a wake-up on each side — the limiter's largest cost.) The timeout is per call, one timer for all
  * its hits; when a call fails or times out, every hit in it is counted in memory, in order.
  */
 export class FallbackRateLimitStore implements RateLimitStore {
