@@ -4,8 +4,9 @@ import pg from "pg";
  * BEGIN sent with a transaction's first statement, in one write and one round trip (issue 23).
  *
  * Kysely opens a transaction with `BEGIN`, waits for its answer, then sends the first statement:
- * two round trips before any work, three with COMMIT. On a posting (one statement) the BEGIN
- * round trip was a third of the driver's work per transaction. node-postgres has no way to send
+ * two round trips before any work, three with COMMIT. For a posting (one statement) the BEGIN was
+ * one of three round trips; sending it with the statement gave 11 % more postings/s over 1,000
+ * merchants (bench:ledger, decision 21 of docs/decisions/hot-paths.md). node-postgres has no way to send
  * two statements under one Sync (its `pipeline` option gives each query its own Sync), so this is
  * written here, on its documented extension point (a query object with `submit(connection)`, as
  * pg-cursor does).
