@@ -36,6 +36,7 @@ export class PgClient extends pg.Client {
   override query(config: any, values?: any, callback?: any): any {
     const text = typeof config === "string" ? config : undefined;
     const plain = text !== undefined && Array.isArray(values) && callback === undefined;
+    const name = plain ? preparedName(text) : undefined;
     if (plain && values.length === 0 && text === "begin" && !this.#beginHeld) {
       // pg's Connection (its `parsedStatements`) is not in @types/pg.
       const connection = (this as unknown as { connection: unknown }).connection;
@@ -48,7 +49,6 @@ export class PgClient extends pg.Client {
       if (plain && values.length === 0 && (text === "commit" || text === "rollback")) {
         return notSent(text.toUpperCase());
       }
-      const name = plain ? preparedName(text) : undefined;
       if (plain && (values.length > 0 || name)) {
         return new Promise((resolve, reject) => {
           const query = new PipelinedBeginQuery({ text, name, values });
@@ -67,7 +67,6 @@ export class PgClient extends pg.Client {
       super.query("begin").catch(() => {});
       return super.query(config, values, callback);
     }
-    const name = plain ? preparedName(text) : undefined;
     if (name) return super.query({ name, text: text as string, values }, callback);
     return super.query(config, values, callback);
   }

@@ -39,8 +39,9 @@ interface Waiting {
  * short turns. While a call is in flight, new hits wait for it and go together, two turns after
  * the one in which it returned. (The `Coalescer` the API-key lookups use sends the first hit at
  * once and alone instead: here that split each loop turn's requests over two calls and made the
- * round trips — a write, a read and a wake-up on each side — the limiter's largest cost.) The timeout is per call, one timer for all
- * its hits; when a call fails or times out, every hit in it is counted in memory, in order.
+ * round trips — a write, a read and a wake-up on each side — the limiter's largest cost.) The
+ * timeout is per call, one timer for all its hits; when a call fails or times out, every hit in it
+ * is counted in memory, in order.
  */
 export class FallbackRateLimitStore implements RateLimitStore {
   readonly kind = "redis" as const;
