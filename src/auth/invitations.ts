@@ -163,7 +163,8 @@ export async function revokeInvitation(
 /**
  * The invitee accepts: a new login of the merchant with the invited role and the chosen password,
  * signed in. The token is spent in the transaction that creates the login: of two racing accepts
- * one wins, the other is refused like a used link.
+ * one wins, the other is refused like a used link. An invitation whose inviter is no longer a
+ * member who may grant its role is refused like a revoked link (and revoked).
  */
 export async function acceptInvitation(
   kit: AuthKit,
@@ -178,17 +179,49 @@ export async function acceptInvitation(
   const passwordHash = await hashPassword(input.password);
   const now = kit.now();
   const userId = newId("usr");
+  const tokenHash = sha256(input.token);
   const accepted = await kit.db.transaction().execute(async (trx: Db) => {
+    // The inviter must still be a member who may grant the role (issue #34). Its row is locked
+    // (shared) before the invitation, in the order removal and role changes lock them (member, then
+    // its invitations): a removal or demotion either committed first (the invitation is revoked:
+    // refused below) or waits until this accept has committed.
+    const sent = await trx
+      .selectFrom("member_invitations")
+      .select(["invited_by"])
+      .where("token_hash", "=", tokenHash)
+      .executeTakeFirst();
+    if (!sent) throw invalid();
+    const inviter = await trx
+      .selectFrom("dashboard_users")
+      .select(["merchant_id", "member_role", "removed_at"])
+      .where("id", "=", sent.invited_by)
+      .forShare()
+      .executeTakeFirst();
     const inv = await trx
       .updateTable("member_invitations")
       .set({ accepted_at: now })
-      .where("token_hash", "=", sha256(input.token))
+      .where("token_hash", "=", tokenHash)
       .where("accepted_at", "is", null)
       .where("revoked_at", "is", null)
       .where("expires_at", ">", now)
       .returningAll()
       .executeTakeFirst();
     if (!inv) throw invalid();
+    if (
+      !inviter ||
+      inviter.removed_at !== null ||
+      inviter.merchant_id !== inv.merchant_id ||
+      inviter.member_role === null ||
+      !mayManage(inviter.member_role, inv.member_role)
+    ) {
+      // Changed behind the member operations' back (they revoke it themselves): revoke it now.
+      await trx
+        .updateTable("member_invitations")
+        .set({ accepted_at: null, revoked_at: now })
+        .where("id", "=", inv.id)
+        .execute();
+      return null;
+    }
     if (await findUserByEmail(trx, inv.email))
       throw AppError.validation([{ field: "token", message: "its e-mail already has a stablegate login" }]);
     const merchant = await findMerchantById(trx, inv.merchant_id);
@@ -216,6 +249,7 @@ export async function acceptInvitation(
       .execute();
     return inv;
   });
+  if (!accepted) throw invalid();
   const user = await findUserById(kit.db, userId);
   if (!user) throw new Error("accepted member vanished");
   return {

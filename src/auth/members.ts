@@ -2,7 +2,14 @@ import type { Db } from "../db/database.js";
 import { paginate } from "../db/paginate.js";
 import { AppError } from "../domain/errors.js";
 import type { ListParams } from "../domain/list.js";
-import { type AssignableRole, type MemberRole, mayManage } from "../domain/permissions.js";
+import {
+  ASSIGNABLE_ROLES,
+  type AssignableRole,
+  type MemberRole,
+  mayManage,
+  mayReassignKey,
+} from "../domain/permissions.js";
+import { type ApiKeyRow, lockOwnApiKey, setApiKeyHolder } from "../merchants/index.js";
 import type { AuthKit } from "./kit.js";
 import { revokeUserSessions } from "./sessions.js";
 
@@ -83,7 +90,11 @@ function assertMayManage(actor: MemberActor, target: MemberRole, what: string) {
     );
 }
 
-/** Gives a member another role (never owner: ownership moves by transfer). Takes effect on its next request. */
+/**
+ * Gives a member another role (never owner: ownership moves by transfer). Takes effect on its next
+ * request, and on its key pairs' next requests; the pending invitations it sent that the new role
+ * may not grant are revoked in the same transaction.
+ */
 export async function changeMemberRole(
   kit: AuthKit,
   actor: MemberActor,
@@ -93,18 +104,22 @@ export async function changeMemberRole(
   return kit.db.transaction().execute(async (trx) => {
     const target = await lockMember(trx, actor.merchantId, memberId);
     assertMayManage(actor, target.member_role, "given another role");
+    const now = kit.now();
     await trx
       .updateTable("dashboard_users")
-      .set({ member_role: role, updated_at: kit.now() })
+      .set({ member_role: role, updated_at: now })
       .where("id", "=", memberId)
       .execute();
+    // A demoted member's pending invitations die with the right to grant them (issue #34).
+    await revokeInvitationsSentBy(trx, actor.merchantId, memberId, role, now);
     return { member: present({ ...target, member_role: role }), before: target.member_role };
   });
 }
 
 /**
- * Removes a member: it can no longer sign in, and every session it has ends now (its next request
- * is refused). The row stays for the audit log and the approvals that name it.
+ * Removes a member: it can no longer sign in, every session it has ends now (its next request is
+ * refused), the invitations it sent are revoked, and its key pairs stop. The row stays for the
+ * audit log and the approvals that name it.
  */
 export async function removeMember(kit: AuthKit, actor: MemberActor, memberId: string): Promise<MemberView> {
   return kit.db.transaction().execute(async (trx) => {
@@ -117,6 +132,9 @@ export async function removeMember(kit: AuthKit, actor: MemberActor, memberId: s
       .where("id", "=", memberId)
       .execute();
     await revokeUserSessions(trx, memberId, "member_removed", now);
+    // Its pending invitations too (issue #34). Its API key pairs stop by themselves: they act for
+    // a removed member (403 `key_owner_removed`) until an owner or admin reassigns them.
+    await revokeInvitationsSentBy(trx, actor.merchantId, memberId, null, now);
     return present(target);
   });
 }
@@ -153,4 +171,80 @@ export async function transferOwnership(
       formerOwner: present({ ...me, member_role: "admin" }),
     };
   });
+}
+
+/**
+ * Makes a key pair act for another member (issue #34, CONTRACT §6): how a pair whose member was
+ * removed or lost a permission works again, or how an owner hands an integration's pair to the
+ * member responsible for it. The actor must be an owner or admin, the target a current member,
+ * and neither the target nor the pair's present member someone the actor could not manage
+ * (`mayReassignKey`). The pair keeps its key and secret; it acts for the target from its next
+ * request, with the target's role. A revoked pair cannot be reassigned (409).
+ */
+export async function reassignApiKey(
+  kit: AuthKit,
+  actor: MemberActor,
+  keyId: string,
+  memberId: string,
+): Promise<{ key: ApiKeyRow; from: string | null }> {
+  if (actor.role !== "owner" && actor.role !== "admin")
+    throw AppError.forbidden("Only the owner or an admin reassigns API key pairs.");
+  return kit.db.transaction().execute(async (trx) => {
+    const key = await lockOwnApiKey(trx, actor.merchantId, keyId);
+    if (key.status !== "active") throw new AppError("INVALID_STATE", "This API key pair is revoked.");
+    const target = await lockMember(trx, actor.merchantId, memberId);
+    const holder = await currentHolder(trx, actor.merchantId, key.created_by);
+    if (
+      !mayReassignKey({ id: actor.userId, role: actor.role }, holder, {
+        id: target.id,
+        role: target.member_role,
+      })
+    )
+      throw AppError.forbidden(
+        target.member_role === "owner" || holder?.role === "owner"
+          ? "Only the owner reassigns to or from the owner."
+          : `A ${actor.role} cannot reassign this pair.`,
+      );
+    return { key: await setApiKeyHolder(trx, key.id, target.id), from: key.created_by };
+  });
+}
+
+/** The member a pair acts for now (null: removed); a pair without a creator is the owner's. */
+async function currentHolder(
+  trx: Db,
+  merchantId: string,
+  createdBy: string | null,
+): Promise<{ id: string; role: MemberRole } | null> {
+  let q = trx
+    .selectFrom("dashboard_users")
+    .select(["id", "member_role"])
+    .where("merchant_id", "=", merchantId)
+    .where("removed_at", "is", null);
+  q = createdBy === null ? q.where("member_role", "=", "owner") : q.where("id", "=", createdBy);
+  const row = await q.executeTakeFirst();
+  return row?.member_role ? { id: row.id, role: row.member_role } : null;
+}
+
+/**
+ * Revokes the pending invitations `memberId` sent that `role` (its role from now on; null: removed)
+ * may not grant (issue #34, CONTRACT §6): run in the transaction that removes or demotes it. An
+ * invitation is only as good as its inviter's right to grant it.
+ */
+export async function revokeInvitationsSentBy(
+  trx: Db,
+  merchantId: string,
+  memberId: string,
+  role: MemberRole | null,
+  now: Date,
+): Promise<void> {
+  const stillGrantable = role === null ? [] : ASSIGNABLE_ROLES.filter((r) => mayManage(role, r));
+  let q = trx
+    .updateTable("member_invitations")
+    .set({ revoked_at: now })
+    .where("merchant_id", "=", merchantId)
+    .where("invited_by", "=", memberId)
+    .where("accepted_at", "is", null)
+    .where("revoked_at", "is", null);
+  if (stillGrantable.length > 0) q = q.where("member_role", "not in", stillGrantable);
+  await q.execute();
 }

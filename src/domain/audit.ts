@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   "auth.two_factor_disable",
   "api_key.create",
   "api_key.rotate",
+  "api_key.reassign",
   "api_key.revoke",
   "settings.update",
   "webhook.url_update",

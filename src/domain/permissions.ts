@@ -1,4 +1,5 @@
 import type { Environment } from "./environment.js";
+import { AppError } from "./errors.js";
 
 /**
  * Team accounts (issue #21): the fixed set of member roles and what each may do. Every dashboard
@@ -6,7 +7,11 @@ import type { Environment } from "./environment.js";
  * dashboard verifier enforces it (`http/plugins/dashboard-auth.ts`); the dashboard hides what the
  * role cannot do from the `permissions` of `GET /api/v1/auth/me`. The matrix is documented in
  * docs/permissions.md and tested route by route from the OpenAPI document
- * (test/http/role-matrix.test.ts). The API-key channel is the merchant itself: it has no role.
+ * (test/http/role-matrix.test.ts, test/http/principal-matrix.test.ts).
+ *
+ * One principal model (issue #34, CONTRACT §6): every credential acts for a person. An API key
+ * pair acts for the member who created it (or to whom an owner or admin reassigned it), with that
+ * member's current role: the same check (`assertRoleAllows`) on both channels.
  */
 
 export const MEMBER_ROLES = ["owner", "admin", "developer", "finance", "viewer"] as const;
@@ -24,6 +29,8 @@ export const PERMISSIONS = [
   "sandbox:pay",
   /** The CSV export of transactions. */
   "exports:read",
+  /** Request a withdrawal to an end user's address (API-key channel): money leaves. */
+  "withdrawals:create",
   /** Approve or reject withdrawal requests. */
   "withdrawals:approve",
   /** Send a payout from the dashboard. */
@@ -71,6 +78,7 @@ const GRANTS: Record<MemberRole, readonly Permission[]> = {
     "payments:create",
     "sandbox:pay",
     "exports:read",
+    "withdrawals:create",
     "withdrawals:approve",
     "payouts:create",
   ],
@@ -79,7 +87,7 @@ const GRANTS: Record<MemberRole, readonly Permission[]> = {
 
 /** What a role gains in sandbox only. */
 const SANDBOX_EXTRA: Partial<Record<MemberRole, readonly Permission[]>> = {
-  developer: ["withdrawals:approve", "payouts:create", "exports:read"],
+  developer: ["withdrawals:create", "withdrawals:approve", "payouts:create", "exports:read"],
 };
 
 export function isMemberRole(value: unknown): value is MemberRole {
@@ -104,4 +112,62 @@ export function mayManage(actor: MemberRole, target: MemberRole): boolean {
   if (actor === "owner") return target !== "owner";
   if (actor === "admin") return target !== "owner";
   return false;
+}
+
+/** Why an API key pair is refused (`details.reason` of the 403, CONTRACT §6). */
+export type KeyOwnerRefusal = "key_owner_removed" | "key_owner_role";
+
+/**
+ * Who is asking, for the one permission check: a dashboard session's member (`session`), or the
+ * member an API key pair acts for (`api_key`; `role` null: that member was removed).
+ */
+export interface Acting {
+  via: "session" | "api_key";
+  role: MemberRole | null;
+}
+
+/**
+ * The one permission check of both channels: the acting member's role against the route's
+ * permission in the request's environment. A route without a permission is refused (fail closed:
+ * start-up refuses to register one anyway). Throws 403 FORBIDDEN with `details.permission` and
+ * `details.role`; on the API-key channel also `details.reason` (`key_owner_removed`,
+ * `key_owner_role`).
+ */
+export function assertRoleAllows(
+  who: Acting,
+  permission: Permission | undefined,
+  environment: Environment,
+): asserts who is Acting & { role: MemberRole } {
+  if (who.role !== null && permission !== undefined && roleAllows(who.role, permission, environment)) return;
+  const details = { permission: permission ?? null, role: who.role };
+  if (who.via === "session")
+    throw new AppError("FORBIDDEN", `Your role (${who.role ?? "none"}) does not allow this.`, details);
+  if (who.role === null)
+    throw new AppError(
+      "FORBIDDEN",
+      "The member this API key pair acts for is no longer a member of the merchant; an owner or admin can reassign the pair.",
+      { ...details, reason: "key_owner_removed" satisfies KeyOwnerRefusal },
+    );
+  throw new AppError(
+    "FORBIDDEN",
+    `This API key pair acts for a ${who.role}, whose role does not allow this in ${environment}.`,
+    { ...details, reason: "key_owner_role" satisfies KeyOwnerRefusal },
+  );
+}
+
+/**
+ * Who may make a key pair act for another member (issue #34): an owner or an admin, never for a
+ * member it could not manage itself (an admin never for the owner), and never taking a pair from a
+ * member it could not manage (an admin never takes the owner's). `holder` is the member the pair
+ * acts for now, null when that member was removed (or the operator issued it). A pair may always
+ * be moved to oneself by an owner or admin.
+ */
+export function mayReassignKey(
+  actor: { id: string; role: MemberRole },
+  holder: { id: string; role: MemberRole } | null,
+  target: { id: string; role: MemberRole },
+): boolean {
+  if (actor.role !== "owner" && actor.role !== "admin") return false;
+  const manages = (m: { id: string; role: MemberRole }) => m.id === actor.id || mayManage(actor.role, m.role);
+  return manages(target) && (holder === null || manages(holder));
 }

@@ -45,8 +45,14 @@ export function approvalsRequired(dualApprovalThreshold: bigint | null, amount: 
   return dualApprovalThreshold !== null && amount > dualApprovalThreshold ? 2 : 1;
 }
 
-/** Who approves: a member of the merchant, or the API-key channel (which counts as one approver). */
-export type Approver = { type: "user"; id: string; email: string } | { type: "api_key"; id: string };
+/**
+ * Who approves: a member of the merchant through its session, or a key pair (`id`) acting for a
+ * member (`member`; CONTRACT §4.2: counted as that member). A pair the operator issued to a
+ * merchant without members acts for no person (`member` null): the API-key channel is one approver.
+ */
+export type Approver =
+  | { type: "user"; id: string; email: string }
+  | { type: "api_key"; id: string; member: { userId: string; email: string } | null };
 
 export interface RecordedApproval {
   actorType: "user" | "api_key";

@@ -1,17 +1,14 @@
 import type { RateLimitTier } from "../config/config.js";
 import type { Environment } from "../domain/environment.js";
 import type { MemberRole, Permission } from "../domain/permissions.js";
+import type { ApiKeyPrincipal } from "../merchants/index.js";
 
-/** Who is calling, established by one of the two merchant channels (SPEC §5). */
+/**
+ * Who is calling, established by one of the two merchant channels (SPEC §5). Both act for a member
+ * (CONTRACT §6): a session its own; a key pair the member it records (`ApiKeyPrincipal.member`).
+ */
 export type Principal =
-  | {
-      channel: "apiKey";
-      merchantId: string;
-      environment: Environment;
-      apiKeyId: string;
-      /** A correct `x-api-secret` came with the key (a wrong one never gets this far). */
-      secretVerified: boolean;
-    }
+  | ApiKeyPrincipal
   | {
       channel: "dashboard";
       merchantId: string;
@@ -50,9 +47,10 @@ declare module "fastify" {
     /** Dashboard accounts the route serves (default `merchant`); only with `auth`. */
     audience?: Audience;
     /**
-     * What a member's role must allow to call this route on the dashboard channel (issue #21;
-     * domain/permissions.ts). Required on every `merchant`-audience route a dashboard session can
-     * reach: registering one without it fails at start-up. The API-key channel has no role.
+     * What a member's role must allow to call this route (issue #21; domain/permissions.ts): the
+     * session's member on the dashboard channel, the member a key pair acts for on the API-key
+     * channel (issue #34). Required on every route either channel reaches (`merchant` audience):
+     * registering one without it fails at start-up.
      */
     permission?: Permission;
   }

@@ -9,6 +9,7 @@ import { formatCredential, hashSecret } from "../domain/api-key-format.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
+import type { MemberRole } from "../domain/permissions.js";
 import { Coalescer } from "../lib/coalescer.js";
 
 /**
@@ -23,7 +24,20 @@ export interface KeyPair {
   apiKey: string;
   /** Shown once; only its hash is stored. */
   apiSecret: string;
+  /** The member the pair acts for (its creator); null: issued by the operator, the owner's. */
+  createdBy: string | null;
 }
+
+/**
+ * The member a key pair acts for, as read with the key (CONTRACT §6): a current member with its
+ * role; a member no longer in the merchant (`removed`: the pair stops until reassigned); or, for a
+ * pair the operator issued to a merchant without members, the merchant itself (`merchant`: acts
+ * with the owner's role, as it has no person to be scoped to).
+ */
+export type KeyHolder =
+  | { status: "member"; userId: string; email: string; role: MemberRole }
+  | { status: "removed"; userId: string }
+  | { status: "merchant" };
 
 export interface ApiKeyLookup {
   id: string;
@@ -34,11 +48,14 @@ export interface ApiKeyLookup {
   revokedReason: "revoked" | "rotated" | null;
   merchantStatus: "active" | "suspended";
   ipAllowlist: string[];
+  holder: KeyHolder;
 }
 
 /**
  * The lookup behind every authenticated request, for one or many keys (`= any($1)`: one text for
- * any count): prepared per connection, built once per process.
+ * any count): prepared per connection, built once per process. One indexed round trip: the key
+ * (unique), its merchant and settings (primary keys), the member it acts for (`created_by`, primary
+ * key) and, for a pair without one, the merchant's owner (the partial unique index of owners).
  */
 const lookup = compiledByShape((db: Db, r: { k: { api_keys: string[] } }) =>
   db
@@ -46,6 +63,14 @@ const lookup = compiledByShape((db: Db, r: { k: { api_keys: string[] } }) =>
     .innerJoin("merchants as m", "m.id", "k.merchant_id")
     .leftJoin("merchant_settings as s", (j) =>
       j.onRef("s.merchant_id", "=", "k.merchant_id").onRef("s.environment", "=", "k.environment"),
+    )
+    .leftJoin("dashboard_users as c", "c.id", "k.created_by")
+    .leftJoin("dashboard_users as o", (j) =>
+      j
+        .on("k.created_by", "is", null)
+        .onRef("o.merchant_id", "=", "k.merchant_id")
+        .on("o.member_role", "=", "owner")
+        .on("o.removed_at", "is", null),
     )
     .select([
       "k.id",
@@ -57,6 +82,13 @@ const lookup = compiledByShape((db: Db, r: { k: { api_keys: string[] } }) =>
       "k.revoked_reason",
       "m.status as merchant_status",
       "s.ip_allowlist",
+      "k.created_by",
+      "c.merchant_id as creator_merchant_id",
+      "c.member_role as creator_role",
+      "c.removed_at as creator_removed_at",
+      "c.email as creator_email",
+      "o.id as owner_id",
+      "o.email as owner_email",
     ])
     .where("k.api_key", "=", sql<string>`any(${r.k.api_keys}::text[])`)
     .modifyEnd(PREPARED),
@@ -77,9 +109,37 @@ export async function findApiKeys(db: Db, apiKeys: string[]): Promise<(ApiKeyLoo
       revokedReason: row.revoked_reason,
       merchantStatus: row.merchant_status,
       ipAllowlist: row.ip_allowlist ?? [],
+      holder: holderOf(row),
     });
   }
   return apiKeys.map((k) => byKey.get(k));
+}
+
+function holderOf(row: {
+  merchant_id: string;
+  created_by: string | null;
+  creator_merchant_id: string | null;
+  creator_role: MemberRole | null;
+  creator_removed_at: Date | null;
+  creator_email: string | null;
+  owner_id: string | null;
+  owner_email: string | null;
+}): KeyHolder {
+  if (row.created_by === null) {
+    return row.owner_id !== null && row.owner_email !== null
+      ? { status: "member", userId: row.owner_id, email: row.owner_email, role: "owner" }
+      : { status: "merchant" };
+  }
+  // A login of another merchant (never written so; checked anyway), a removed member, or a login
+  // without a member role (a platform admin) is no member here.
+  if (
+    row.creator_merchant_id !== row.merchant_id ||
+    row.creator_removed_at !== null ||
+    row.creator_role === null ||
+    row.creator_email === null
+  )
+    return { status: "removed", userId: row.created_by };
+  return { status: "member", userId: row.created_by, email: row.creator_email, role: row.creator_role };
 }
 
 /**
@@ -110,6 +170,8 @@ export interface NewApiKey {
   apiKey: string;
   secretHash: Buffer;
   secretHint: string;
+  /** The member the pair acts for; null: the operator's pair for a merchant without members. */
+  createdBy: string | null;
 }
 
 export async function insertApiKey(db: Db, k: NewApiKey): Promise<void> {
@@ -125,6 +187,7 @@ export async function insertApiKey(db: Db, k: NewApiKey): Promise<void> {
       revoked_reason: null,
       replaced_by: null,
       revoked_at: null,
+      created_by: k.createdBy,
     })
     .execute();
 }
@@ -146,7 +209,12 @@ export async function revokeApiKey(
 }
 
 /** Generates a fresh key pair for an environment and stores the key and the secret's hash. */
-export async function issueKeyPair(db: Db, merchantId: string, environment: Environment): Promise<KeyPair> {
+export async function issueKeyPair(
+  db: Db,
+  merchantId: string,
+  environment: Environment,
+  createdBy: string | null,
+): Promise<KeyPair> {
   const apiKey = formatCredential("key", environment, randomBytes(32));
   const apiSecret = formatCredential("secret", environment, randomBytes(32));
   const id = newId("key");
@@ -157,8 +225,9 @@ export async function issueKeyPair(db: Db, merchantId: string, environment: Envi
     apiKey,
     secretHash: hashSecret(apiSecret),
     secretHint: apiSecret.slice(-4),
+    createdBy,
   });
-  return { id, environment, apiKey, apiSecret };
+  return { id, environment, apiKey, apiSecret, createdBy };
 }
 
 export function listApiKeys(
@@ -185,16 +254,34 @@ export async function findOwnApiKey(db: Db, merchantId: string, id: string): Pro
   return row;
 }
 
-export function createApiKey(db: Db, merchantId: string, environment: Environment): Promise<KeyPair> {
-  return issueKeyPair(db, merchantId, environment);
+/**
+ * A new pair of the member `createdBy`: it acts for that member (CONTRACT §6). Null only for the
+ * operator's pairs of a merchant without members (they act with the owner's role).
+ */
+export function createApiKey(
+  db: Db,
+  merchantId: string,
+  environment: Environment,
+  createdBy: string | null,
+): Promise<KeyPair> {
+  return issueKeyPair(db, merchantId, environment, createdBy);
 }
 
-/** New pair of the same environment; the old one stops working in the same transaction. */
-export async function rotateApiKey(db: Db, merchantId: string, id: string): Promise<KeyPair> {
+/**
+ * New pair of the same environment; the old one stops working in the same transaction. The new
+ * pair acts for the member who rotated it (`rotatedBy`, who receives its secret), not for the old
+ * pair's member: rotating someone else's pair never hands over that member's role.
+ */
+export async function rotateApiKey(
+  db: Db,
+  merchantId: string,
+  id: string,
+  rotatedBy: string | null,
+): Promise<KeyPair> {
   return db.transaction().execute(async (trx) => {
     const old = await findOwnApiKey(trx, merchantId, id);
     if (old.status !== "active") throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
-    const pair = await issueKeyPair(trx, merchantId, old.environment);
+    const pair = await issueKeyPair(trx, merchantId, old.environment, rotatedBy);
     if (!(await revokeApiKey(trx, old.id, "rotated", pair.id))) {
       throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
     }
@@ -208,4 +295,50 @@ export async function revokeOwnApiKey(db: Db, merchantId: string, id: string): P
     throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
   }
   return findOwnApiKey(db, merchantId, id);
+}
+
+/** A key pair of the merchant locked for a change (404 for anyone else's). */
+export async function lockOwnApiKey(trx: Db, merchantId: string, id: string): Promise<ApiKeyRow> {
+  const row = await trx
+    .selectFrom("api_keys")
+    .selectAll()
+    .where("id", "=", id)
+    .where("merchant_id", "=", merchantId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!row) throw AppError.notFound("No such API key.");
+  return row;
+}
+
+/** Makes a pair act for another member (the caller checked who may; under `lockOwnApiKey`). */
+export async function setApiKeyHolder(trx: Db, id: string, userId: string): Promise<ApiKeyRow> {
+  return trx
+    .updateTable("api_keys")
+    .set({ created_by: userId })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * The pairs of a merchant that no member created (registration issues them before its owner's
+ * login exists) become the owner's, if the merchant has one (CONTRACT §6). Migration 0024 did the
+ * same for the pairs that existed before. Returns the owner (null: none).
+ */
+export async function assignUnownedKeysToOwner(trx: Db, merchantId: string): Promise<string | null> {
+  const rows = await trx
+    .updateTable("api_keys")
+    .set((eb) => ({
+      created_by: eb
+        .selectFrom("dashboard_users")
+        .select("id")
+        .where("merchant_id", "=", merchantId)
+        .where("member_role", "=", "owner")
+        .where("removed_at", "is", null),
+    }))
+    .where("merchant_id", "=", merchantId)
+    .where("created_by", "is", null)
+    .returning("created_by")
+    .execute();
+  return rows[0]?.created_by ?? null;
 }

@@ -4,7 +4,7 @@ import { AppError, type FieldError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { createWebhookEndpoints } from "../webhooks/index.js";
-import { issueKeyPair, type KeyPair } from "./api-keys.js";
+import { assignUnownedKeysToOwner, issueKeyPair, type KeyPair } from "./api-keys.js";
 import { findMerchantByEmail, insertDefaultSettings, insertMerchant } from "./store.js";
 
 export interface CreatedMerchant {
@@ -56,16 +56,22 @@ export async function createMerchantWithKeys(
       const keys: KeyPair[] = [];
       for (const env of ENVIRONMENTS) {
         await insertDefaultSettings(trx, merchant.id, env);
-        keys.push(await issueKeyPair(trx, merchant.id, env));
+        keys.push(await issueKeyPair(trx, merchant.id, env, null));
       }
       await createWebhookEndpoints(trx, merchant.id, webhookSecretBox);
-      if (within) await within(trx, merchant.id);
+      let owner: string | null = null;
+      if (within) {
+        await within(trx, merchant.id);
+        // Registration made the owner's login: the pairs act for it (CONTRACT §6). From the CLI,
+        // without a member, they stay the operator's: the owner's, whoever that is when used.
+        owner = await assignUnownedKeysToOwner(trx, merchant.id);
+      }
       return {
         id: merchant.id,
         email: merchant.email,
         companyName: merchant.company_name,
         createdAt: merchant.created_at,
-        keys,
+        keys: keys.map((k) => ({ ...k, createdBy: owner })),
       };
     });
   } catch (err) {

@@ -12,12 +12,22 @@ export {
   createApiKey,
   findOwnApiKey,
   issueKeyPair,
+  type KeyHolder,
   type KeyPair,
   listApiKeys,
+  lockOwnApiKey,
   revokeApiKey,
   revokeOwnApiKey,
   rotateApiKey,
+  setApiKeyHolder,
 } from "./api-keys.js";
+export {
+  type ApiKeyCredentials,
+  type ApiKeyDemand,
+  type ApiKeyFinder,
+  type ApiKeyPrincipal,
+  authorizeApiKey,
+} from "./authorize.js";
 export { type CreatedMerchant, createMerchantWithKeys } from "./create.js";
 export {
   DEFAULT_AUTO_APPROVE_THRESHOLD,

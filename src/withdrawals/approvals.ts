@@ -3,8 +3,9 @@ import type { Approver, RecordedApproval } from "../domain/withdrawal.js";
 
 /**
  * SQL of `withdrawal_approvals` (issue #21, four-eyes): who approved a withdrawal request. The
- * primary key (transaction, approver) makes a second approval by the same approver a no-op the
- * caller sees, whatever the race.
+ * primary key (transaction, approver) makes a second approval by the same person a no-op the
+ * caller sees, whatever the race and whichever channel (issue #34: a key pair's approval is its
+ * member's).
  */
 
 /** Records `approver`'s approval; false when it had already approved. Run under the request's row lock. */
@@ -21,7 +22,7 @@ export async function addApproval(
       approver: approverKey(approver),
       actor_type: approver.type,
       actor_id: approver.id,
-      actor_email: approver.type === "user" ? approver.email : null,
+      actor_email: approver.type === "user" ? approver.email : (approver.member?.email ?? null),
       created_at: now,
     })
     .onConflict((oc) => oc.columns(["transaction_id", "approver"]).doNothing())
@@ -47,7 +48,12 @@ export async function listApprovals(db: Db, transactionId: string): Promise<Reco
   }));
 }
 
-/** One approval per member; the whole API-key channel (any key of the merchant) is one approver. */
+/**
+ * One approval per person (CONTRACT §4.2): a member's session and every key pair acting for that
+ * member are the same approver (`user:<id>`). Only a pair acting for no member (the operator's, for
+ * a merchant without members) counts as the API-key channel as a whole.
+ */
 function approverKey(a: Approver): string {
-  return a.type === "user" ? `user:${a.id}` : "api_key";
+  if (a.type === "user") return `user:${a.id}`;
+  return a.member ? `user:${a.member.userId}` : "api_key";
 }

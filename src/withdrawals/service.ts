@@ -150,9 +150,11 @@ export async function approveWithdrawal(
   if (!(await addApproval(trx, t.id, approver, deps.now())))
     throw new AppError(
       "INVALID_STATE",
-      approver.type === "api_key"
+      approver.type === "api_key" && approver.member === null
         ? "The API-key channel already approved this withdrawal request; a member's approval is needed."
-        : "You already approved this withdrawal request; another member's approval is needed.",
+        : approver.type === "api_key"
+          ? "The member this API key pair acts for already approved this withdrawal request; another member's approval is needed."
+          : "You already approved this withdrawal request (with your session or a key pair acting for you); another member's approval is needed.",
       { status: t.status, approvalsRequired: required },
     );
   const approvals = await listApprovals(trx, t.id);

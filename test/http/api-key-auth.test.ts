@@ -9,7 +9,7 @@ import { call, callWithHost, keysOf, startTestService, type TestService } from "
 function probeRoutes(app: App) {
   app.get(
     "/api/v1/public/test-secret-required",
-    { config: { auth: "apiKey", requireSecret: true, tier: "financial" } },
+    { config: { auth: "apiKey", requireSecret: true, tier: "financial", permission: "money:read" } },
     async (request) => ({ success: true, data: { merchantId: request.principal?.merchantId } }),
   );
 }
@@ -133,7 +133,7 @@ describe("API-key channel: 403 FORBIDDEN", () => {
   });
 
   it("refuses a revoked pair", async () => {
-    const pair = await issueKeyPair(svc.database.db, merchant.id, "sandbox");
+    const pair = await issueKeyPair(svc.database.db, merchant.id, "sandbox", null);
     const headers = { apikey: pair.apiKey, "x-api-secret": pair.apiSecret };
     expect((await call(svc.urls.sandbox, ACCOUNT, { headers })).status).toBe(200);
     expect(await revokeApiKey(svc.database.db, pair.id, "revoked")).toBe(true);
@@ -143,8 +143,8 @@ describe("API-key channel: 403 FORBIDDEN", () => {
   });
 
   it("refuses a rotated pair at once while the new pair works", async () => {
-    const old = await issueKeyPair(svc.database.db, merchant.id, "production");
-    const fresh = await issueKeyPair(svc.database.db, merchant.id, "production");
+    const old = await issueKeyPair(svc.database.db, merchant.id, "production", null);
+    const fresh = await issueKeyPair(svc.database.db, merchant.id, "production", null);
     await revokeApiKey(svc.database.db, old.id, "rotated", fresh.id);
     const r = await call(svc.urls.production, ACCOUNT, {
       headers: { apikey: old.apiKey, "x-api-secret": old.apiSecret },
@@ -158,7 +158,7 @@ describe("API-key channel: 403 FORBIDDEN", () => {
   });
 
   it("still answers 401 to a revoked key with a wrong secret (the secret is checked first)", async () => {
-    const pair = await issueKeyPair(svc.database.db, merchant.id, "sandbox");
+    const pair = await issueKeyPair(svc.database.db, merchant.id, "sandbox", null);
     await revokeApiKey(svc.database.db, pair.id, "revoked");
     const r = await call(svc.urls.sandbox, ACCOUNT, {
       headers: { apikey: pair.apiKey, "x-api-secret": "nope" },

@@ -41,7 +41,7 @@ describe("a transient database fault that outlasts the retries (both drivers)", 
     app.post(
       "/api/v1/public/test-flaky",
       {
-        config: { auth: "apiKey", tier: "standard" },
+        config: { auth: "apiKey", tier: "standard", permission: "payments:create" },
         schema: { response: { 201: ok(Type.Object({ runs: Type.Integer() })), ...commonErrors } },
       },
       async (request, reply) =>

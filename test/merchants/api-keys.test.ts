@@ -36,7 +36,7 @@ describe("merchant API keys", () => {
   it("lists the environment's pairs newest first, a page at a time, with the total", async () => {
     const db = database.db;
     const created = [];
-    for (let i = 0; i < 3; i++) created.push(await createApiKey(db, alice.id, "sandbox"));
+    for (let i = 0; i < 3; i++) created.push(await createApiKey(db, alice.id, "sandbox", null));
     const all = await listApiKeys(db, alice.id, "sandbox", { limit: 100, offset: 0 });
     expect(all.total).toBe(4); // the registration pair and three more
     expect(all.rows.every((r) => r.environment === "sandbox" && r.merchant_id === alice.id)).toBe(true);
@@ -56,7 +56,7 @@ describe("merchant API keys", () => {
     const db = database.db;
     const old = alice.keys.find((k) => k.environment === "production");
     if (!old) throw new Error("no production pair");
-    const pair = await rotateApiKey(db, alice.id, old.id);
+    const pair = await rotateApiKey(db, alice.id, old.id, null);
     expect(pair.environment).toBe("production");
     const lookups = new ApiKeyLookups(db);
     expect((await lookups.find(pair.apiKey))?.status).toBe("active");
@@ -64,7 +64,7 @@ describe("merchant API keys", () => {
     expect(before?.status).toBe("revoked");
     expect(before?.revokedReason).toBe("rotated");
     expect((await findOwnApiKey(db, alice.id, old.id)).replaced_by).toBe(pair.id);
-    await expect(rotateApiKey(db, alice.id, old.id)).rejects.toMatchObject({ code: "INVALID_STATE" });
+    await expect(rotateApiKey(db, alice.id, old.id, null)).rejects.toMatchObject({ code: "INVALID_STATE" });
     await expect(revokeOwnApiKey(db, alice.id, old.id)).rejects.toMatchObject({ code: "INVALID_STATE" });
   });
 

@@ -36,7 +36,8 @@ function holdNext() {
 
 function slowCreateRoute(app: App, deps: RouteDeps) {
   const ctx = { db: deps.database.db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs };
-  app.post("/test/slow-create", { config: { auth: "apiKey", tier: false } }, async (request, reply) => {
+  const config = { auth: "apiKey", tier: false, permission: "payments:create" } as const;
+  app.post("/test/slow-create", { config }, async (request, reply) => {
     const who = principal(request);
     let mine = 0;
     return idempotentCreate(

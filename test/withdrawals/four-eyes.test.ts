@@ -5,8 +5,8 @@ import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { balance, expectLedgerOk, type Funded, fundedMerchant, hookStatuses } from "./support.js";
 
 // Issue #21 "Four-eyes": above the settings' dualApprovalThreshold a withdrawal request needs two
-// different approvers before it executes; the same member twice is refused; the API-key channel
-// is one approver; a rejection by any approver ends it; concurrent approvals execute once (on
+// different approvers before it executes; the same member twice is refused; a key pair's approval
+// is its member's (issue #34); a rejection by any approver ends it; concurrent approvals execute once (on
 // PostgreSQL in CI's second pass: TEST_DATABASE_URL). Real sending pipeline on the simulator.
 
 let svc: TestService;
@@ -137,14 +137,15 @@ describe("four-eyes", () => {
     expect((await settled(id)).status).toBe("completed");
   });
 
-  it("the API-key channel counts as one approval, whichever key", async () => {
+  it("an API key pair's approval counts as the member it acts for (issue #34: the owner's pair and session are one person)", async () => {
     const id = await withdraw(200);
     const byApi = await approve(id, m.api);
     expect(byApi.status, byApi.text).toBe(200);
     expect(byApi.body.data.status).toBe("pending");
     const againByApi = await approve(id, m.api);
     expect(againByApi.status).toBe(409);
-    const byMember = await approve(id, m.bearer);
+    expect((await approve(id, m.bearer)).status).toBe(409);
+    const byMember = await approve(id, finance.bearer);
     expect(byMember.status, byMember.text).toBe(200);
     expect(byMember.body.data.status).toBe("processing");
     expect((await settled(id)).status).toBe("completed");

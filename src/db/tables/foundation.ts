@@ -25,6 +25,11 @@ export interface ApiKeysTable {
   replaced_by: string | null;
   created_at: Timestamp;
   revoked_at: Date | null;
+  /**
+   * The member the pair acts for (0024): its creator, or whom an owner or admin reassigned it to.
+   * Null only for a pair the operator issued to a merchant without members: the merchant's owner.
+   */
+  created_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface MerchantSettingsTable {

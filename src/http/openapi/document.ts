@@ -24,12 +24,14 @@ const META = "x-stablegate-route";
 export const PERMISSION_EXTENSION = "x-stablegate-permission";
 
 /**
- * The operation's `x-stablegate-permission`, for every route a dashboard session can reach: the
- * permission its member role needs, `account` (any signed-in login, for its own account) or
+ * The operation's `x-stablegate-permission`, for every route a dashboard session or an API key
+ * pair can reach: the permission the member's role needs (a key pair's: the member it acts for), `account` (any signed-in login, for its own account) or
  * `platform_admin` (the operator's read-only views). Published so that clients and the role × route
  * matrix test read what the server enforces.
  */
 function permissionOf(config: FastifyContextConfig): Record<string, string> {
+  // The API-key channel acts for a member too (issue #34): its routes name their permission.
+  if (config.auth === "apiKey") return config.permission ? { [PERMISSION_EXTENSION]: config.permission } : {};
   if (config.auth !== "dashboard" && config.auth !== "merchant") return {};
   const audience = config.audience ?? "merchant";
   if (audience === "account") return { [PERMISSION_EXTENSION]: "account" };

@@ -49,6 +49,7 @@ const OPERATION_IDS: Record<string, string> = {
   "GET /api/v1/dashboard/api-keys": "dashboardListApiKeys",
   "POST /api/v1/dashboard/api-keys": "dashboardCreateApiKey",
   "POST /api/v1/dashboard/api-keys/{id}/rotate": "dashboardRotateApiKey",
+  "POST /api/v1/dashboard/api-keys/{id}/reassign": "dashboardReassignApiKey",
   "DELETE /api/v1/dashboard/api-keys/{id}": "dashboardRevokeApiKey",
   "GET /api/v1/dashboard/settings": "dashboardGetSettings",
   "PATCH /api/v1/dashboard/settings": "dashboardUpdateSettings",

@@ -1,10 +1,7 @@
-import { timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Config } from "../../config/config.js";
-import { hashSecret, parseCredential } from "../../domain/api-key-format.js";
 import { AppError } from "../../domain/errors.js";
-import { ipAllowed } from "../../domain/ip-allowlist.js";
-import type { ApiKeyLookups } from "../../merchants/index.js";
+import { type ApiKeyFinder, authorizeApiKey } from "../../merchants/index.js";
 import { clientIp } from "../client-ip.js";
 import type { Principal } from "../context.js";
 
@@ -15,57 +12,28 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /**
- * The API-key channel (SPEC §5.1, CONTRACT §4), in this order:
- *  missing/malformed/unknown key → 401; key of the other environment → 403; a sent secret that is
- *  wrong, or a required secret missing → 401; revoked or rotated pair → 403; suspended merchant →
- *  403; client IP (`clientIp`, the one the rate limiter counts) outside the merchant's allowlist → 403.
+ * The API-key channel of a request: the headers and the matched route's own config handed to the
+ * one decision `authorizeApiKey` (merchants/authorize.ts: key, environment, secret, revocation,
+ * merchant, IP allowlist, then the member the pair acts for against the route's
+ * `config.permission`, CONTRACT §6).
  */
-export async function authenticateApiKey(
+export function authenticateApiKey(
   request: FastifyRequest,
   config: Config,
-  keys: ApiKeyLookups,
-  requireSecret: boolean,
+  keys: ApiKeyFinder,
 ): Promise<Principal> {
-  const key = header(request, "apikey");
-  if (!key) throw AppError.invalidAuth("Missing API key: send it in the apikey header.");
-  const parsed = parseCredential(key);
-  if (parsed?.kind !== "key") throw AppError.invalidAuth("Invalid API key.");
-  const found = await keys.find(key);
-  if (!found) throw AppError.invalidAuth("Invalid API key.");
-
-  if (found.environment !== request.environment) {
-    const base = found.environment === "sandbox" ? config.http.sandboxBaseUrl : config.http.productionBaseUrl;
-    throw AppError.forbidden(
-      `This API key belongs to the ${found.environment} environment; send it to ${base} instead.`,
-    );
-  }
-
-  const secret = header(request, "x-api-secret");
-  if (secret !== undefined) {
-    if (!timingSafeEqual(hashSecret(secret), found.secretHash))
-      throw AppError.invalidAuth("Invalid API secret.");
-  } else if (requireSecret) {
-    throw AppError.invalidAuth("This endpoint requires the x-api-secret header.");
-  }
-
-  if (found.status !== "active") {
-    throw AppError.forbidden(
-      found.revokedReason === "rotated"
-        ? "This API key pair was rotated and no longer works; use the new pair."
-        : "This API key pair has been revoked.",
-    );
-  }
-  if (found.merchantStatus !== "active") throw AppError.forbidden("This merchant account is suspended.");
-  if (!ipAllowed(found.ipAllowlist, clientIp(request))) {
-    throw AppError.forbidden("Requests from this IP address are not allowed by the merchant's IP allowlist.");
-  }
-  return {
-    channel: "apiKey",
-    merchantId: found.merchantId,
-    environment: found.environment,
-    apiKeyId: found.id,
-    secretVerified: secret !== undefined,
-  };
+  const route = request.routeOptions.config;
+  return authorizeApiKey(
+    keys,
+    { apiKey: header(request, "apikey"), apiSecret: header(request, "x-api-secret") },
+    {
+      environment: request.environment,
+      clientIp: clientIp(request),
+      requireSecret: route?.requireSecret === true,
+      permission: route?.permission,
+      baseUrlOf: (env) => (env === "sandbox" ? config.http.sandboxBaseUrl : config.http.productionBaseUrl),
+    },
+  );
 }
 
 /**

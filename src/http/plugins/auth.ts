@@ -8,7 +8,8 @@ import { authenticateDashboard } from "./dashboard-auth.js";
 /**
  * Authentication for every route that declares `config.auth`, in onRequest (after rate limiting,
  * before the body is parsed). `merchant` routes take either channel: an `apikey` header selects
- * the API-key channel, otherwise the dashboard session is checked.
+ * the API-key channel, otherwise the dashboard session is checked. Either way the caller acts for a
+ * member, whose role must allow the route's `config.permission` (one check: `assertRoleAllows`).
  */
 export function registerAuth(
   app: FastifyInstance,
@@ -23,7 +24,7 @@ export function registerAuth(
     if (!mode) return;
     const useApiKey = mode === "apiKey" || (mode === "merchant" && request.headers.apikey !== undefined);
     request.principal = useApiKey
-      ? await authenticateApiKey(request, config, keys, routeConfig.requireSecret === true)
+      ? await authenticateApiKey(request, config, keys)
       : await authenticateDashboard(request);
   });
 }

@@ -4,7 +4,7 @@ import { type AuthKit, findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "../.
 import type { Config } from "../../config/config.js";
 import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
-import { roleAllows } from "../../domain/permissions.js";
+import { assertRoleAllows } from "../../domain/permissions.js";
 import type { Principal } from "../context.js";
 import { allowedOrigins, assertWriteOrigin, isSafeMethod } from "./cors.js";
 
@@ -99,18 +99,14 @@ export async function authenticateDashboard(request: FastifyRequest): Promise<Pr
   }
   const environment = readEnvironmentHeader(request);
   if (session.role !== "admin" && audience === "merchant") {
-    // The member's role against the matched route's own permission (issue #21). A route without
-    // one cannot be registered (registerPermissions); failing closed here covers it anyway.
-    const permission = request.routeOptions.config?.permission;
-    if (
-      !permission ||
-      session.memberRole === null ||
-      !roleAllows(session.memberRole, permission, environment)
-    )
-      throw new AppError("FORBIDDEN", `Your role (${session.memberRole ?? "none"}) does not allow this.`, {
-        permission: permission ?? null,
-        role: session.memberRole,
-      });
+    // The member's role against the matched route's own permission (issue #21): the one check of
+    // both channels. A route without one cannot be registered (registerPermissions); failing
+    // closed here covers it anyway.
+    assertRoleAllows(
+      { via: "session", role: session.memberRole },
+      request.routeOptions.config?.permission,
+      environment,
+    );
   }
   sessions.set(request, { sessionId: session.sessionId, userId: session.userId, email: session.email, via });
   return {
@@ -125,12 +121,18 @@ export async function authenticateDashboard(request: FastifyRequest): Promise<Pr
 }
 
 /**
- * Start-up check: every route a merchant's dashboard session can reach declares its permission
- * (issue #21: "a new route without a declared permission fails").
+ * Start-up check: every route a merchant's dashboard session or an API key pair can reach declares
+ * its permission (issue #21: "a new route without a declared permission fails"; issue #34: the
+ * API-key channel acts for a member too).
  */
 export function registerPermissions(app: FastifyInstance) {
   app.addHook("onRoute", (route) => {
     const c = route.config;
+    if (c?.auth === "apiKey") {
+      if (!c.permission)
+        throw new Error(`${route.method} ${route.url}: an API-key route declares config.permission`);
+      return;
+    }
     if (c?.auth !== "dashboard" && c?.auth !== "merchant") return;
     if ((c.audience ?? "merchant") !== "merchant") return;
     if (!c.permission)

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
+import { MEMBER_ROLES } from "../../domain/permissions.js";
 import { findMerchantById } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
@@ -12,6 +13,14 @@ const Account = Type.Object(
     email: Type.String(),
     environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
     apiKeyId: Type.String({ description: "The key pair that authenticated this request" }),
+    createdBy: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The member (user id) this key pair acts for (CONTRACT §6); null for a pair the operator issued to a merchant without members",
+    }),
+    role: Type.Union(
+      MEMBER_ROLES.map((r) => Type.Literal(r)),
+      { description: "That member's role now: the pair never does more than it allows in this environment" },
+    ),
   },
   { title: "Account", description: "The merchant account and environment of the API key" },
 );
@@ -21,7 +30,7 @@ export function accountRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/public/account",
     {
-      config: { auth: "apiKey", tier: "standard" },
+      config: { auth: "apiKey", tier: "standard", permission: "money:read" },
       schema: {
         summary: "The merchant account the API key belongs to",
         tags: ["Account"],
@@ -40,6 +49,8 @@ export function accountRoutes(app: App, { database }: RouteDeps) {
           email: merchant.email,
           environment: p.environment,
           apiKeyId: p.apiKeyId,
+          createdBy: p.member?.userId ?? null,
+          role: p.memberRole,
         },
       };
     },

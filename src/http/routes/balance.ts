@@ -10,7 +10,7 @@ export function balanceRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/public/balance",
     {
-      config: { auth: "apiKey", tier: "standard" },
+      config: { auth: "apiKey", tier: "standard", permission: "money:read" },
       schema: {
         summary: "Balances per currency type",
         tags: ["Account"],

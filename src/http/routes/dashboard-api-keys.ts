@@ -1,5 +1,7 @@
 import { Type } from "@sinclair/typebox";
+import { reassignApiKey } from "../../auth/index.js";
 import type { Environment } from "../../domain/environment.js";
+import { AppError } from "../../domain/errors.js";
 import {
   type ApiKeyRow,
   createApiKey,
@@ -10,11 +12,20 @@ import {
 } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { auditDetails } from "../plugins/audit.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
 
 const Env = Type.Union([Type.Literal("production"), Type.Literal("sandbox")]);
+
+const CreatedBy = Type.Union([Type.String(), Type.Null()], {
+  description:
+    "The member (user id) the pair acts for: its creator, or whom an owner or admin reassigned it to. The pair " +
+    "never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) " +
+    "when that member is removed. Null only for a pair the operator issued to a merchant without members " +
+    "(it acts with the owner's role).",
+});
 
 const ApiKeySchema = Type.Object(
   {
@@ -29,6 +40,7 @@ const ApiKeySchema = Type.Object(
     replacedBy: Type.Union([Type.String(), Type.Null()]),
     createdAt: Type.String({ format: "date-time" }),
     revokedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+    createdBy: CreatedBy,
   },
   { title: "ApiKey" },
 );
@@ -41,6 +53,7 @@ const NewKeyPair = Type.Object(
       description: "Shown only in this response; store it in your server's secret store",
     }),
     environment: Env,
+    createdBy: CreatedBy,
   },
   { title: "NewApiKeyPair" },
 );
@@ -56,13 +69,14 @@ function view(k: ApiKeyRow) {
     replacedBy: k.replaced_by,
     createdAt: new Date(k.created_at).toISOString(),
     revokedAt: k.revoked_at ? new Date(k.revoked_at).toISOString() : null,
+    createdBy: k.created_by,
   };
 }
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** `/api/v1/dashboard/api-keys`: key pairs of the dashboard's environment (CONTRACT §6). */
-export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
+export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: RouteDeps) {
   const db = database.db;
   const cfg = { auth: "dashboard", tier: "dashboard" } as const;
   const write = { ...cfg, permission: "api_keys:write" } as const;
@@ -106,7 +120,8 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
       schema: {
         summary: "Create a key pair (the secret is shown once)",
         description:
-          "`environment` defaults to the dashboard's environment (X-Environment or base URL). A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).",
+          "`environment` defaults to the dashboard's environment (X-Environment or base URL). A production pair needs the step-up codes `otp` (and `totp` when 2FA is on). " +
+          "The pair acts for the member creating it (`createdBy`): it can never do more than that member's role allows in its environment.",
         tags: ["Dashboard"],
         body: Type.Object(
           { environment: Type.Optional(Env), ...StepUpFields },
@@ -117,7 +132,7 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
     },
     async (request, reply) => {
       const p = dashboardPrincipal(request);
-      const pair = await createApiKey(db, p.merchantId, request.body.environment ?? p.environment);
+      const pair = await createApiKey(db, p.merchantId, request.body.environment ?? p.environment, p.userId);
       return reply.code(201).send({ success: true as const, data: pair });
     },
   );
@@ -143,7 +158,9 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
       },
       schema: {
         summary: "Rotate a key pair: a new pair (shown once); the old pair stops working at once",
-        description: "A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).",
+        description:
+          "A production pair needs the step-up codes `otp` (and `totp` when 2FA is on). The new pair acts for the " +
+          "member who rotated it (who receives its secret), with that member's role.",
         tags: ["Dashboard"],
         params: IdParams,
         body: StepUpBody,
@@ -152,7 +169,10 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      return { success: true as const, data: await rotateApiKey(db, p.merchantId, request.params.id) };
+      return {
+        success: true as const,
+        data: await rotateApiKey(db, p.merchantId, request.params.id, p.userId),
+      };
     },
   );
 
@@ -173,6 +193,65 @@ export function dashboardApiKeyRoutes(app: App, { database }: RouteDeps) {
         success: true as const,
         data: view(await revokeOwnApiKey(db, p.merchantId, request.params.id)),
       };
+    },
+  );
+  app.post(
+    "/api/v1/dashboard/api-keys/:id/reassign",
+    {
+      // It changes whom a credential acts for: step-up when the pair is a production pair. Only an
+      // owner or admin (checked by the use case: `mayReassignKey`), to a current member.
+      config: {
+        ...write,
+        errors: ["INVALID_STATE", "NOT_FOUND"],
+        audit: {
+          action: "api_key.reassign",
+          target: "api_key",
+          fields: { from: "body", names: ["memberId"] },
+        },
+        stepUp: {
+          target: async (request) =>
+            (
+              await findOwnApiKey(
+                db,
+                dashboardPrincipal(request).merchantId,
+                (request.params as { id: string }).id,
+              )
+            ).environment,
+        },
+      },
+      schema: {
+        summary: "Make a key pair act for another member",
+        description:
+          "Owner or admin only (an admin never to or from the owner). The pair keeps its key and secret and acts " +
+          "for the member `memberId` (a current member of the merchant) from its next request, with that member's " +
+          "role: how a pair whose member was removed (403 `key_owner_removed`) or lost a permission " +
+          "(403 `key_owner_role`) works again. A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).",
+        tags: ["Dashboard"],
+        params: IdParams,
+        body: Type.Object(
+          {
+            memberId: Type.String({ minLength: 1, maxLength: 100, description: "The member's user id" }),
+            ...StepUpFields,
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(ApiKeySchema), 409: commonErrors[400], ...commonErrors },
+      },
+    },
+    async (request) => {
+      const p = dashboardPrincipal(request);
+      if (p.memberRole === null)
+        throw AppError.forbidden("Only a merchant's members reassign its key pairs.");
+      const r = await reassignApiKey(
+        kit,
+        { userId: p.userId, merchantId: p.merchantId, role: p.memberRole },
+        request.params.id,
+        request.body.memberId,
+      );
+      auditDetails(request, {
+        details: { from: r.from, to: r.key.created_by, environment: r.key.environment },
+      });
+      return { success: true as const, data: view(r.key) };
     },
   );
 }

@@ -96,7 +96,7 @@ export function exportRoutes(app: App, { database, clock }: RouteDeps) {
   app.get(
     "/api/v1/public/exports/transactions.csv",
     {
-      config: { auth: "apiKey", tier: "standard", audit: exportAudit },
+      config: { auth: "apiKey", tier: "standard", permission: "exports:read", audit: exportAudit },
       schema: {
         summary: "Export transactions as CSV",
         description: DESCRIPTION,

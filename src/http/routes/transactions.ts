@@ -14,7 +14,7 @@ export function transactionRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/public/transactions",
     {
-      config: { auth: "apiKey", tier: "standard" },
+      config: { auth: "apiKey", tier: "standard", permission: "money:read" },
       schema: {
         summary: "List deposits, withdrawals and payouts",
         tags: ["Transactions"],
@@ -42,7 +42,7 @@ export function transactionRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/public/transactions/:id",
     {
-      config: { auth: "apiKey", tier: "standard" },
+      config: { auth: "apiKey", tier: "standard", permission: "money:read" },
       schema: {
         summary: "One transaction",
         tags: ["Transactions"],
