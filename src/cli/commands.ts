@@ -154,6 +154,55 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     },
   },
 
+  "db roles": {
+    summary:
+      "create the PostgreSQL login roles of the api, worker and signer processes (least privilege,\n" +
+      "migration 0025) and print each one's DATABASE_URL; run with the owner's DATABASE_URL after\n" +
+      "migrate; idempotent (an existing role keeps its password)",
+    options: {
+      print: {
+        type: "boolean",
+        help: "print the SQL (SCRAM verifiers only) instead of running it; the URLs on stderr",
+      },
+      prefix: {
+        type: "string",
+        value: "name",
+        help: "login roles are <prefix><role>_login (default <database>_)",
+      },
+      "rotate-passwords": { type: "boolean", help: "set new passwords on existing login roles too" },
+      json: { type: "boolean", help: "print the roles and their DATABASE_URLs as JSON" },
+    },
+    async run(config, flags) {
+      const { applyDatabaseRoles, DatabaseRolesError, formatDatabaseRoles, printDatabaseRoles } =
+        await import("../operator/database-roles.js");
+      const options = {
+        url: config.database.url,
+        ...(typeof flags.prefix === "string" ? { prefix: flags.prefix } : {}),
+        rotate: flags["rotate-passwords"] === true,
+      };
+      try {
+        if (flags.print) {
+          // The SQL on stdout (`> roles.sql`), the URLs with their passwords on stderr (the terminal).
+          const printed = printDatabaseRoles(options);
+          process.stdout.write(printed.sql);
+          process.stderr.write(
+            `The DATABASE_URL of each role once the SQL has run (passwords shown only now):\n${printed.urls}`,
+          );
+          return 0;
+        }
+        const logins = await applyDatabaseRoles(options);
+        process.stdout.write(
+          `${flags.json ? JSON.stringify(logins, null, 2) : formatDatabaseRoles(logins)}\n`,
+        );
+        return 0;
+      } catch (err) {
+        if (!(err instanceof DatabaseRolesError)) throw err;
+        process.stderr.write(`stablegate: ${err.message}\n`);
+        return 2;
+      }
+    },
+  },
+
   "signer export-xpubs": {
     summary:
       "print MASTER_XPUBS=… (the account public keys) for the api and worker hosts, which\n" +

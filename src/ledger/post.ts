@@ -73,7 +73,7 @@ const postStatement = compiledByShape(
 
 /**
  * Applies a posting inside the caller's transaction (with its status change and webhook event), in
- * ONE statement: the database function `ledger_post` (migrations 0016, 0022, 0023).
+ * ONE statement: the database function `ledger_post` (migrations 0016, 0022, 0023, 0025).
  *  - A deposit takes no lock: it writes the posting and its entries (a replay of its key answers
  *    `already_posted`, after waiting for a transaction in flight that wrote the same key), and the
  *    commit-time check raises the merchant's running balance at COMMIT. Until then the caller's
@@ -87,7 +87,10 @@ const postStatement = compiledByShape(
  * locks, so a busy account's postings queued behind each other's network waits (issue 23).
  * The database checks the rest even if this code had a bug: non-negative balances (CHECK), a
  * balanced posting whose entries name existing accounts (deferred constraint trigger), an
- * append-only journal (triggers).
+ * append-only journal (triggers). And it is the only way into the ledger (migration 0025): no app
+ * database role may write the ledger tables; `ledger_post` runs as the owner, and for the api's
+ * role makes only a hold of one of its withdrawals or payouts (exactly its amount) and the release
+ * of a rejected withdrawal's hold (a refusal is SQLSTATE 42501, an error, never a value).
  */
 export async function postLedger(
   trx: Db,

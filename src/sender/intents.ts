@@ -23,7 +23,10 @@ export interface TransferIntent {
   afterIntentId?: string;
 }
 
-/** NOTIFY channel of new transfer requests: wakes the idle sender jobs when the request commits. */
+/**
+ * NOTIFY channel of new transfer requests: wakes the idle sender jobs when the request commits
+ * (`request_transfer()`, migration 0025, sends it: keep the two names the same).
+ */
 export const TRANSFER_CHANNEL = "stablegate_transfers";
 
 /**
@@ -32,26 +35,17 @@ export const TRANSFER_CHANNEL = "stablegate_transfers";
  * NOTIFY on TRANSFER_CHANNEL, which PostgreSQL sends at the commit; polling covers a lost one). Idempotent on
  * `intentId` (a second call with the same id changes nothing). The final state arrives once
  * through `TransferOutcomes`.
+ *
+ * One statement, the database function `request_transfer()` (migration 0025): the api's database
+ * role cannot write `outgoing_transfers`, and through the function it gets an intent only for a
+ * `processing` withdrawal or payout with this destination, net amount and an open hold. Roles that
+ * may write the table (the worker, the owner; PGlite's one user) get exactly the insert.
  */
 export async function requestTransfer(trx: Db, intent: TransferIntent): Promise<void> {
   if (typeof intent.amount !== "bigint" || intent.amount <= 0n)
     throw new RangeError("amount must be positive base units");
   const to = normalizeAddress(intent.network, intent.to);
-  await trx
-    .insertInto("outgoing_transfers")
-    .values({
-      intent_id: intent.intentId,
-      kind: intent.kind,
-      network: intent.network,
-      environment: intent.environment,
-      asset: intent.asset ?? "token",
-      from_index: intent.fromIndex ?? HOT_WALLET_INDEX,
-      from_address: null,
-      to_address: to,
-      amount: intent.amount,
-      after_intent_id: intent.afterIntentId ?? null,
-    })
-    .onConflict((oc) => oc.column("intent_id").doNothing())
-    .execute();
-  await sql`select pg_notify(${TRANSFER_CHANNEL}, '')`.execute(trx);
+  await sql`select request_transfer(${intent.intentId}, ${intent.kind}, ${intent.network}, ${intent.environment},
+    ${intent.asset ?? "token"}, ${intent.fromIndex ?? HOT_WALLET_INDEX}::integer, ${to},
+    ${intent.amount.toString()}::numeric, ${intent.afterIntentId ?? null})`.execute(trx);
 }
