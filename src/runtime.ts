@@ -234,6 +234,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
       });
       logger.warn(
         {
+          alert: "chain_providers_disagree",
+          subject: e.subject ?? "transfers",
+          detail: e.detail,
           network: e.network,
           environment: e.environment,
           provider: e.provider,
@@ -275,7 +278,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   const signer =
     options.signer !== undefined
       ? options.signer
-      : await createRoleSigner(config, options.role, secrets, { db: db.db, logger });
+      : await createRoleSigner(config, options.role, secrets, {
+          db: db.db,
+          logger,
+          registry: metrics.registry,
+        });
 
   // The dashboard channel's kit, built once on first use (a role that serves no dashboard never builds its mailer).
   let authKit: AuthKit | undefined;

@@ -3,6 +3,7 @@ import { EVM_DEFINITION as EVM } from "../chains/evm/definition.js";
 import { TRON_DEFINITION as TRON } from "../chains/tron/definition.js";
 import { DEFAULT_FEE_SCHEDULE, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
 import { parseAmount } from "../domain/money.js";
+import { parseOutflowCap } from "./outflow-cap.js";
 import { envSchema, type RawEnv } from "./schema.js";
 import { type AccountXpubs, parseAccountXpubs } from "./xpubs.js";
 
@@ -54,6 +55,17 @@ export interface Config {
     ssrfAllowCidrs: string[];
     /** `WEBHOOK_ALLOWED_PORTS`: ports webhook and callback URLs may use (SSRF_ALLOW_CIDRS ranges: any). */
     allowedPorts: number[];
+    /**
+     * The webhook stream: `WEBHOOK_STREAM_MAX_PER_KEY`, `_MAX_PER_MERCHANT`, `_MAX_TOTAL` (open streams,
+     * counted across instances), `_MAX_LIFETIME_SECONDS`, `_REAUTH_SECONDS` (periodic re-check).
+     */
+    stream: {
+      maxPerKey: number;
+      maxPerMerchant: number;
+      maxTotal: number;
+      maxLifetimeMs: number;
+      reauthMs: number;
+    };
   };
   checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
   /** `IDEMPOTENCY_LEASE_SECONDS`: a claim not renewed for this long belongs to a dead request. */
@@ -93,6 +105,11 @@ export interface SendingConfig {
   signerUrl: string | undefined;
   signerHost: string;
   signerPort: number;
+  /** `SIGNER_MAX_OUTFLOW_PER_HOUR` / `_PER_DAY` (token base units per currency type; null: unset). */
+  outflowCap: {
+    perHour: Record<"USDT-ERC20" | "USDT-TRC20", bigint> | null;
+    perDay: Record<"USDT-ERC20" | "USDT-TRC20", bigint> | null;
+  };
   /** Deposit balances at or above this (token base units) are swept to the hot wallet. */
   sweepThreshold: { erc20: bigint; trc20: bigint };
   /**
@@ -199,6 +216,15 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       else problems.push({ variable: maxVar, message: `${r.message} (USDT)` });
     }
   }
+  const outflowCap: SendingConfig["outflowCap"] = { perHour: null, perDay: null };
+  for (const [key, variable] of [
+    ["perHour", "SIGNER_MAX_OUTFLOW_PER_HOUR"],
+    ["perDay", "SIGNER_MAX_OUTFLOW_PER_DAY"],
+  ] as const) {
+    const r = parseOutflowCap(e[variable]);
+    if ("error" in r) problems.push({ variable, message: r.error });
+    else outflowCap[key] = r.limits;
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const productionBaseUrl = stripSlash(e.PRODUCTION_BASE_URL ?? `http://localhost:${e.PORT}`);
@@ -245,6 +271,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       ssrfAllowCidrs: e.SSRF_ALLOW_CIDRS,
       allowedPorts: e.WEBHOOK_ALLOWED_PORTS,
+      stream: {
+        maxPerKey: e.WEBHOOK_STREAM_MAX_PER_KEY,
+        maxPerMerchant: e.WEBHOOK_STREAM_MAX_PER_MERCHANT,
+        maxTotal: e.WEBHOOK_STREAM_MAX_TOTAL,
+        maxLifetimeMs: Math.round(e.WEBHOOK_STREAM_MAX_LIFETIME_SECONDS * 1000),
+        reauthMs: Math.round(e.WEBHOOK_STREAM_REAUTH_SECONDS * 1000),
+      },
     },
     checkout: {
       minExpirySeconds: e.CHECKOUT_MIN_EXPIRY_SECONDS,
@@ -275,6 +308,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       signerUrl: e.SIGNER_URL,
       signerHost: e.SIGNER_HOST,
       signerPort: e.SIGNER_PORT,
+      outflowCap,
       sweepThreshold,
       cold,
       stuckAfterMs: e.SENDER_STUCK_AFTER_SECONDS * 1000,

@@ -95,6 +95,14 @@ export const envSchema = z.object({
   WEBHOOK_ALLOWED_PORTS: csv
     .pipe(z.array(z.coerce.number().int().min(1).max(65535)).min(1))
     .default(DEFAULT_WEBHOOK_PORTS.join(",")),
+  // The webhook stream (`stablegate-dev listen`): open streams per API key, per merchant and in
+  // total, counted across instances; the longest a stream lives; how often an open stream is
+  // re-authorised besides on access changes (seconds; fractions: tests).
+  WEBHOOK_STREAM_MAX_PER_KEY: positiveInt.default(5),
+  WEBHOOK_STREAM_MAX_PER_MERCHANT: positiveInt.default(10),
+  WEBHOOK_STREAM_MAX_TOTAL: positiveInt.default(200),
+  WEBHOOK_STREAM_MAX_LIFETIME_SECONDS: z.coerce.number().positive().finite().default(3600),
+  WEBHOOK_STREAM_REAUTH_SECONDS: z.coerce.number().positive().finite().max(60).default(5),
   CHECKOUT_MIN_EXPIRY_SECONDS: positiveInt.default(300),
   LATE_PAYMENT_WATCH_HOURS: positiveInt.default(168),
   // How long an Idempotency-Key claim outlives its request's last heartbeat (fractions: tests).
@@ -147,6 +155,9 @@ export const envSchema = z.object({
   SIGNER_URL: optionalUrl,
   SIGNER_HOST: z.string().min(1).default("127.0.0.1"),
   SIGNER_PORT: port.default(8090),
+  // The signer's outflow cap (issue #34, CONTRACT §9): `config/outflow-cap.ts`.
+  SIGNER_MAX_OUTFLOW_PER_HOUR: z.string().optional(),
+  SIGNER_MAX_OUTFLOW_PER_DAY: z.string().optional(),
   [EVM.variables.sweepThreshold]: z.string().default(EVM.defaultSweepThreshold),
   [TRON.variables.sweepThreshold]: z.string().default(TRON.defaultSweepThreshold),
   // Cold-wallet forwarding (issue #22): above the maximum (USDT), the hot wallet's excess goes to

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** Prometheus metrics; one registry per app instance so several instances can share a process in tests. */
 export interface Metrics {
@@ -38,4 +38,58 @@ export function sharedCollect(refresh: () => Promise<void>): () => Promise<void>
     });
     await refreshing;
   };
+}
+
+export { Registry };
+
+/** The signer's outflow cap (issue #34): refusals, and what each window counted against its limit. */
+export interface SignerOutflowMetrics {
+  capRefusals: Counter<"network" | "environment" | "window">;
+}
+
+/** One (currency type, environment, window) of the signer's outflow record, read at scrape time. */
+export interface SignerOutflowRow {
+  network: string;
+  environment: string;
+  window: "hour" | "day";
+  /** Token base units signed in the window. */
+  signed: bigint;
+  /** The window's limit in base units; null when not capped. */
+  limit: bigint | null;
+}
+
+export function registerSignerOutflowMetrics(
+  registry: Registry,
+  read: () => SignerOutflowRow[],
+): SignerOutflowMetrics {
+  const capRefusals = new Counter({
+    name: "stablegate_signer_outflow_cap_refusals_total",
+    help: "Withdrawals and payouts the signer refused because its outflow cap per hour or day was reached (alert on any increase)",
+    labelNames: ["network", "environment", "window"] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: "stablegate_signer_outflow_units",
+    help: "Token base units of withdrawals and payouts the signer signed in the sliding window",
+    labelNames: ["network", "environment", "window"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of read())
+        this.set({ network: r.network, environment: r.environment, window: r.window }, Number(r.signed));
+    },
+  });
+  new Gauge({
+    name: "stablegate_signer_outflow_limit_units",
+    help: "The signer's outflow cap in token base units per window (SIGNER_MAX_OUTFLOW_PER_HOUR / _PER_DAY)",
+    labelNames: ["network", "environment", "window"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of read())
+        if (r.limit !== null)
+          this.set({ network: r.network, environment: r.environment, window: r.window }, Number(r.limit));
+    },
+  });
+  return { capRefusals };
 }

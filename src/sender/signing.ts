@@ -101,7 +101,9 @@ async function signUnderNonceLock(
     });
     // Sign the whole batch concurrently (the signer may be another process). An in-process
     // signer's policy reads the intents through this transaction (signer/policy.ts).
-    const signatures = await Promise.all(prepared.map(({ p }) => signer.sign(p.signRequest, { db: trx })));
+    const signatures = await Promise.all(
+      prepared.map(({ row, p }) => signer.sign(p.signRequest, { db: trx, intentId: row.intent_id })),
+    );
     const now = new Date(c.clock.now());
     for (let i = 0; i < prepared.length; i++) {
       const { row, p } = prepared[i]!;

@@ -2,6 +2,7 @@ import { Agent, request } from "undici";
 import { type Clock, systemClock } from "../lib/clock.js";
 import { authHeaders, newRequestId } from "./hmac.js";
 import {
+  type SignContext,
   type SignedTransaction,
   type Signer,
   SignerRejectedError,
@@ -28,8 +29,13 @@ export class HttpSignerClient implements Signer {
     this.agent = new Agent({ connections: 16, keepAliveTimeout: 30_000 });
   }
 
-  async sign(signRequest: SignRequest): Promise<SignedTransaction> {
-    const body = JSON.stringify({ requestId: newRequestId(), request: signRequest });
+  async sign(signRequest: SignRequest, context: SignContext = {}): Promise<SignedTransaction> {
+    // The intent id is inside the authenticated body (the HMAC covers it).
+    const body = JSON.stringify({
+      requestId: newRequestId(),
+      request: signRequest,
+      ...(context.intentId !== undefined ? { intentId: context.intentId } : {}),
+    });
     const timeout = this.options.timeoutMs ?? 10_000;
     let status: number;
     let text: string;

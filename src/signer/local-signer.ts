@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
@@ -10,9 +11,12 @@ import { resolveMnemonic } from "../config/mnemonic.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import { type Environment, isEnvironment } from "../domain/environment.js";
+import { type Clock, systemClock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
+import type { Registry } from "../observability/metrics.js";
 import { assertAddressIndex, PrivateKeyDeriver } from "../wallet/index.js";
-import { SigningPolicy, type TransferFacts } from "./policy.js";
+import { OUTFLOW_FILE, OutflowGuard, type OutflowLimits } from "./outflow.js";
+import { type PolicyDecision, SigningPolicy, type TransferFacts } from "./policy.js";
 import {
   type EvmSignRequest,
   type SignContext,
@@ -39,19 +43,29 @@ const HEX = /^[0-9a-f]*$/;
  *   `TriggerSmartContract` calling `transfer(address,uint256)` without TRX value, and its owner
  *   must be the address of the requested key.
  * Then, before anything is signed, the transfer policy (`policy.ts`): which key may send what to
- * whom, checked against the database. Every refusal is logged (warn, the request's shape only).
+ * whom, for the intent the request names, checked against the evidence in the database; then, for
+ * withdrawals and payouts, the outflow cap and the memory of what each intent was signed for
+ * (`outflow.ts`), counted before the signature exists. Every refusal is logged (the shape only).
  */
 export class LocalSigner implements Signer {
   /** Derived keys by path (BIP32 derivation costs milliseconds); bounded. */
   private readonly cache = new Map<string, Uint8Array>();
   private readonly policy: SigningPolicy;
   private readonly logger: Logger;
+  private readonly outflow: OutflowGuard;
 
   private constructor(
     private readonly keys: PrivateKeyDeriver,
     options: LocalSignerOptions,
   ) {
     this.logger = options.logger;
+    this.outflow =
+      options.outflow ??
+      OutflowGuard.inMemory({
+        limits: { perHour: null, perDay: null },
+        clock: options.clock ?? systemClock,
+        logger: options.logger,
+      });
     this.policy = new SigningPolicy({
       db: options.db,
       logger: options.logger,
@@ -108,6 +122,25 @@ export class LocalSigner implements Signer {
     }
   }
 
+  /** Withdrawals and payouts pass the outflow cap (and the memory of their intent) before they are signed. */
+  private async count(
+    request: SignRequest,
+    decision: PolicyDecision,
+    nonce: number | null,
+    tx: string | null,
+  ): Promise<void> {
+    if (decision.kind !== "withdrawal" && decision.kind !== "payout") return;
+    await this.outflow.admit({
+      intentId: decision.intentId,
+      network: request.network,
+      environment: request.environment,
+      to: decision.to,
+      amount: decision.amount,
+      nonce,
+      tx,
+    });
+  }
+
   private async signChecked(request: SignRequest, context: SignContext): Promise<SignedTransaction> {
     if (!request || typeof request !== "object") throw new SignerRejectedError("request must be an object");
     if (!isEnvironment(request.environment)) throw new SignerRejectedError("unknown environment");
@@ -145,7 +178,7 @@ export class LocalSigner implements Signer {
       throw new SignerRejectedError("priority fee above max fee");
     const key = this.key(request.network, request.environment, request.index);
     const account = privateKeyToAccount(`0x${bytesToHex(key)}`);
-    await this.policy.check(
+    const decision = await this.policy.check(
       {
         ...facts(request),
         from: account.address,
@@ -158,8 +191,10 @@ export class LocalSigner implements Signer {
               token: t.to,
             }),
       },
+      context.intentId,
       context.db,
     );
+    await this.count(request, decision, t.nonce, null);
     const raw = await account.signTransaction({
       type: "eip1559",
       chainId: t.chainId,
@@ -234,7 +269,12 @@ export class LocalSigner implements Signer {
     const ownerHex = tronAddressToHex(owner);
     if (typeof value.owner_address !== "string" || value.owner_address.toLowerCase() !== ownerHex)
       throw new SignerRejectedError("owner_address is not the address of the requested key");
-    await this.policy.check({ ...facts(request), from: owner, ...transfer }, context.db);
+    const decision = await this.policy.check(
+      { ...facts(request), from: owner, ...transfer },
+      context.intentId,
+      context.db,
+    );
+    await this.count(request, decision, null, txID);
     const sig = secp256k1.sign(hexToBytes(txID), key, { prehash: false, format: "recovered" });
     // TRON spelling: r ‖ s ‖ (27 + recovery).
     const signature = bytesToHex(sig.slice(1)) + (27 + sig[0]!).toString(16);
@@ -257,6 +297,9 @@ export interface LocalSignerOptions {
   /** The cold wallet of a chain (issue #22): the hot wallet may forward its excess there. */
   coldWallet?: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
+  /** The outflow cap and its record (`createOutflowGuard`); default: uncapped, in memory. */
+  outflow?: OutflowGuard;
+  clock?: Clock;
 }
 
 function facts(request: SignRequest): Pick<TransferFacts, "network" | "environment" | "index"> {
@@ -285,13 +328,34 @@ export function configuredTokenContracts(
 
 /**
  * The signer of this process: resolves `MASTER_MNEMONIC` for private keys. Only the `signer` role
- * and `serve` (which runs the signer in-process) call this.
+ * and `serve` (which runs the signer in-process) call this. Its outflow record is
+ * `DATA_DIR/signer-outflow.json` (private to the service's user), its metrics go to `registry`.
  */
-export async function createLocalSigner(config: Config, db: Db, logger: Logger): Promise<LocalSigner> {
+export async function createLocalSigner(
+  config: Config,
+  db: Db,
+  logger: Logger,
+  options: { registry?: Registry; clock?: Clock } = {},
+): Promise<LocalSigner> {
+  const clock = options.clock ?? systemClock;
+  const outflow = await OutflowGuard.open({
+    limits: config.sending.outflowCap,
+    file: join(config.dataDir, OUTFLOW_FILE),
+    clock,
+    logger,
+    ...(options.registry ? { registry: options.registry } : {}),
+  });
   return LocalSigner.fromMnemonic((await resolveMnemonic(config)).mnemonic, {
     db,
     logger,
+    clock,
+    outflow,
     tokenContract: configuredTokenContracts(config),
     coldWallet: (network, environment) => config.sending.cold[environment][network]?.address,
   });
+}
+
+/** Whether `limits` caps both windows of every currency type the signer signs for. */
+export function outflowCapped(limits: OutflowLimits): boolean {
+  return limits.perHour !== null && limits.perDay !== null;
 }

@@ -4,22 +4,25 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
+import { isRecordedDepositAddress, paymentEvidence, sweepEvidence } from "./evidence.js";
 import { SignerRejectedError } from "./protocol.js";
 
 /**
- * The signer's transfer policy (CONTRACT §9): it signs only what the sending pipeline needs,
- * checked against rows the signer reads itself —
- * - from the **hot wallet**: a token transfer to the destination of an open withdrawal or payout
- *   intent (`outgoing_transfers`) of the same chain (network, environment), for its exact amount;
- * - from a **deposit address** (an index recorded in `watched_addresses` for this chain, whose
- *   address is the key's own): a token transfer to this chain's hot wallet, for the amount of an
- *   open sweep of that address;
- * - from the **gas tank**: a native transfer to a deposit address recorded for this chain, for
- *   the amount of an open gas top-up to it.
- * - from the **hot wallet** also: a token transfer to this chain's configured cold wallet (the
- *   signer's own configuration, issue #22), for the amount of an open cold forward.
- * Token transfers must call this chain's configured USDT contract. Anything else — another
- * source key, destination, amount, asset, token or another chain's rows — is refused and logged.
+ * The signer's transfer policy (CONTRACT §9; issue #34 finding 1): it signs only what the sending
+ * pipeline needs, for the intent the request names, checked against rows the signer reads itself.
+ * The intent row (`outgoing_transfers`) must be open, of this chain (network, environment) and be
+ * exactly the transaction signed (source key, asset, recipient, amount); then, by source:
+ * - the **hot wallet**: a token transfer of a withdrawal or payout, backed by evidence the rows of
+ *   its flow agree on (`evidence.ts`: the transaction in a state that may be paid, its destination,
+ *   its net amount, the ledger hold, the approvals), never to the gateway's own addresses (hot
+ *   wallet, gas tank, a recorded deposit address, the cold wallet: finding 10); or a cold forward
+ *   to this chain's cold wallet of the signer's own configuration (issue #22);
+ * - a **deposit address** (an index recorded in `watched_addresses` for this chain, whose address
+ *   is the key's own) with a recorded confirmed deposit: a sweep to this chain's hot wallet;
+ * - the **gas tank**: a native top-up to a deposit address recorded for this chain.
+ * Nothing is ever sent to the zero address of the network (finding 11). Token transfers must call
+ * this chain's configured USDT contract. Anything else is refused and logged (`alert`). Withdrawals
+ * and payouts then pass the outflow cap (`outflow.ts`).
  * Intents are open while queued, signed or broadcast (a replacement re-signs an open one).
  */
 
@@ -51,30 +54,46 @@ export interface SigningPolicyOptions {
   logger: Logger;
 }
 
-const OPEN = ["queued", "signed", "broadcast"] as const;
+const OPEN: readonly string[] = ["queued", "signed", "broadcast"];
 
 export type SourceRole = "hot_wallet" | "gas_tank" | "deposit";
+export type IntentKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward";
+
+/** The zero address of each network (finding 11): nothing is ever sent there. */
+const ZERO_ADDRESS: Readonly<Record<CurrencyType, string>> = {
+  "USDT-ERC20": "0x0000000000000000000000000000000000000000",
+  "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+};
+
+/** What the policy allowed: the intent signed, its kind, and the normalised recipient. */
+export interface PolicyDecision {
+  role: SourceRole;
+  kind: IntentKind;
+  intentId: string;
+  to: string;
+  amount: bigint;
+}
 
 export class SigningPolicy {
   constructor(private readonly o: SigningPolicyOptions) {}
 
-  private isColdWallet(network: CurrencyType, environment: Environment, to: string): boolean {
+  private coldWallet(network: CurrencyType, environment: Environment): string | null {
     const cold = this.o.coldWallet?.(network, environment);
-    if (!cold) return false;
+    if (!cold) return null;
     try {
-      return normalizeAddress(network, cold) === to;
+      return normalizeAddress(network, cold);
     } catch {
-      return false;
+      return null;
     }
   }
 
   /**
-   * Resolves when `t` may be signed; otherwise logs (warn: the shape, never key material) and
-   * throws `SignerRejectedError`. `via`: an in-process caller's open transaction on the same
-   * database (serve signs inside the sender's transaction; PGlite is a single connection), read
-   * instead of the signer's own connection; the signer still writes the queries itself.
+   * Resolves with the decision when `t`, for the intent `intentId`, may be signed; otherwise logs
+   * (warn, `alert`: the shape, never key material) and throws `SignerRejectedError`. `via`: an
+   * in-process caller's open transaction on the same database (serve signs inside the sender's
+   * transaction; PGlite is a single connection), read instead of the signer's own connection.
    */
-  async check(t: TransferFacts, via?: Db): Promise<SourceRole> {
+  async check(t: TransferFacts, intentId: string | undefined, via?: Db): Promise<PolicyDecision> {
     const db = via ?? this.o.db;
     const refuse = (reason: string, role: SourceRole | "unknown"): never => {
       this.o.logger.warn(
@@ -89,6 +108,7 @@ export class SigningPolicy {
           to: t.to,
           amount: t.amount.toString(),
           token: t.token,
+          intentId: intentId ?? null,
           reason,
         },
         "signer refused a transfer outside its policy",
@@ -101,6 +121,8 @@ export class SigningPolicy {
     } catch {
       return refuse("the recipient is not an address of the network", "unknown");
     }
+    if (to === normalizeAddress(t.network, ZERO_ADDRESS[t.network]))
+      return refuse("the recipient is the zero address", "unknown");
     const role = await this.role(db, t);
     if (!role)
       return refuse(
@@ -113,36 +135,72 @@ export class SigningPolicy {
       if (!t.token || !sameAddress(t.network, t.token, configured))
         return refuse("the token is not this chain's configured token contract", role);
     }
-    const intent = (kinds: ("withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward")[]) =>
-      db
-        .selectFrom("outgoing_transfers")
-        .select("intent_id")
-        .where("network", "=", t.network)
-        .where("environment", "=", t.environment)
-        .where("kind", "in", kinds)
-        .where("from_index", "=", t.index)
-        .where("asset", "=", t.asset)
-        .where("to_address", "=", to)
-        .where("amount", "=", t.amount.toString())
-        .where("status", "in", OPEN)
-        .limit(1)
-        .executeTakeFirst();
+    if (role === "hot_wallet" && t.asset !== "token")
+      return refuse("the hot wallet sends only the token", role);
+    if (role === "deposit" && t.asset !== "token")
+      return refuse("a deposit address sends only the token (a sweep)", role);
+    if (role === "gas_tank" && t.asset !== "native")
+      return refuse("the gas tank sends only the native coin", role);
+    if (typeof intentId !== "string" || intentId.length === 0 || intentId.length > 100)
+      return refuse("the request names no intent", role);
+
+    // The intent: open, of this chain, and exactly this transaction.
+    const intent = await db
+      .selectFrom("outgoing_transfers")
+      .select(["kind", "status", "network", "environment", "asset", "from_index", "to_address", "amount"])
+      .where("intent_id", "=", intentId)
+      .executeTakeFirst();
+    if (!intent || !OPEN.includes(intent.status))
+      return refuse("no open intent with this id (no withdrawal or payout backs it)", role);
+    if (
+      intent.network !== t.network ||
+      intent.environment !== t.environment ||
+      intent.asset !== t.asset ||
+      Number(intent.from_index) !== t.index ||
+      !sameAddress(t.network, intent.to_address, to) ||
+      BigInt(intent.amount) !== t.amount
+    )
+      return refuse("the transaction does not match its intent (source, asset, recipient or amount)", role);
+    const kind = intent.kind;
+    const decision: PolicyDecision = { role, kind, intentId, to, amount: t.amount };
+
     switch (role) {
-      case "hot_wallet":
-        if (t.asset !== "token") return refuse("the hot wallet sends only the token", role);
-        if (this.isColdWallet(t.network, t.environment, to) && (await intent(["cold_forward"]))) return role;
-        if (!(await intent(["withdrawal", "payout"])))
-          return refuse("no open withdrawal or payout to this destination for this amount", role);
-        return role;
+      case "hot_wallet": {
+        const cold = this.coldWallet(t.network, t.environment);
+        if (kind === "cold_forward") {
+          if (!cold || to !== cold)
+            return refuse("a cold forward goes only to the configured cold wallet", role);
+          return decision;
+        }
+        if (kind !== "withdrawal" && kind !== "payout")
+          return refuse(`the hot wallet does not send a ${kind}`, role);
+        if (await this.isOwnAddress(db, t.network, to, cold))
+          return refuse("the destination is one of the gateway's own addresses", role);
+        const missing = await paymentEvidence(db, {
+          id: intentId,
+          kind,
+          network: t.network,
+          environment: t.environment,
+          to,
+          amount: t.amount,
+        });
+        if (missing) return refuse(missing, role);
+        return decision;
+      }
       case "deposit": {
-        if (t.asset !== "token") return refuse("a deposit address sends only the token (a sweep)", role);
+        if (kind !== "sweep") return refuse(`a deposit address does not send a ${kind}`, role);
         const hot = this.o.address(t.network, t.environment, HOT_WALLET_INDEX);
         if (to !== hot) return refuse("a deposit address sends only to the hot wallet", role);
-        if (!(await intent(["sweep"]))) return refuse("no open sweep of this address for this amount", role);
-        return role;
+        const missing = await sweepEvidence(db, {
+          network: t.network,
+          environment: t.environment,
+          from: normalizeAddress(t.network, t.from),
+        });
+        if (missing) return refuse(missing, role);
+        return decision;
       }
       case "gas_tank": {
-        if (t.asset !== "native") return refuse("the gas tank sends only the native coin", role);
+        if (kind !== "gas_topup") return refuse(`the gas tank does not send a ${kind}`, role);
         const deposit = await db
           .selectFrom("watched_addresses")
           .select("address")
@@ -153,11 +211,26 @@ export class SigningPolicy {
           .limit(1)
           .executeTakeFirst();
         if (!deposit) return refuse("the gas tank sends only to recorded deposit addresses", role);
-        if (!(await intent(["gas_topup"])))
-          return refuse("no open gas top-up to this address for this amount", role);
-        return role;
+        return decision;
       }
     }
+  }
+
+  /**
+   * The gateway's own addresses on this network (finding 10): the hot wallet and the gas tank of
+   * either environment, the cold wallet, and every recorded deposit address.
+   */
+  private async isOwnAddress(
+    db: Db,
+    network: CurrencyType,
+    to: string,
+    cold: string | null,
+  ): Promise<boolean> {
+    if (to === cold) return true;
+    for (const environment of ["production", "sandbox"] as const)
+      for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
+        if (this.o.address(network, environment, index) === to) return true;
+    return isRecordedDepositAddress(db, network, to);
   }
 
   /** The role of the signing key on this chain, from the index and the recorded deposit addresses. */

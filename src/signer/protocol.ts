@@ -24,11 +24,14 @@ export interface SignedTransaction {
 }
 
 /**
- * `db`: the caller's open transaction, for an in-process signer only: its policy reads the
- * database through it (the sender signs inside a transaction, and PGlite is one connection).
- * The signer over HTTP ignores it and reads with its own connection.
+ * `intentId`: the intent (`outgoing_transfers.intent_id`) the transaction pays; the signer checks
+ * the transaction against it and against the evidence behind it (`policy.ts`), and refuses a
+ * request that names none. `db`: the caller's open transaction, for an in-process signer only: its
+ * policy reads the database through it (the sender signs inside a transaction, and PGlite is one
+ * connection). The signer over HTTP ignores `db` and reads with its own connection.
  */
 export interface SignContext {
+  intentId?: string;
   db?: Db;
 }
 

@@ -2,8 +2,9 @@ import type { Config } from "../config/config.js";
 import type { ResolvedSecrets } from "../config/secrets.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
+import type { Registry } from "../observability/metrics.js";
 import { HttpSignerClient } from "./http-client.js";
-import { createLocalSigner } from "./local-signer.js";
+import { createLocalSigner, outflowCapped } from "./local-signer.js";
 import type { Signer } from "./protocol.js";
 
 /**
@@ -16,16 +17,22 @@ export async function createRoleSigner(
   config: Config,
   role: string,
   secrets: ResolvedSecrets,
-  deps: { db: Db; logger: Logger },
+  deps: { db: Db; logger: Logger; registry?: Registry },
 ): Promise<Signer | null> {
   const remote = (url: string) => {
     if (!secrets.INTERNAL_SHARED_SECRET) throw new Error(`the ${role} role has no INTERNAL_SHARED_SECRET`);
     return new HttpSignerClient({ url, secret: secrets.INTERNAL_SHARED_SECRET });
   };
   if (role === "serve") {
-    return config.sending.signerUrl
-      ? remote(config.sending.signerUrl)
-      : createLocalSigner(config, deps.db, deps.logger);
+    if (config.sending.signerUrl) return remote(config.sending.signerUrl);
+    // Embedded, the cap shares the process of the api (whoever takes that process holds the
+    // mnemonic: no cap helps); it still bounds a compromise of the database alone. Not required.
+    if (config.production && !outflowCapped(config.sending.outflowCap))
+      deps.logger.warn(
+        { alert: "signer_outflow_uncapped" },
+        "serve signs without an outflow cap: set SIGNER_MAX_OUTFLOW_PER_HOUR and SIGNER_MAX_OUTFLOW_PER_DAY",
+      );
+    return createLocalSigner(config, deps.db, deps.logger, deps.registry ? { registry: deps.registry } : {});
   }
   if (role === "worker" && config.sending.signerUrl) return remote(config.sending.signerUrl);
   return null;

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
+import type { Registry } from "../observability/metrics.js";
 import { InternalAuthVerifier } from "./hmac.js";
 import { type Signer, SignerRejectedError, type SignRequest } from "./protocol.js";
 
@@ -16,6 +17,8 @@ export interface SignerServerOptions {
   port: number;
   clock: Clock;
   logger?: Logger;
+  /** The signer's own metrics (the outflow cap), served at `GET /metrics`; none: 404. */
+  registry?: Registry;
 }
 
 export interface RunningSignerServer {
@@ -25,10 +28,11 @@ export interface RunningSignerServer {
 }
 
 /**
- * The signer role's HTTP endpoint: `POST /v1/sign` (body: `{ requestId, request: SignRequest }`,
- * authenticated with `INTERNAL_SHARED_SECRET`, see `hmac.ts`) and `GET /healthz`. Nothing else:
- * no key export, no "sign bytes". Answers `401 {error}` for unsigned, stale, tampered and replayed
- * requests, `422 {error}` for requests the signer's policy refuses.
+ * The signer role's HTTP endpoint: `POST /v1/sign` (body: `{ requestId, request: SignRequest,
+ * intentId }`, authenticated with `INTERNAL_SHARED_SECRET`, see `hmac.ts`), `GET /healthz` and
+ * `GET /metrics` (the signer's outflow counters only: no secret, on the signer's private network).
+ * Nothing else: no key export, no "sign bytes". Answers `401 {error}` for unsigned, stale, tampered
+ * and replayed requests, `422 {error}` for requests the signer's policy refuses.
  */
 export async function startSignerServer(options: SignerServerOptions): Promise<RunningSignerServer> {
   const verifier = new InternalAuthVerifier(options.secret, options.clock);
@@ -41,6 +45,12 @@ export async function startSignerServer(options: SignerServerOptions): Promise<R
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method === "GET" && req.url === "/healthz") return reply(res, 200, { ok: true });
+    if (req.method === "GET" && req.url === "/metrics" && options.registry) {
+      const text = await options.registry.metrics();
+      res.writeHead(200, { "content-type": options.registry.contentType });
+      res.end(text);
+      return;
+    }
     if (req.method !== "POST" || req.url !== "/v1/sign") return reply(res, 404, { error: "not found" });
     const chunks: Buffer[] = [];
     let size = 0;
@@ -55,21 +65,29 @@ export async function startSignerServer(options: SignerServerOptions): Promise<R
       options.logger?.warn({ failure }, "signer refused an unauthenticated request");
       return reply(res, 401, { error: failure });
     }
-    let parsed: { requestId?: unknown; request?: SignRequest };
+    let parsed: { requestId?: unknown; request?: SignRequest; intentId?: unknown };
     try {
       parsed = JSON.parse(body) as typeof parsed;
     } catch {
       return reply(res, 400, { error: "invalid JSON" });
     }
-    if (typeof parsed.requestId !== "string" || !parsed.request)
+    if (
+      typeof parsed.requestId !== "string" ||
+      !parsed.request ||
+      (parsed.intentId !== undefined && typeof parsed.intentId !== "string")
+    )
       return reply(res, 400, { error: "invalid body" });
     try {
-      const signed = await options.signer.sign(parsed.request);
+      const signed = await options.signer.sign(
+        parsed.request,
+        typeof parsed.intentId === "string" ? { intentId: parsed.intentId } : {},
+      );
       options.logger?.info(
         {
           network: parsed.request.network,
           environment: parsed.request.environment,
           index: parsed.request.index,
+          intentId: parsed.intentId,
           hash: signed.hash,
         },
         "signed",

@@ -10,7 +10,7 @@ import type { Environment } from "../../src/domain/environment.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startRole } from "../../src/roles/processes.js";
-import { requestTransfer, type TransferIntent } from "../../src/sender/intents.js";
+import type { TransferIntent } from "../../src/sender/intents.js";
 import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
 import { type Signer, SignerRejectedError, type SignRequest } from "../../src/signer/protocol.js";
@@ -19,6 +19,8 @@ import type { RunningSignerServer } from "../../src/signer/server.js";
 import { accountXpubsOf } from "../../src/wallet/account-keys.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+// Withdrawal and payout intents with their evidence (issue #34: the signer checks it, test/security/18).
+import { requestTransfer } from "../support/backed-transfer.js";
 import { tronTransaction } from "../support/chain/tron-transaction.js";
 import { openTestDatabase } from "../support/db.js";
 
@@ -43,8 +45,8 @@ const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
 const addr = (network: CurrencyType, environment: Environment, index: number) =>
   wallet.address(network, environment, index);
 
-// Outside addresses (no key of ours).
-const DEST = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+// Outside addresses (no key of ours: the mnemonic's production index 1 is the gas tank, issue #34).
+const DEST = "0x52908400098527886E0F7030069857D2E4169EE7";
 const DEST_PROD = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const STRANGER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 const TRON_DEST = tronAddressFromHex("4170997970c51812dc3a010c7d01b50e0d17dc79c8");
@@ -237,6 +239,44 @@ beforeAll(async () => {
     to: addr(t, "sandbox", DEPOSIT),
     amount: 1_000n,
   });
+  // The sweep moves a recorded deposit (issue #34: a sweep needs the address's recorded credits).
+  await db
+    .insertInto("chain_observations")
+    .values({
+      id: "obs_policy_1",
+      network: e,
+      environment: "sandbox",
+      address: addr(e, "sandbox", DEPOSIT),
+      from_address: STRANGER,
+      tx_hash: `0x${"ab".repeat(32)}`,
+      log_index: 0,
+      block_number: 1,
+      block_hash: `0x${"cd".repeat(32)}`,
+      amount: 3_000_000n,
+      status: "handed_off",
+      handed_off_at: new Date(),
+    })
+    .execute();
+  // Intents outside a source's rules (written by whoever can write the table): still refused.
+  await intent({
+    intentId: "gas_to_hot",
+    kind: "gas_topup",
+    network: e,
+    environment: "sandbox",
+    asset: "native",
+    fromIndex: GAS_TANK_INDEX,
+    to: addr(e, "sandbox", HOT_WALLET_INDEX),
+    amount: 5_000n,
+  });
+  await intent({
+    intentId: "swp_to_dest",
+    kind: "sweep",
+    network: e,
+    environment: "sandbox",
+    fromIndex: DEPOSIT,
+    to: DEST,
+    amount: 3_000_000n,
+  });
   // A finished withdrawal is no longer signable.
   await intent({
     intentId: "tx_done",
@@ -278,133 +318,160 @@ afterAll(async () => {
 
 const hot = (network: CurrencyType, environment: Environment) => addr(network, environment, HOT_WALLET_INDEX);
 
-const allowed: [string, () => SignRequest][] = [
+const allowed: [string, string, () => SignRequest][] = [
   [
     "hot wallet → a recorded withdrawal destination, its amount",
+    "tx_w1",
     () => erc20("sandbox", HOT_WALLET_INDEX, DEST, 7_000_000n),
   ],
   [
     "hot wallet → a recorded payout destination (production rows, production key)",
+    "tx_p1",
     () => erc20("production", HOT_WALLET_INDEX, DEST_PROD, 4_000_000n),
   ],
   [
     "deposit address → the hot wallet (a recorded sweep)",
+    "swp_1",
     () => erc20("sandbox", DEPOSIT, hot("USDT-ERC20", "sandbox"), 3_000_000n),
   ],
   [
     "gas tank → a recorded deposit address (a recorded top-up)",
+    "gas_1",
     () => ether("sandbox", GAS_TANK_INDEX, addr("USDT-ERC20", "sandbox", DEPOSIT), 5_000n),
   ],
   [
     "TRON hot wallet → a recorded withdrawal destination",
+    "tx_t1",
     () => tron(HOT_WALLET_INDEX, TRON_DEST, 9_000_000n, "token"),
   ],
   [
     "TRON gas tank → a recorded deposit address (TRX)",
+    "gas_t1",
     () => tron(GAS_TANK_INDEX, addr("USDT-TRC20", "sandbox", DEPOSIT), 1_000n, "native"),
   ],
 ];
 
-const refused: [string, () => SignRequest, RegExp][] = [
+// Each request names the intent it claims to pay (issue #34); the reason is the first rule broken.
+const refused: [string, string, () => SignRequest, RegExp][] = [
   [
     "hot wallet → an address that is no recorded destination",
+    "tx_w1",
     () => erc20("sandbox", HOT_WALLET_INDEX, STRANGER, 7_000_000n),
-    /no open withdrawal or payout/,
+    /does not match its intent/,
   ],
   [
     "hot wallet → a recorded destination, another amount",
+    "tx_w1",
     () => erc20("sandbox", HOT_WALLET_INDEX, DEST, 7_000_001n),
-    /no open withdrawal or payout/,
+    /does not match its intent/,
   ],
   [
     "hot wallet → the destination of a finished withdrawal",
+    "tx_done",
     () => erc20("sandbox", HOT_WALLET_INDEX, STRANGER, 1_000n),
-    /no open withdrawal or payout/,
+    /no open intent/,
   ],
   [
     "hot wallet → the native coin to a recorded destination",
+    "tx_w1",
     () => ether("sandbox", HOT_WALLET_INDEX, DEST, 7_000_000n),
     /hot wallet sends only the token/,
   ],
   [
     "hot wallet → a recorded destination through another token contract",
+    "tx_w1",
     () => erc20("sandbox", HOT_WALLET_INDEX, DEST, 7_000_000n, STRANGER),
     /configured token/,
   ],
   [
-    "deposit address → a withdrawal destination (not the hot wallet)",
+    "deposit address → a withdrawal destination (not the hot wallet), even with an intent saying so",
+    "swp_to_dest",
     () => erc20("sandbox", DEPOSIT, DEST, 3_000_000n),
     /only to the hot wallet/,
   ],
   [
     "deposit address → the hot wallet, another amount than its sweep",
+    "swp_1",
     () => erc20("sandbox", DEPOSIT, hot("USDT-ERC20", "sandbox"), 3_000_001n),
-    /no open sweep/,
+    /does not match its intent/,
   ],
   [
     "deposit address → the native coin to the hot wallet",
+    "swp_1",
     () => ether("sandbox", DEPOSIT, hot("USDT-ERC20", "sandbox"), 3_000_000n),
     /sends only the token/,
   ],
   [
     "gas tank → an address that is no deposit address",
+    "gas_1",
     () => ether("sandbox", GAS_TANK_INDEX, STRANGER, 5_000n),
-    /recorded deposit addresses/,
+    /does not match its intent/,
   ],
   [
-    "gas tank → the hot wallet",
+    "gas tank → the hot wallet, even with an intent saying so",
+    "gas_to_hot",
     () => ether("sandbox", GAS_TANK_INDEX, hot("USDT-ERC20", "sandbox"), 5_000n),
     /recorded deposit addresses/,
   ],
   [
     "gas tank → the token to a deposit address",
+    "gas_1",
     () => erc20("sandbox", GAS_TANK_INDEX, addr("USDT-ERC20", "sandbox", DEPOSIT), 5_000n),
     /gas tank sends only the native coin/,
   ],
   [
     "an unknown source key (an index below the deposit range)",
+    "swp_1",
     () => erc20("sandbox", 5, hot("USDT-ERC20", "sandbox"), 3_000_000n),
     /source key/,
   ],
   [
     "an unknown source key (an unrecorded deposit index)",
+    "swp_1",
     () => erc20("sandbox", UNRECORDED, hot("USDT-ERC20", "sandbox"), 3_000_000n),
     /source key/,
   ],
   [
     "sandbox key, a production withdrawal's destination and amount",
+    "tx_p1",
     () => erc20("sandbox", HOT_WALLET_INDEX, DEST_PROD, 4_000_000n),
-    /no open withdrawal or payout/,
+    /does not match its intent/,
   ],
   [
     "production key, a sandbox withdrawal's destination and amount",
+    "tx_w1",
     () => erc20("production", HOT_WALLET_INDEX, DEST, 7_000_000n),
-    /no open withdrawal or payout/,
+    /does not match its intent/,
   ],
   [
     "sandbox key of an index recorded in production only",
+    "swp_prod",
     () => erc20("sandbox", DEPOSIT_PROD, hot("USDT-ERC20", "sandbox"), 3_000_000n),
     /source key/,
   ],
   [
     "ERC20 key of an index recorded on TRC20 only",
+    "swp_tron_only",
     () => erc20("sandbox", DEPOSIT_TRON_ONLY, hot("USDT-ERC20", "sandbox"), 3_000_000n),
     /source key/,
   ],
   [
     "TRON hot wallet → an address that is no recorded destination",
+    "tx_t1",
     () => tron(HOT_WALLET_INDEX, TRON_STRANGER, 9_000_000n, "token"),
-    /no open withdrawal or payout/,
+    /does not match its intent/,
   ],
   [
     "TRON hot wallet → TRX to a recorded destination",
+    "tx_t1",
     () => tron(HOT_WALLET_INDEX, TRON_DEST, 9_000_000n, "native"),
     /hot wallet sends only the token/,
   ],
   [
     "TRON gas tank → TRX to an address that is no deposit address",
+    "gas_t1",
     () => tron(GAS_TANK_INDEX, TRON_STRANGER, 1_000n, "native"),
-    /recorded deposit addresses/,
+    /does not match its intent/,
   ],
 ];
 
@@ -414,17 +481,17 @@ const signers: [string, () => Signer][] = [
 ];
 
 describe.each(signers)("signer policy (finding 7): %s", (_name, signerOf) => {
-  it.each(allowed)("signs: %s", async (_label, request) => {
+  it.each(allowed)("signs: %s", async (_label, intentId, request) => {
     const r = request();
-    const signed = await signerOf().sign(r);
+    const signed = await signerOf().sign(r, { intentId });
     expect(signed.from).toBe(addr(r.network, r.environment, r.index));
   });
 
-  it.each(refused)("refuses and logs: %s", async (label, request, reason) => {
+  it.each(refused)("refuses and logs: %s", async (label, intentId, request, reason) => {
     const before = logLines.length;
     const r = request();
     const err = await signerOf()
-      .sign(r)
+      .sign(r, { intentId })
       .then(
         () => null,
         (e: unknown) => e,

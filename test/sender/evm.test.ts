@@ -3,8 +3,9 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
 import type { Database } from "../../src/db/database.js";
-import { requestTransfer } from "../../src/sender/intents.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+// Intents with the evidence the signer checks (issue #34): a backing transaction and its hold.
+import { requestTransfer } from "../support/backed-transfer.js";
 import {
   ANVIL_DEPLOYER_KEY,
   type AnvilNode,

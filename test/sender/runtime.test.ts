@@ -5,13 +5,14 @@ import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { requestTransfer } from "../../src/sender/intents.js";
 import { senderJobs } from "../../src/sender/jobs.js";
 import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
 import { startSignerRole } from "../../src/signer/role.js";
 import { createRoleSigner } from "../../src/signer/role-signer.js";
 import { JobRunner } from "../../src/worker/runner.js";
+// Intents with the evidence the signer checks (issue #34): a backing transaction and its hold.
+import { requestTransfer } from "../support/backed-transfer.js";
 import { openTestDatabase } from "../support/db.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { MNEMONIC, wallet } from "./support.js";
@@ -142,7 +143,7 @@ describe("the signer role", () => {
     };
     const database = await openTestDatabase();
     const deps = { db: database.db, logger: createLogger("silent") };
-    const recipient = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+    const recipient = "0x52908400098527886E0F7030069857D2E4169EE7";
     // The signer's policy: a hot-wallet transfer is signed for a recorded withdrawal only.
     await database.db.transaction().execute((trx) =>
       requestTransfer(trx, {
@@ -167,26 +168,29 @@ describe("the signer role", () => {
       };
       const signer = await createRoleSigner(workerConfig, "worker", secrets, deps);
       expect(signer).toBeInstanceOf(HttpSignerClient);
-      const signed = await signer!.sign({
-        chain: "evm",
-        network: "USDT-ERC20",
-        environment: "sandbox",
-        index: 0,
-        transaction: {
-          chainId: 1,
-          nonce: 0,
-          to: token,
-          value: "0",
-          data: encodeFunctionData({
-            abi: parseAbi(["function transfer(address to, uint256 value) returns (bool)"]),
-            functionName: "transfer",
-            args: [recipient, 1_000_000n],
-          }),
-          gas: "60000",
-          maxFeePerGas: "2",
-          maxPriorityFeePerGas: "1",
+      const signed = await signer!.sign(
+        {
+          chain: "evm",
+          network: "USDT-ERC20",
+          environment: "sandbox",
+          index: 0,
+          transaction: {
+            chainId: 1,
+            nonce: 0,
+            to: token,
+            value: "0",
+            data: encodeFunctionData({
+              abi: parseAbi(["function transfer(address to, uint256 value) returns (bool)"]),
+              functionName: "transfer",
+              args: [recipient, 1_000_000n],
+            }),
+            gas: "60000",
+            maxFeePerGas: "2",
+            maxPriorityFeePerGas: "1",
+          },
         },
-      });
+        { intentId: "tx_signer_role_1" },
+      );
       expect(signed.from).toBe(wallet.address("USDT-ERC20", "sandbox", 0));
       await (signer as HttpSignerClient).close();
       // A worker with the wrong secret is refused.

@@ -5,8 +5,9 @@ import { tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
 import { TransferWouldFailError, withBuffer } from "../../src/chains/writer.js";
 import type { Database } from "../../src/db/database.js";
-import { requestTransfer } from "../../src/sender/intents.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+// Intents with the evidence the signer checks (issue #34): a backing transaction and its hold.
+import { requestTransfer } from "../support/backed-transfer.js";
 import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
 import { startTronEmulator, type TronEmulator } from "../support/chain/tron-emulator.js";
 import { openTestDatabase } from "../support/db.js";
@@ -172,13 +173,16 @@ describe("TRON write side on the emulator", () => {
         amount: USDT(1_000_000),
       }),
     );
-    const signed = await localSigner(database.db, writer as unknown as { token?: unknown }).sign({
-      chain: "tron",
-      network: "USDT-TRC20",
-      environment: "sandbox",
-      index: HOT_WALLET_INDEX,
-      transaction: { txID: t.txID, raw_data: t.raw_data, raw_data_hex: t.raw_data_hex },
-    });
+    const signed = await localSigner(database.db, writer as unknown as { token?: unknown }).sign(
+      {
+        chain: "tron",
+        network: "USDT-TRC20",
+        environment: "sandbox",
+        index: HOT_WALLET_INDEX,
+        transaction: { txID: t.txID, raw_data: t.raw_data, raw_data_hex: t.raw_data_hex },
+      },
+      { intentId: "tx_tron_unchecked_revert" },
+    );
     // Closed by hand: this test broadcasts it itself (no sender of a later test picks it up).
     await database.db
       .updateTable("outgoing_transfers")

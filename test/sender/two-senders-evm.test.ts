@@ -2,8 +2,9 @@ import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
-import { requestTransfer } from "../../src/sender/intents.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+// Intents with the evidence the signer checks (issue #34): a backing transaction and its hold.
+import { requestTransfer } from "../support/backed-transfer.js";
 import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
 import { openTestDatabase } from "../support/db.js";
 import { makeSender, recordingOutcomes, USDT, wallet } from "./support.js";

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { generateMnemonic } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
+import pg from "pg";
 import { getAddress, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
@@ -37,6 +38,10 @@ import { waitFor } from "../webhooks/support.js";
 // confirmed on anvil. Then the refusals: the mnemonic given to api or worker, or another
 // mnemonic's xpubs on a worker, stop start-up with exit 2 and a message saying why.
 //
+// Each process connects as its own database role (issue #34 finding 1, CONTRACT §9): after
+// `migrate`, `stablegate db roles` (run with the owner's DATABASE_URL, as `migrate` and the operator
+// commands keep) prints one DATABASE_URL per process role; the api's cannot write the sending tables.
+//
 // PostgreSQL only: the signer role needs DATABASE_URL (its policy reads the recorded transfers),
 // and api and worker refuse the embedded database (it serves one process).
 
@@ -52,10 +57,14 @@ const INTERNAL_SHARED_SECRET = "i".repeat(48);
 const RECIPIENT = getAddress("0x4000000000000000000000000000000000000004");
 const DEPOSIT = 200; // USDT
 const WITHDRAWAL = 50; // USDT; under the default auto-approve threshold (1,000): executed at once
+/** The signer's cap per hour (USDT): one withdrawal's net amount fits, two do not. */
+const OUTFLOW_CAP_PER_HOUR = 60;
+/** Where the forged intent of step 5 would send the coins. */
+const ATTACKER = getAddress("0x5000000000000000000000000000000000000005");
 
 // Every process starts `tsx` (TypeScript compiled at start-up): several seconds each on a busy
 // 2-core machine, so starts run in parallel wherever the order allows.
-const START_TIMEOUT = 60_000;
+const START_TIMEOUT = 120_000;
 
 describe.skipIf(!TEST_DATABASE_URL)(
   "key custody end to end: api and worker on xpubs, a separate signer, anvil",
@@ -73,6 +82,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
     let worker: RoleProcess;
     let production: string; // the api's production listener
     let keys: Record<string, string>;
+    /** The DATABASE_URL of each process role (`stablegate db roles`); the owner's until then. */
+    const roleUrls: Record<string, string> = {};
+    const urlOf = (role: string) => roleUrls[role] ?? database.url;
 
     /** Production mode, the shared database, Redis and anvil as the production ERC20 chain. */
     function baseEnv(name: string): Record<string, string> {
@@ -87,7 +99,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         PRODUCTION_BASE_URL: "https://api.custody.stablegate.test",
         SANDBOX_BASE_URL: "https://sandbox.custody.stablegate.test",
         DATA_DIR: path.join(root, name),
-        DATABASE_URL: database.url,
+        DATABASE_URL: urlOf(name),
         DATABASE_POOL_SIZE: "3",
         ...(TEST_REDIS_URL
           ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: `sg-custody-${process.pid}-${Date.now()}:` }
@@ -113,6 +125,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
       INTERNAL_SHARED_SECRET,
       SIGNER_HOST: "127.0.0.1",
       SIGNER_PORT: String(signerPort),
+      // The signer's outflow cap (CONTRACT §9), required in production mode: the first withdrawal's
+      // net amount (45) fits in an hour's 60, the second's does not (step 4).
+      SIGNER_MAX_OUTFLOW_PER_HOUR: String(OUTFLOW_CAP_PER_HOUR),
+      SIGNER_MAX_OUTFLOW_PER_DAY: "100000",
     });
     const apiEnv = () => ({ ...baseEnv("api"), ...SERVICE_SECRETS, MASTER_XPUBS: xpubsLine });
     const workerEnv = () => ({
@@ -146,12 +162,20 @@ describe.skipIf(!TEST_DATABASE_URL)(
       await Promise.all(processes.map((p) => p.stop()));
       await db?.close();
       await database?.drop();
+      // Login roles are cluster-wide: this run's go with its database.
+      if (Object.keys(roleUrls).length > 0) {
+        const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+        await admin.connect();
+        for (const u of Object.values(roleUrls))
+          await admin.query(`drop role if exists "${decodeURIComponent(new URL(u).username)}"`);
+        await admin.end();
+      }
       await anvil?.stop();
       if (root) await rm(root, { recursive: true, force: true });
     });
 
     it("api and worker started with only MASTER_XPUBS: a deposit is credited, a withdrawal is signed by the signer and confirmed on anvil", {
-      timeout: 150_000,
+      timeout: 240_000,
     }, async () => {
       dumpLogsOnFailure();
       // 1. On the signer host: the xpubs line; beside it, migrate on an empty database (no key material).
@@ -178,8 +202,47 @@ describe.skipIf(!TEST_DATABASE_URL)(
       // The line is exactly the one of this mnemonic (the test's own derivation agrees).
       expect(hot).toBe(AddressDeriver.fromMnemonic(MNEMONIC).address(ERC, "production", HOT_WALLET_INDEX));
 
-      // 2. The cluster: signer, api and worker, each with only what its role may hold; and the
-      // merchant from the operator command (production mode: it refuses key material too).
+      // 1b. The database roles: one login per process role, made with the owner's DATABASE_URL
+      // (login names of this test database: roles are cluster-wide and test files run in parallel).
+      const dbName = new URL(database.url).pathname.slice(1);
+      const roles = await runToEnd(
+        "db roles",
+        ["db", "roles", "--json", "--prefix", `${dbName}_`],
+        baseEnv("cli"),
+      );
+      expect(roles.code, roles.stderr).toBe(0);
+      for (const l of JSON.parse(roles.stdout) as { role: string; user: string; url: string }[]) {
+        expect(l.user).toBe(`${dbName}_${l.role}_login`);
+        roleUrls[l.role] = l.url;
+      }
+      expect(Object.keys(roleUrls).sort()).toEqual(["api", "signer", "worker"]);
+      // The finding's statement, made with the api's own DATABASE_URL: refused.
+      const asApi = new pg.Client({ connectionString: roleUrls.api });
+      await asApi.connect();
+      try {
+        const forged = await asApi
+          .query(
+            `insert into outgoing_transfers (intent_id, kind, network, environment, asset, from_index, to_address, amount, status)
+             values ('tx_forged', 'withdrawal', $1, 'production', 'token', $2, $3, 999000000, 'queued')`,
+            [ERC, HOT_WALLET_INDEX, RECIPIENT.toLowerCase()],
+          )
+          .then(
+            () => "inserted",
+            (err: { code?: string; message: string }) => `${err.code}: ${err.message}`,
+          );
+        expect(forged).toBe("42501: permission denied for table outgoing_transfers");
+        const trigger = await asApi.query("alter table audit_log disable trigger audit_log_append_only").then(
+          () => "altered",
+          (err: { code?: string }) => err.code,
+        );
+        expect(trigger).toBe("42501");
+      } finally {
+        await asApi.end();
+      }
+
+      // 2. The cluster: signer, api and worker, each with only what its role may hold (its own
+      // database role included); and the merchant from the operator command (production mode: it
+      // refuses key material too; it keeps the owner's DATABASE_URL).
       signer = started(new RoleProcess("signer", ["signer"], signerEnv()));
       api = started(new RoleProcess("api", ["api"], apiEnv()));
       worker = started(new RoleProcess("worker", ["worker"], workerEnv()));
@@ -221,6 +284,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
         expect(vars.MASTER_XPUBS, name).toBe(xpubsLine);
       }
       expect(apiVars.INTERNAL_SHARED_SECRET).toBeUndefined();
+      // And each connects as its own database role.
+      expect(signerVars.DATABASE_URL).toBe(roleUrls.signer);
+      expect(apiVars.DATABASE_URL).toBe(roleUrls.api);
+      expect(workerVars.DATABASE_URL).toBe(roleUrls.worker);
       expect(workerVars.INTERNAL_SHARED_SECRET).toBe(INTERNAL_SHARED_SECRET);
       // And each says where its keys came from.
       expect(api.logged("account keys checked against the database")[0]).toMatchObject({
@@ -334,8 +401,79 @@ describe.skipIf(!TEST_DATABASE_URL)(
         }),
       );
 
+      // 4. Past the outflow cap: a second withdrawal, backed and held like the first, would take the
+      // hour's signed outflow to 90 of 60 USDT; the signer refuses it and alerts, nothing is sent.
+      const second = await call(production, "/api/v1/public/withdrawal-requests", {
+        headers: keys,
+        json: { amount: WITHDRAWAL, currencyType: ERC, walletAddress: RECIPIENT },
+      });
+      expect(second.status, second.text).toBe(201);
+      const capped = await waitFor(
+        async () =>
+          signer
+            .log()
+            .split("\n")
+            .filter((l) => l.includes('"alert":"signer_outflow_cap"'))
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+            .find((l) => l.intentId === second.body.data.id) ?? null,
+        60_000,
+        250,
+      );
+      expect(capped).toMatchObject({ network: ERC, environment: "production", window: "hour" });
+      expect(capped.limit).toBe(String(OUTFLOW_CAP_PER_HOUR * 1_000_000));
+      const waiting = await call(production, `/api/v1/public/withdrawal-requests/${second.body.data.id}`, {
+        headers: keys,
+      });
+      expect(waiting.body.data.status).toBe("processing");
+      expect(waiting.body.data.blockchainTxHash).toBeNull();
+      expect(await balanceOf(keys)).toEqual({ available: 198 - 2 * WITHDRAWAL, held: WITHDRAWAL });
+      expect(await testUsdtBalance(anvil, token, RECIPIENT)).toBe(BigInt(WITHDRAWAL - 5) * 1_000_000n);
+
+      // 5. A forged intent written as the database OWNER (who passes every grant): the honest worker
+      // picks it up and asks the signer, which reads the evidence itself (no withdrawal or payout
+      // backs it, no hold) and refuses; the attacker receives nothing.
+      await db.db
+        .insertInto("outgoing_transfers")
+        .values({
+          intent_id: "tx_forged_by_owner",
+          kind: "withdrawal",
+          network: ERC,
+          environment: "production",
+          asset: "token",
+          from_index: HOT_WALLET_INDEX,
+          to_address: ATTACKER.toLowerCase(),
+          amount: "40000000",
+          status: "queued",
+        })
+        .execute();
+      const refused = await waitFor(
+        async () =>
+          signer
+            .logged("signer refused a transfer outside its policy")
+            .find((l) => l.intentId === "tx_forged_by_owner") ?? null,
+        60_000,
+        250,
+      );
+      expect(refused).toMatchObject({ alert: "signer_policy_refused", index: HOT_WALLET_INDEX });
+      expect(String(refused.reason)).toMatch(/withdrawal|transaction/);
+      expect(await testUsdtBalance(anvil, token, ATTACKER)).toBe(0n);
+      expect(worker.log()).toContain('"alert":"signer_rejected"');
+
       const report = await verifyLedger(db.db);
       expect(report.ok, JSON.stringify(report.problems)).toBe(true);
+      // The api's forgery left nothing; the owner's forgery and the capped withdrawal wait, unsigned.
+      const intents = await db.db
+        .selectFrom("outgoing_transfers")
+        .select(["intent_id", "kind", "status"])
+        .orderBy("intent_id")
+        .execute();
+      expect(intents).toEqual(
+        [
+          { intent_id: request.body.data.id, kind: "withdrawal", status: "confirmed" },
+          { intent_id: second.body.data.id, kind: "withdrawal", status: "queued" },
+          { intent_id: "tx_forged_by_owner", kind: "withdrawal", status: "queued" },
+        ].sort((a, b) => a.intent_id.localeCompare(b.intent_id)),
+      );
       // The seed never reached a log of any process.
       for (const p of processes) expect(p.log(), p.name).not.toContain(MNEMONIC);
     });

@@ -189,13 +189,20 @@ describe("every process derives from the keys the database recorded first", () =
       ),
     });
 
-    const signer = parseConfig({ ...production, MASTER_MNEMONIC: OTHER, INTERNAL_SHARED_SECRET: SECRET });
+    // In production mode the signer also needs its outflow cap (issue #34, test/security/19).
+    const cap = { SIGNER_MAX_OUTFLOW_PER_HOUR: "1000", SIGNER_MAX_OUTFLOW_PER_DAY: "1000" };
+    const signer = parseConfig({
+      ...production,
+      ...cap,
+      MASTER_MNEMONIC: OTHER,
+      INTERNAL_SHARED_SECRET: SECRET,
+    });
     await expect(startSignerRole(signer, { database, logger })).rejects.toThrow(
       /mnemonic's account keys differ from the ones this database's addresses were derived from/,
     );
     // The right signer starts.
     const right = await startSignerRole(
-      parseConfig({ ...production, MASTER_MNEMONIC: MNEMONIC, INTERNAL_SHARED_SECRET: SECRET }),
+      parseConfig({ ...production, ...cap, MASTER_MNEMONIC: MNEMONIC, INTERNAL_SHARED_SECRET: SECRET }),
       { database, logger },
     );
     await right.close();

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { hexToBytes } from "@noble/hashes/utils.js";
 import { encodeFunctionData, type Hex, parseAbi, parseTransaction, recoverTransactionAddress } from "viem";
@@ -7,14 +10,17 @@ import { tronAddressFromHex, tronAddressToHex } from "../../src/chains/tron/addr
 import type { Database } from "../../src/db/database.js";
 import { ManualClock } from "../../src/lib/clock.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { requestTransfer } from "../../src/sender/intents.js";
+
 import { authHeaders, MAX_SKEW_MS, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "../../src/signer/hmac.js";
 import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
+import { OUTFLOW_FILE, OutflowGuard } from "../../src/signer/outflow.js";
 import { type EvmSignRequest, SignerRejectedError, type TronSignRequest } from "../../src/signer/protocol.js";
 import { type RunningSignerServer, startSignerServer } from "../../src/signer/server.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
+// Withdrawal intents with the evidence the signer checks (issue #34: test/security/18).
+import { requestTransfer } from "../support/backed-transfer.js";
 import { tronTransaction } from "../support/chain/tron-transaction.js";
 import { openTestDatabase } from "../support/db.js";
 
@@ -22,13 +28,17 @@ const MNEMONIC = "test test test test test test test test test test test junk";
 const SECRET = "s".repeat(40);
 const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
 const ERC20 = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
-const recipient = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const recipient = "0x52908400098527886E0F7030069857D2E4169EE7";
 const token = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 const tronToken = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
 
 // The structural checks of the signer; its transfer policy (which key may send what to whom,
-// against the database) is test/security/07-signer-policy.test.ts. The transfers signed here are
-// recorded withdrawals, so the policy lets them through.
+// against the database) is test/security/07-signer-policy.test.ts, the evidence behind an intent
+// test/security/18, the outflow cap test/security/19. The transfers signed here are recorded
+// withdrawals with their evidence, named by their intent, so the policy lets them through.
+const SANDBOX = { intentId: "tx_signer_sandbox" };
+const PRODUCTION = { intentId: "tx_signer_production" };
+const TRON = { intentId: "tx_signer_tron" };
 let database: Database;
 let signer: LocalSigner;
 beforeAll(async () => {
@@ -118,7 +128,7 @@ describe("LocalSigner policy", () => {
   it("signs an ERC20 transfer with the key of the requested index (the signature recovers to the derived address)", async () => {
     // (Other indexes, the gas tank and deposit addresses, sign only their own shapes: test/security/07.)
     for (const index of [HOT_WALLET_INDEX]) {
-      const signed = await signer.sign(evmRequest({}, index));
+      const signed = await signer.sign(evmRequest({}, index), SANDBOX);
       const expected = wallet.address("USDT-ERC20", "sandbox", index);
       expect(signed.from).toBe(expected);
       expect(await recoverTransactionAddress({ serializedTransaction: signed.raw as never })).toBe(expected);
@@ -127,7 +137,7 @@ describe("LocalSigner policy", () => {
       expect(tx.to?.toLowerCase()).toBe(token.toLowerCase());
     }
     // Production and sandbox keys differ (separate BIP44 accounts).
-    const prod = await signer.sign({ ...evmRequest(), environment: "production" });
+    const prod = await signer.sign({ ...evmRequest(), environment: "production" }, PRODUCTION);
     expect(prod.from).toBe(wallet.address("USDT-ERC20", "production", HOT_WALLET_INDEX));
   });
 
@@ -135,7 +145,7 @@ describe("LocalSigner policy", () => {
     // A plain native transfer is well-formed, but from the hot wallet the policy refuses it (gas
     // top-ups come from the gas tank: test/security/07).
     await expect(
-      signer.sign(evmRequest({ to: recipient, data: "0x", value: "1000", gas: "21000" })),
+      signer.sign(evmRequest({ to: recipient, data: "0x", value: "1000", gas: "21000" }), SANDBOX),
     ).rejects.toThrow(/policy: the hot wallet sends only the token/);
     const refusals: Partial<EvmSignRequest["transaction"]>[] = [
       { data: "0x095ea7b3" + "0".repeat(128) }, // approve
@@ -157,7 +167,7 @@ describe("LocalSigner policy", () => {
   it("signs a TRON token transfer whose owner is the requested key; refuses tampered or foreign ones", async () => {
     const owner = wallet.address("USDT-TRC20", "sandbox", HOT_WALLET_INDEX);
     const req = tronRequest(owner, transferData("70997970c51812dc3a010c7d01b50e0d17dc79c8", 5n));
-    const signed = await signer.sign(req);
+    const signed = await signer.sign(req, TRON);
     expect(signed.hash).toBe(req.transaction.txID);
     const tx = JSON.parse(signed.raw) as { signature: string[] };
     const sig = hexToBytes(tx.signature[0]!);
@@ -184,7 +194,7 @@ describe("LocalSigner policy", () => {
       SignerRejectedError,
     );
     // A TRX transfer is well-formed; from the hot wallet the policy refuses it (top-ups: gas tank).
-    await expect(signer.sign(tronRequest(owner, "", "TransferContract"))).rejects.toThrow(
+    await expect(signer.sign(tronRequest(owner, "", "TransferContract"), TRON)).rejects.toThrow(
       /policy: the hot wallet sends only the token/,
     );
   });
@@ -210,15 +220,19 @@ describe("signer HTTP endpoint (INTERNAL_SHARED_SECRET)", () => {
 
   it("signs through the client with the shared secret", async () => {
     const client = new HttpSignerClient({ url: server.url, secret: SECRET, clock });
-    const remote = await client.sign(evmRequest());
-    const local = await signer.sign(evmRequest());
+    const remote = await client.sign(evmRequest(), SANDBOX);
+    const local = await signer.sign(evmRequest(), SANDBOX);
     expect(remote).toEqual(local); // deterministic (RFC 6979) signatures: same bytes
-    await expect(client.sign(evmRequest({ data: "0xdeadbeef" }))).rejects.toBeInstanceOf(SignerRejectedError);
+    await expect(client.sign(evmRequest({ data: "0xdeadbeef" }), SANDBOX)).rejects.toBeInstanceOf(
+      SignerRejectedError,
+    );
+    // The intent id travels in the authenticated body: without it the policy refuses.
+    await expect(client.sign(evmRequest())).rejects.toThrow(/names no intent/);
     await client.close();
   });
 
   it("rejects unsigned, stale, replayed, tampered and wrongly keyed requests", async () => {
-    const body = JSON.stringify({ requestId: "r1", request: evmRequest() });
+    const body = JSON.stringify({ requestId: "r1", request: evmRequest(), ...SANDBOX });
     const unsigned = await post(body, {});
     expect(unsigned.status).toBe(401);
     expect(await unsigned.json()).toEqual({ error: "unsigned" });
@@ -264,5 +278,39 @@ describe("signer HTTP endpoint (INTERNAL_SHARED_SECRET)", () => {
     expect((await fetch(`${server.url}/v1/sign-bytes`, { method: "POST", body: "{}" })).status).toBe(404);
     expect((await fetch(`${server.url}/v1/sign`)).status).toBe(404);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    // Metrics only when the role gave the server its registry (the signer role does: test/security/19).
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(404);
+  });
+
+  it("refuses an intent id that is not a string (400)", async () => {
+    const body = JSON.stringify({ requestId: "r9", request: evmRequest(), intentId: 5 });
+    const res = await post(body, authHeaders(SECRET, body, clock.now()));
+    expect(res.status).toBe(400);
+  });
+});
+
+describe("the outflow record (DATA_DIR/signer-outflow.json)", () => {
+  it("a corrupt or foreign record stops the signer from starting instead of resetting the cap", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "sg-outflow-record-"));
+    try {
+      const file = join(dir, OUTFLOW_FILE);
+      const open = () =>
+        OutflowGuard.open({
+          limits: { perHour: null, perDay: null },
+          file,
+          clock: new ManualClock(),
+          logger: createLogger("silent"),
+        });
+      await open(); // missing: an empty record
+      await writeFile(file, "{ not json");
+      await expect(open()).rejects.toThrow(/corrupt/);
+      await writeFile(file, JSON.stringify({ version: 1, entries: [{ intent: "x", at: 1, amount: "-5" }] }));
+      await expect(open()).rejects.toThrow(/malformed/);
+      await rm(file);
+      await symlink("/etc/hostname", file);
+      await expect(open()).rejects.toThrow(/cannot be read/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

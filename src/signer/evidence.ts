@@ -1,0 +1,209 @@
+import { normalizeAddress } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import { approvalsRequired } from "../domain/withdrawal.js";
+
+/**
+ * The evidence behind an intent (issue #34 finding 1), read by the signer itself: an intent row
+ * alone proves nothing (any role that can write `outgoing_transfers` could have written it). A
+ * withdrawal or payout is paid only when the rows its flow writes in one transaction with the intent
+ * all agree — the transaction (its kind, chain, a state that may be paid, destination, net amount),
+ * the ledger hold of its gross amount on the merchant's `held` account, not closed yet, and for a
+ * withdrawal request the approvals it needed (four-eyes: distinct people). A sweep comes from a
+ * deposit address with a recorded confirmed deposit. Each check returns the reason for a
+ * refusal, or null. Plain reads of the owning features' tables: the signer trusts no other code's
+ * answer, and writes nothing.
+ */
+
+/** What the intent row says (already matched against the signed transaction). */
+export interface PaymentIntent {
+  id: string;
+  kind: "withdrawal" | "payout";
+  network: CurrencyType;
+  environment: Environment;
+  /** Normalised destination. */
+  to: string;
+  amount: bigint;
+}
+
+/** The merchants' default auto-approve threshold (merchants/settings.ts: a missing currency means it). */
+const DEFAULT_AUTO_APPROVE_THRESHOLD = 1_000_000_000n;
+
+export async function paymentEvidence(db: Db, intent: PaymentIntent): Promise<string | null> {
+  const { kind } = intent;
+  const tx = await db
+    .selectFrom("transactions")
+    .select([
+      "id",
+      "merchant_id",
+      "environment",
+      "type",
+      "status",
+      "currency_type",
+      "amount",
+      "fee",
+      "net_amount",
+      "wallet_address",
+    ])
+    .where("id", "=", intent.id)
+    .executeTakeFirst();
+  if (!tx) return "no withdrawal or payout backs this intent";
+  if (tx.type !== kind) return `the backing transaction is a ${tx.type}, not a ${kind}`;
+  if (tx.environment !== intent.environment || tx.currency_type !== intent.network)
+    return `the backing ${kind} is of another chain`;
+  // `processing`: approved (or auto) and being sent. pending = not approved yet; rejected, failed,
+  // completed = never (again).
+  if (tx.status !== "processing") return `the backing ${kind} is ${tx.status}, not processing`;
+  if (!tx.wallet_address || !sameAddress(intent.network, tx.wallet_address, intent.to))
+    return `the destination differs from the backing ${kind}'s`;
+  const gross = BigInt(tx.amount);
+  const net = gross - BigInt(tx.fee);
+  if (net !== intent.amount || BigInt(tx.net_amount) !== net)
+    return `the amount is not the backing ${kind}'s net amount`;
+  const hold = await holdState(db, tx.id, tx.merchant_id, intent.environment, intent.network);
+  if (hold.closed) return `the ledger hold of the backing ${kind} is already closed`;
+  if (hold.held !== gross) return `no ledger hold of the backing ${kind}'s amount is posted`;
+  if (kind === "withdrawal") return approvalEvidence(db, tx.id, tx.merchant_id, intent, gross);
+  return null;
+}
+
+/** The hold posting of `transactionId` (what it put on the merchant's held account) and whether it was closed. */
+async function holdState(
+  db: Db,
+  transactionId: string,
+  merchantId: string,
+  environment: Environment,
+  network: CurrencyType,
+): Promise<{ held: bigint; closed: boolean }> {
+  const held = await db
+    .selectFrom("ledger_postings as p")
+    .innerJoin("ledger_entries as e", "e.posting_id", "p.id")
+    .innerJoin("ledger_accounts as a", "a.id", "e.account_id")
+    .select((eb) => eb.fn.sum<string | null>("e.amount").as("total"))
+    .where("p.business_key", "=", `hold:${transactionId}`)
+    .where("p.kind", "=", "hold")
+    .where("p.transaction_id", "=", transactionId)
+    .where("a.owner", "=", merchantId)
+    .where("a.environment", "=", environment)
+    .where("a.currency_type", "=", network)
+    .where("a.kind", "=", "held")
+    .executeTakeFirst();
+  const closed = await db
+    .selectFrom("ledger_postings")
+    .select("id")
+    .where("business_key", "=", `hold-close:${transactionId}`)
+    .limit(1)
+    .executeTakeFirst();
+  return { held: BigInt(held?.total ?? 0), closed: closed !== undefined };
+}
+
+/**
+ * A withdrawal request's approvals (CONTRACT §4.2): none when it was executed at once (at or under
+ * the auto-approve threshold), else those of the distinct people four-eyes asks for — a member's
+ * own, or through the API-key channel its key pair's member (its creator, or the merchant's owner
+ * for a pair issued without one). Thresholds as they are now: the rule in force when money moves.
+ */
+async function approvalEvidence(
+  db: Db,
+  transactionId: string,
+  merchantId: string,
+  intent: PaymentIntent,
+  gross: bigint,
+): Promise<string | null> {
+  const settings = await db
+    .selectFrom("merchant_settings")
+    .select(["auto_approve_threshold", "dual_approval_threshold"])
+    .where("merchant_id", "=", merchantId)
+    .where("environment", "=", intent.environment)
+    .executeTakeFirst();
+  const units = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? BigInt(v) : undefined);
+  const auto = units(settings?.auto_approve_threshold?.[intent.network]) ?? DEFAULT_AUTO_APPROVE_THRESHOLD;
+  const dual = units(settings?.dual_approval_threshold?.[intent.network]) ?? null;
+  const rows = await db
+    .selectFrom("withdrawal_approvals as w")
+    .leftJoin("api_keys as k", (j) =>
+      j
+        .onRef("k.id", "=", "w.actor_id")
+        .on("w.actor_type", "=", "api_key")
+        .on("k.merchant_id", "=", merchantId),
+    )
+    .select(["w.approver", "w.actor_type", "w.actor_id", "k.created_by"])
+    .where("w.transaction_id", "=", transactionId)
+    .execute();
+  if (rows.length === 0) {
+    if (gross <= auto) return null;
+    return "the withdrawal is above the auto-approve threshold and has no approval";
+  }
+  let owner: string | null | undefined;
+  const people = new Set<string>();
+  for (const r of rows) {
+    // `user:<id>`: a member's own approval, or a key pair's recorded as its member's.
+    if (r.approver.startsWith("user:")) people.add(r.approver.slice("user:".length));
+    else if (r.actor_type === "user") people.add(r.actor_id);
+    else if (r.created_by) people.add(r.created_by);
+    else {
+      // The API-key channel of a pair acting for no member: the merchant's owner, whoever it is.
+      owner ??= (
+        await db
+          .selectFrom("dashboard_users")
+          .select("id")
+          .where("merchant_id", "=", merchantId)
+          .where("member_role", "=", "owner")
+          .where("removed_at", "is", null)
+          .executeTakeFirst()
+      )?.id;
+      people.add(owner ?? "api_key");
+    }
+  }
+  const required = approvalsRequired(dual, gross);
+  if (people.size < required)
+    return `four-eyes: approved by ${people.size} of the ${required} distinct people required`;
+  return null;
+}
+
+/**
+ * A sweep comes from a deposit address with a recorded confirmed deposit (a transfer the watcher
+ * stored and handed off). Its amount is the address's token balance, which is not bounded by
+ * what was recorded (a transfer after the address stopped being watched is on-chain too): it goes
+ * only to our own hot wallet, so no amount check is needed for money to stay ours.
+ */
+export async function sweepEvidence(
+  db: Db,
+  intent: { network: CurrencyType; environment: Environment; from: string },
+): Promise<string | null> {
+  const credit = await db
+    .selectFrom("chain_observations")
+    .select("id")
+    .where("network", "=", intent.network)
+    .where("environment", "=", intent.environment)
+    .where("address", "=", intent.from)
+    .where("status", "=", "handed_off")
+    .limit(1)
+    .executeTakeFirst();
+  return credit ? null : "no confirmed deposit to this address is recorded";
+}
+
+/** Is `address` one the gateway recorded as a deposit address of this network (either environment)? */
+export async function isRecordedDepositAddress(
+  db: Db,
+  network: CurrencyType,
+  address: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom("watched_addresses")
+    .select("address")
+    .where("network", "=", network)
+    .where("address", "=", address)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+function sameAddress(network: CurrencyType, a: string, b: string): boolean {
+  try {
+    return normalizeAddress(network, a) === normalizeAddress(network, b);
+  } catch {
+    return false;
+  }
+}
