@@ -27,8 +27,11 @@ export type {
 } from "./module.js";
 export { providerNames } from "./network-entry.js";
 export { NETWORK_CHAINS } from "./networks.js";
+export { PooledChainWriter, pooledWriter } from "./pooled-writer.js";
 export {
   type Disagreement,
+  type DisagreementSubject,
+  type PoolAnswer,
   type PoolProvider,
   type ProviderHealth,
   ProviderPool,

@@ -8,6 +8,7 @@ import {
   type TokenTransferQuery,
 } from "./adapter.js";
 import { ChainUnavailableError, InvalidAddressError } from "./errors.js";
+import { InsufficientFundsError, TransferWouldFailError } from "./writer.js";
 
 /**
  * Several providers of one chain behind one `ChainAdapter` (issue #22): the watcher, the sweeper and
@@ -26,6 +27,14 @@ import { ChainUnavailableError, InvalidAddressError } from "./errors.js";
  *   keeps its cursor and asks again — the transfer waits, it is never credited on one word. An
  *   empty answer needs no confirmation (there is nothing to credit).
  *
+ * - **Every other read that decides where money goes is agreed too** (issue #34): the head is the
+ *   second highest of the heads read together (two providers have reached it: one liar cannot
+ *   move it forward), a block's hash and timestamp count when two providers give the same ones,
+ *   and the write side (`pooled-writer.ts`) takes a sent transfer's outcome, confirmations and
+ *   the account's nonce from a quorum (a majority of the configured providers, at least two).
+ *   What they do not agree on waits (`ChainUnavailableError`, or a `disputed` check) and is
+ *   reported as a disagreement.
+ *
  * With one provider configured nothing of this applies (the network module's adapter is used
  * as is).
  */
@@ -35,6 +44,16 @@ export interface PoolProvider {
   name: string;
   adapter: ChainAdapter;
 }
+
+/** What providers disagreed on: deposits' transfers, or a read the write side or the watcher decides by. */
+export type DisagreementSubject =
+  | "transfers"
+  | "outcome"
+  | "head"
+  | "block"
+  | "nonce"
+  | "balance"
+  | "would-fail";
 
 export interface ProviderPoolOptions {
   /** A provider more blocks than this behind the best known head is lagging. Default 10. */
@@ -62,6 +81,10 @@ export interface Disagreement {
   fromBlock: number;
   toBlock: number;
   unconfirmed: TokenTransfer[];
+  /** "transfers" when absent (the deposit cross-check). */
+  subject?: DisagreementSubject;
+  /** Other subjects: what this provider said against the others (a hash, a state, a number). */
+  detail?: string;
 }
 
 export type ProviderCondition = "ok" | "down" | "lagging" | "suspect";
@@ -173,6 +196,99 @@ export class ProviderPool implements ChainAdapter {
     this.onHealth?.(this.health());
   }
 
+  /**
+   * How many providers must give the same answer for a read that decides where money goes: a
+   * majority of the configured providers, and at least two (issue #34).
+   */
+  quorum(): number {
+    return Math.max(2, Math.floor(this.states.length / 2) + 1);
+  }
+
+  /** A provider more blocks than this behind the best head is lagging (and a receipt this deep is no news). */
+  maxLagBlocks(): number {
+    return this.maxLag;
+  }
+
+  /** The providers' names, in configured order. */
+  names(): string[] {
+    return this.states.map((s) => s.name);
+  }
+
+  /**
+   * Asks every provider not in back-off (or every one, when all are) at once: `fn` gets the
+   * provider's configured position. Resolves when all have answered or failed, or earlier once
+   * `enough(answers)` holds and `graceMs` more passed (a hanging provider does not hold the
+   * decision; it is marked down by its own timeout). A failure is an answer with `error` (the
+   * caller judges it: a provider fault, or a transfer that would fail). `only`: just these
+   * providers (configured positions).
+   */
+  async gather<T>(
+    fn: (index: number) => Promise<T>,
+    enough: (answers: PoolAnswer<T>[]) => boolean = () => false,
+    graceMs = 300,
+    only?: readonly number[],
+  ): Promise<PoolAnswer<T>[]> {
+    const now = this.now();
+    const candidates = only ? this.states.filter((s) => only.includes(s.order)) : this.states;
+    const up = candidates.filter((s) => s.downUntil <= now);
+    const asked = up.length > 0 ? up : candidates;
+    const answers: PoolAnswer<T>[] = [];
+    return new Promise<PoolAnswer<T>[]>((resolve) => {
+      let pending = asked.length;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        if (timer) clearTimeout(timer);
+        resolve([...answers]);
+      };
+      const settled = () => {
+        pending -= 1;
+        if (pending === 0) return finish();
+        if (!timer && enough(answers)) timer = setTimeout(finish, graceMs);
+      };
+      for (const s of asked) {
+        this.attemptWith(s, () => fn(s.order)).then(
+          (value) => {
+            if (!done) answers.push({ provider: s.name, index: s.order, value });
+            settled();
+          },
+          (err: unknown) => {
+            if (!done) answers.push({ provider: s.name, index: s.order, error: err });
+            settled();
+          },
+        );
+      }
+    });
+  }
+
+  /**
+   * A provider gave an answer the others did not (issue #34: a sent transfer's outcome, a head, a
+   * block, a nonce): counted on it, set aside as a suspect, reported.
+   */
+  disagreed(
+    index: number,
+    event: { subject: DisagreementSubject; detail: string; confirmers: string[]; block?: number },
+  ): void {
+    const s = this.states[index];
+    if (!s) return;
+    s.disagreements += 1;
+    s.suspectUntil = this.now() + this.suspectMs;
+    s.lastError = `${event.subject}: ${event.detail}`.slice(0, 200);
+    this.onDisagreement?.({
+      network: this.network,
+      provider: s.name,
+      confirmers: event.confirmers,
+      fromBlock: event.block ?? 0,
+      toBlock: event.block ?? 0,
+      unconfirmed: [],
+      subject: event.subject,
+      detail: event.detail,
+    });
+    this.onHealth?.(this.health());
+  }
+
   validateAddress(s: string): boolean {
     return this.states[0]?.adapter.validateAddress(s) ?? false;
   }
@@ -183,17 +299,51 @@ export class ProviderPool implements ChainAdapter {
     return first.adapter.normalizeAddress(s);
   }
 
+  /**
+   * The head two providers have reached (issue #34): the heads of all providers read together,
+   * the second highest kept, so a provider that invents blocks ahead of the chain moves nothing
+   * (one that lags only delays, and the probe marks it lagging). With fewer than two answers the
+   * head is not known.
+   */
   async headBlock(): Promise<number> {
     this.probeInBackground();
-    let lastError: unknown;
-    for (const s of this.ranked()) {
-      try {
-        return await this.headOf(s);
-      } catch (err) {
-        lastError = err;
-      }
+    const read = async (only?: number[]) => {
+      const answers = await this.gather(
+        (i) => (this.states[i] as State).adapter.headBlock(),
+        (a) => a.filter((x) => "value" in x).length >= 2,
+        300,
+        only,
+      );
+      for (const a of answers) if ("value" in a) (this.states[a.index] as State).head = a.value;
+      return answers;
+    };
+    // The two best providers first; everyone when they do not answer alike (within the lag).
+    const pair = this.bestPair();
+    if (pair) {
+      const heads = (await read(pair)).flatMap((a) => ("value" in a ? [a.value] : []));
+      const [x, y] = heads;
+      if (x !== undefined && y !== undefined && Math.abs(x - y) <= this.maxLag) return Math.min(x, y);
     }
-    throw this.unavailable("head", lastError);
+    const answers = await read();
+    const heads = answers
+      .flatMap((a) => ("value" in a ? [{ index: a.index, head: a.value as number }] : []))
+      .sort((a, b) => b.head - a.head);
+    const second = heads[1];
+    if (!second) {
+      const errors = answers.flatMap((a) => ("error" in a ? [a.error] : []));
+      throw this.unavailable("head (two providers must answer)", errors[0]);
+    }
+    const top = heads[0] as { index: number; head: number };
+    if (top.head - second.head > this.maxLag) {
+      // Far ahead of every other: a chain nobody else has.
+      this.disagreed(top.index, {
+        subject: "head",
+        detail: `head ${top.head}, others at most ${second.head}`,
+        confirmers: heads.slice(1).map((h) => this.states[h.index]?.name ?? ""),
+        block: top.head,
+      });
+    }
+    return second.head;
   }
 
   /** One provider's head, remembered (lag is measured against the best one). */
@@ -207,12 +357,80 @@ export class ProviderPool implements ChainAdapter {
     return safeBlockFromHead(await this.headBlock(), confirmations);
   }
 
-  blockHash(n: number): Promise<string | null> {
-    return this.read(`block ${n}`, (a) => a.blockHash(n));
+  async blockHash(n: number): Promise<string | null> {
+    return this.agreedBlock(
+      n,
+      (a) => a.blockHash(n),
+      (h) => h ?? "none",
+    );
   }
 
-  blockHeader(n: number): Promise<BlockHeader | null> {
-    return this.read(`block ${n}`, (a) => a.blockHeader(n));
+  /** A block's hash and timestamp as two providers give them (the on-time rule reads its time). */
+  async blockHeader(n: number): Promise<BlockHeader | null> {
+    return this.agreedBlock(
+      n,
+      (a) => a.blockHeader(n),
+      (h) => (h ? `${h.hash}@${h.timestamp}` : "none"),
+    );
+  }
+
+  /**
+   * A block read answered by two providers alike (issue #34). When no two agree once all have
+   * answered, each provider alone with its answer while two or more others agree is a
+   * disagreement; the read fails (`ChainUnavailableError`) and the watcher asks again.
+   */
+  private async agreedBlock<T>(
+    n: number,
+    fn: (a: ChainAdapter) => Promise<T>,
+    key: (v: T) => string,
+  ): Promise<T> {
+    const agreeing = (answers: PoolAnswer<T>[]) => {
+      const counts = new Map<string, number>();
+      for (const a of answers) {
+        if (!("value" in a)) continue;
+        const k = key(a.value as T);
+        counts.set(k, (counts.get(k) ?? 0) + 1);
+      }
+      const best = [...counts.entries()].sort((x, y) => y[1] - x[1])[0];
+      return best && best[1] >= 2 ? best[0] : null;
+    };
+    const ask = (only?: number[]) =>
+      this.gather(
+        (i) => fn((this.states[i] as State).adapter),
+        (a) => agreeing(a) !== null,
+        0,
+        only,
+      );
+    // The two best providers first (the usual case: they agree); everyone when they do not.
+    const pair = this.bestPair();
+    const first = pair ? await ask(pair) : [];
+    const answers = agreeing(first) !== null ? first : await ask();
+    const agreed = agreeing(answers);
+    const values = answers.flatMap((a) => ("value" in a ? [{ index: a.index, value: a.value as T }] : []));
+    if (agreed !== null) {
+      const confirmers = values
+        .filter((v) => key(v.value) === agreed)
+        .map((v) => this.states[v.index]?.name ?? "");
+      for (const v of values) {
+        // A provider without the block yet (null) is behind, not lying.
+        if (key(v.value) !== agreed && key(v.value) !== "none" && agreed !== "none")
+          this.disagreed(v.index, {
+            subject: "block",
+            detail: `block ${n}: ${key(v.value)}, others ${agreed}`,
+            confirmers,
+            block: n,
+          });
+      }
+      return (values.find((v) => key(v.value) === agreed) as { value: T }).value;
+    }
+    if (values.length >= 2 && values.some((v) => key(v.value) !== "none")) {
+      throw new ChainUnavailableError(
+        this.network,
+        `providers disagree on block ${n} (${values.map((v) => `${this.states[v.index]?.name}: ${key(v.value)}`).join("; ")}); it waits`,
+      );
+    }
+    const errors = answers.flatMap((a) => ("error" in a ? [a.error] : []));
+    throw this.unavailable(`block ${n} (two providers must agree)`, errors[0]);
   }
 
   tokenBalance(address: string): Promise<bigint> {
@@ -298,6 +516,21 @@ export class ProviderPool implements ChainAdapter {
     );
   }
 
+  /**
+   * The two best healthy providers (configured positions) when more than two are configured and
+   * two are healthy: asked first for a read two must agree on; null otherwise (ask everyone).
+   */
+  private bestPair(): number[] | null {
+    if (this.states.length <= 2) return null;
+    const now = this.now();
+    const usable = this.states.filter((s) => this.condition(s, now) === "ok");
+    if (usable.length < 2) return null;
+    return usable
+      .sort((a, b) => this.rank(a) - this.rank(b))
+      .slice(0, 2)
+      .map((s) => s.order);
+  }
+
   /** The providers to ask, best first: healthy ones by configured order then latency; if none, every one. */
   private ranked(): State[] {
     const now = this.now();
@@ -331,10 +564,34 @@ export class ProviderPool implements ChainAdapter {
   }
 
   /** One call to one provider, its outcome recorded. */
-  private async attempt<T>(s: State, fn: (a: ChainAdapter) => Promise<T>): Promise<T> {
+  private attempt<T>(s: State, fn: (a: ChainAdapter) => Promise<T>): Promise<T> {
+    return this.attemptWith(s, () => fn(s.adapter));
+  }
+
+  /**
+   * Failover for the write side (`pooled-writer.ts`): `fn` with each provider's position, best
+   * first, until one answers.
+   */
+  async firstAnswer<T>(
+    what: string,
+    fn: (index: number) => Promise<T>,
+  ): Promise<{ index: number; value: T }> {
+    let lastError: unknown;
+    for (const s of this.ranked()) {
+      try {
+        return { index: s.order, value: await this.attemptWith(s, () => fn(s.order)) };
+      } catch (err) {
+        if (!isProviderFault(err)) throw err;
+        lastError = err;
+      }
+    }
+    throw this.unavailable(what, lastError);
+  }
+
+  private async attemptWith<T>(s: State, fn: () => Promise<T>): Promise<T> {
     const started = this.now();
     try {
-      const value = await fn(s.adapter);
+      const value = await fn();
       const ms = this.now() - started;
       s.latencyMs = s.latencyMs === null ? ms : s.latencyMs * 0.8 + ms * 0.2;
       s.failures = 0;
@@ -363,7 +620,20 @@ export class ProviderPool implements ChainAdapter {
   }
 }
 
-/** Whether a failure is the provider's (try another) rather than the caller's (a bad address, a bad range). */
+/** One provider's answer to a read asked of all (`ProviderPool.gather`): a value, or its fault. */
+export type PoolAnswer<T> =
+  | { provider: string; index: number; value: T }
+  | { provider: string; index: number; error: unknown };
+
+/**
+ * Whether a failure is the provider's (try another) rather than the caller's (a bad address, a bad
+ * range) or the transfer's (it would revert, funds are short: those are answers, judged by the caller).
+ */
 function isProviderFault(err: unknown): boolean {
-  return !(err instanceof InvalidAddressError) && !(err instanceof RangeError);
+  return (
+    !(err instanceof InvalidAddressError) &&
+    !(err instanceof RangeError) &&
+    !(err instanceof TransferWouldFailError) &&
+    !(err instanceof InsufficientFundsError)
+  );
 }

@@ -40,11 +40,16 @@ export interface ExpectedTransfer {
  * - `success`: mined, receipt status success AND (token) a Transfer log of the token with the
  *   expected from, to and amount / (native) the expected recipient and value;
  * - `failed`: mined but reverted, or without the expected transfer (wrong amount, recipient…);
- * - `pending`: known to the node, not mined; `missing`: unknown to the node (no receipt).
+ * - `pending`: known to the node, not mined; `missing`: unknown to the node (no receipt);
+ * - `disputed` (several providers, issue #34): the providers do not agree on it (one reports it
+ *   mined and another not, or mined with another result or in another block). Nothing is decided
+ *   on it: the transfer stays open, and `alert` says the disagreement cannot be mere propagation
+ *   (two different mined answers, or a deep receipt another provider denies).
  */
 export type TransferCheck =
   | { state: "missing" }
   | { state: "pending" }
+  | { state: "disputed"; reason: string; alert: boolean }
   | { state: "success"; blockNumber: number; confirmations: number }
   | { state: "failed"; blockNumber: number; confirmations: number; reason: string };
 

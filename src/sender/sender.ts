@@ -1,7 +1,15 @@
 import type { FeeParams, SignedChainWriter, TransferCheck } from "../chains/index.js";
 import { type SenderContext, type SenderOptions, senderContext } from "./context.js";
 import { executeBatch, signBatch } from "./signing.js";
-import { broadcastAttempt, finish, later, recordError, transferSpec } from "./steps.js";
+import {
+  broadcastAttempt,
+  type Disputed,
+  disputeStep,
+  finish,
+  later,
+  recordError,
+  transferSpec,
+} from "./steps.js";
 import {
   type AttemptRow,
   countOpen,
@@ -32,6 +40,9 @@ const CHECK_CONCURRENCY = 10;
  * 3. **check** every stored attempt on-chain; at the required depth the first mined one decides:
  *    receipt success AND the expected Transfer log → `confirmed`, anything else → `failed`. The
  *    state and the outcome hook run in ONE database transaction (exactly once per intent).
+ *    With several providers the outcome is agreed (chains/pooled-writer.ts, issue #34): while they
+ *    disagree on an attempt (`disputed`) nothing below is done for the transfer — it stays open,
+ *    neither confirmed nor failed, no nonce or expiry rule applies — and an alert fires.
  * 4. **recover**: an attempt unknown to the node is re-broadcast (same bytes); one stuck in the
  *    mempool is replaced with higher fees at the SAME nonce (so at most one can ever be mined);
  *    a TRON transaction that expired unmined can never be mined, and only then is a new one signed.
@@ -160,8 +171,14 @@ export class Sender {
     }
     const expected = { asset: r.asset, from, to: r.to_address, amount: BigInt(r.amount) };
     let anyPending = false;
+    let disputed: Disputed | null = null;
     for (const a of attempts) {
       const check: TransferCheck = await writer.check(a.tx_hash, expected);
+      if (check.state === "disputed") {
+        // The providers disagree whether (or how) it was mined: nothing is decided on it.
+        disputed ??= { ...check, txHash: a.tx_hash };
+        continue;
+      }
       if (check.state === "success" || check.state === "failed") {
         if (check.confirmations < c.confirmations) return later(c, r.intent_id);
         await c.fault?.("after-receipt", [r.intent_id]);
@@ -176,6 +193,7 @@ export class Sender {
       }
       if (check.state === "pending") anyPending = true;
     }
+    if (disputed) return disputeStep(c, r, disputed);
     if (writer.kind === "database") {
       // The simulator mined it in the recording transaction; unknown means a reorg dropped it.
       return finish(c, r, null, "failed", "the transaction is no longer on the chain");
@@ -232,7 +250,7 @@ export class Sender {
         nonce: r.nonce === null ? null : Number(r.nonce),
         ...(replacing ? { replacing } : {}),
       });
-      const s = await signer.sign(p.signRequest, { db: trx });
+      const s = await signer.sign(p.signRequest, { db: trx, intentId: r.intent_id });
       await insertAttempt(trx, {
         intentId: r.intent_id,
         seq,

@@ -6,6 +6,7 @@ import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import { type Metrics, sharedCollect } from "../observability/metrics.js";
 import type { ReadinessCheck } from "../observability/readiness.js";
+import { DISPUTED_PREFIX } from "./transfer-store.js";
 
 const OPEN = ["queued", "signed", "broadcast"] as const;
 
@@ -55,6 +56,8 @@ interface SendingSummary {
   open: number;
   waitingFunds: number;
   pendingSweeps: number;
+  /** Open transfers the chain's providers disagree on (issue #34: they wait; alert on > 0). */
+  disputed: number;
   /** Open withdrawals and payouts: what the hot wallet must still pay (base units). */
   demand: bigint;
 }
@@ -75,6 +78,11 @@ async function summary(db: Db, network: CurrencyType, environment: Environment):
         eb.fn.sum<string | null>(eb.case().when("kind", "=", "sweep").then(1).else(0).end()).as("sweeps"),
         eb.fn
           .sum<string | null>(
+            eb.case().when("last_error", "like", `${DISPUTED_PREFIX}%`).then(1).else(0).end(),
+          )
+          .as("disputed"),
+        eb.fn
+          .sum<string | null>(
             eb.case().when("kind", "in", ["withdrawal", "payout"]).then(eb.ref("amount")).else(0).end(),
           )
           .as("demand"),
@@ -92,6 +100,7 @@ async function summary(db: Db, network: CurrencyType, environment: Environment):
     open: Number(counts.open),
     waitingFunds: Number(counts.waiting),
     pendingSweeps: Number(counts.sweeps ?? 0),
+    disputed: Number(counts.disputed ?? 0),
     demand: BigInt(counts.demand ?? 0),
   };
 }
@@ -114,11 +123,16 @@ export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Cl
         `${s.open} open transfers`,
         `${s.pendingSweeps} pending sweeps`,
       ];
-      if (s.waitingFunds > 0) {
-        return {
-          status: "degraded" as const,
-          detail: `${parts.join(", ")}; ${s.waitingFunds} waiting for funds (fund the hot wallet / gas tank)`,
-        };
+      const problems = [
+        ...(s.waitingFunds > 0
+          ? [`${s.waitingFunds} waiting for funds (fund the hot wallet / gas tank)`]
+          : []),
+        ...(s.disputed > 0
+          ? [`${s.disputed} disputed by the chain's providers (they wait; see chain-providers)`]
+          : []),
+      ];
+      if (problems.length > 0) {
+        return { status: "degraded" as const, detail: `${parts.join(", ")}; ${problems.join("; ")}` };
       }
       return { status: "ok" as const, detail: parts.join(", ") };
     },
@@ -128,7 +142,8 @@ export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Cl
 /**
  * Prometheus gauges read from the database at scrape time (any instance reports the same):
  * `stablegate_hot_wallet_balance`, `stablegate_gas_tank_balance`, `stablegate_outgoing_open`,
- * `stablegate_outgoing_waiting_funds` (alert on > 0), `stablegate_sweeps_pending`.
+ * `stablegate_outgoing_waiting_funds` (alert on > 0), `stablegate_outgoing_disputed` (alert on > 0:
+ * the chain's providers disagree on a sent transfer, issue #34), `stablegate_sweeps_pending`.
  */
 export function registerSendingMetrics(
   metrics: Metrics,
@@ -138,7 +153,7 @@ export function registerSendingMetrics(
   hotWalletMax: (network: CurrencyType, environment: Environment) => bigint | undefined = () => undefined,
 ): void {
   const labelNames = ["network", "environment"] as const;
-  // One collect refreshes all five (prom-client awaits it before serialising).
+  // One collect refreshes all of them (prom-client awaits it before serialising).
   const collect = sharedCollect(refresh);
   const gauges = {
     hot: new Gauge({
@@ -176,6 +191,13 @@ export function registerSendingMetrics(
       registers: [metrics.registry],
       collect,
     }),
+    disputed: new Gauge({
+      name: "stablegate_outgoing_disputed",
+      help: "Open outgoing transfers the chain's providers disagree on (they wait, neither completed nor failed): alert on > 0",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
     sweeps: new Gauge({
       name: "stablegate_sweeps_pending",
       help: "Sweeps queued or in flight",
@@ -193,6 +215,7 @@ export function registerSendingMetrics(
       gauges.open.set(labels, s.open);
       gauges.waiting.set(labels, s.waitingFunds);
       gauges.sweeps.set(labels, s.pendingSweeps);
+      gauges.disputed.set(labels, s.disputed);
       if (s.hotToken !== null) {
         const max = hotWalletMax(chain.network, chain.environment);
         const low = s.hotToken < s.demand || (max !== undefined && s.hotToken < max / 10n);

@@ -1,4 +1,4 @@
-import type { SignedChainWriter } from "../chains/index.js";
+import type { SignedChainWriter, TransferCheck } from "../chains/index.js";
 import { ChainUnavailableError } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import { retriedFailureLevel } from "../db/transient.js";
@@ -10,6 +10,7 @@ import {
   markBroadcast,
   markFinished,
   noteBroadcastRefused,
+  recheckDisputed,
   recordStepError,
   scheduleRecheck,
   type TransferRow,
@@ -85,6 +86,45 @@ export async function finishIn(
     { intentId: r.intent_id, kind: r.kind, status, txHash, reason },
     "outgoing transfer finished",
   );
+}
+
+/** An attempt the chain's providers disagree on (issue #34), with its hash. */
+export type Disputed = Extract<TransferCheck, { state: "disputed" }> & { txHash: string };
+
+/**
+ * The providers disagree on one of the transfer's attempts: it stays open (neither confirmed nor
+ * failed) and is looked at again. A disagreement that cannot be propagation (`alert`) is noted on
+ * the transfer (`stablegate_outgoing_disputed`, `/readyz`) and logged as an alert once per episode.
+ */
+export async function disputeStep(
+  c: SenderContext,
+  r: Pick<TransferRow, "intent_id" | "kind">,
+  d: Disputed,
+): Promise<void> {
+  const now = c.clock.now();
+  const fresh = await recheckDisputed(
+    c.db,
+    r.intent_id,
+    new Date(now + c.recheckMs),
+    d.alert ? d.reason : null,
+    new Date(now),
+  );
+  if (d.alert && fresh)
+    c.logger.error(
+      {
+        alert: "chain_providers_disagree",
+        intentId: r.intent_id,
+        kind: r.kind,
+        txHash: d.txHash,
+        reason: d.reason,
+      },
+      "ALERT: chain providers disagree on a sent transfer; it stays open until they agree",
+    );
+  else if (!d.alert)
+    c.logger.info(
+      { intentId: r.intent_id, txHash: d.txHash, reason: d.reason },
+      "chain providers do not agree on a sent transfer yet; it waits",
+    );
 }
 
 /** The transfer is looked at again in `ms` (default: the sender's recheck interval). */

@@ -314,13 +314,52 @@ export async function markFinished(
 
 // --------------------------------------------- scheduling (no state change)
 
-/** The transfer is looked at again at `at`. */
+/** Prefix of `last_error` while the chain's providers disagree on the transfer (issue #34). */
+export const DISPUTED_PREFIX = "disputed: ";
+
+/**
+ * The transfer is looked at again at `at`. A dispute noted on it is over (this recheck was not
+ * decided by one), so the note goes (noteDisputed sets it again while the dispute lasts).
+ */
 export async function scheduleRecheck(db: Db, intentId: string, at: Date): Promise<void> {
   await db
     .updateTable("outgoing_transfers")
-    .set({ next_attempt_at: at })
+    .set({
+      next_attempt_at: at,
+      last_error: sql<
+        string | null
+      >`case when last_error like ${`${DISPUTED_PREFIX}%`} then null else last_error end`,
+    })
     .where("intent_id", "=", intentId)
     .execute();
+}
+
+/**
+ * The chain's providers disagree on the transfer: looked at again at `at`, the dispute noted in
+ * `last_error` when `note` is given (what the open-disputes metric counts; a note already there
+ * stays otherwise). Returns whether no dispute was noted before (a new episode: alert once).
+ */
+export async function recheckDisputed(
+  db: Db,
+  intentId: string,
+  at: Date,
+  note: string | null,
+  now: Date,
+): Promise<boolean> {
+  const before = await db
+    .selectFrom("outgoing_transfers")
+    .select("last_error")
+    .where("intent_id", "=", intentId)
+    .executeTakeFirst();
+  await db
+    .updateTable("outgoing_transfers")
+    .set({
+      next_attempt_at: at,
+      ...(note === null ? {} : { last_error: `${DISPUTED_PREFIX}${note}`.slice(0, 500), updated_at: now }),
+    })
+    .where("intent_id", "=", intentId)
+    .execute();
+  return !before?.last_error?.startsWith(DISPUTED_PREFIX);
 }
 
 /** A node refused the broadcast: noted on the transfer (the chain decides what happened). */

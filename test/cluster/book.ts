@@ -71,6 +71,8 @@ export interface DepositFlow {
   sessionId: string | undefined;
   /** "unknown": the pay call got no clear answer (a fault); the session shows whether it was paid. */
   paid: "yes" | "no" | "unknown";
+  /** The session's deposit address (once created). */
+  address?: string;
 }
 
 /** One withdrawal request the test made. */
@@ -91,6 +93,8 @@ export interface WithdrawalFlow {
   plan: Decision | "race" | undefined;
   /** Answers of every approve/reject attempt (the race's winner is the one that got 200). */
   attempts: { action: Decision; outcome: number | "error" }[];
+  /** The destination when the flow chose one (real chains: one address per withdrawal). */
+  to?: string | undefined;
 }
 
 export type Flow = DepositFlow | WithdrawalFlow;

@@ -6,7 +6,7 @@ import { runToEnd } from "../support/processes.js";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const MAIN = path.join(ROOT, "src", "main.ts");
 
-export type ClusterRole = "migrate" | "api" | "worker";
+export type ClusterRole = "migrate" | "api" | "worker" | "signer";
 
 /**
  * Which key material the roles get: "xpubs" — CONTRACT §9 key custody: only the signer holds the
@@ -16,7 +16,7 @@ export type ClusterRole = "migrate" | "api" | "worker";
  */
 const KEY_MATERIAL: "mnemonic" | "xpubs" = "xpubs";
 
-function keyMaterial(role: ClusterRole | "signer", s: ClusterSettings): Record<string, string> {
+function keyMaterial(role: ClusterRole, s: ClusterSettings): Record<string, string> {
   if (role === "signer" || KEY_MATERIAL === "mnemonic") return { MASTER_MNEMONIC: s.mnemonic };
   if (role === "migrate") return {};
   if (!s.xpubs) throw new Error(`no MASTER_XPUBS for the ${role} role yet (run export-xpubs first)`);
@@ -41,6 +41,8 @@ export interface ClusterSettings {
   feeSchedule: string;
   /** Limits of every rate-limit tier: high enough that the load from one IP is never limited. */
   rateLimit: number;
+  /** Added to every role's environment (e.g. the chains' providers, `SIGNER_URL`). */
+  extraEnv?: Record<string, string>;
 }
 
 /**
@@ -49,11 +51,7 @@ export interface ClusterSettings {
  * role may hold — `INTERNAL_SHARED_SECRET` in `worker` only (the api role refuses it in production
  * mode), the key material of `KEY_MATERIAL`.
  */
-export function roleEnv(
-  role: ClusterRole | "signer",
-  name: string,
-  s: ClusterSettings,
-): Record<string, string> {
+export function roleEnv(role: ClusterRole, name: string, s: ClusterSettings): Record<string, string> {
   const limits = String(s.rateLimit);
   return {
     PATH: process.env.PATH ?? "",
@@ -90,7 +88,12 @@ export function roleEnv(
     RATE_LIMIT_DASHBOARD: limits,
     RATE_LIMIT_PUBLIC_PAGE: limits,
     ...(role === "worker" || role === "signer" ? { INTERNAL_SHARED_SECRET: s.internalSharedSecret } : {}),
+    // The signer refuses to start in production mode without its outflow cap (issue #34): far above this run's flows.
+    ...(role === "signer"
+      ? { SIGNER_MAX_OUTFLOW_PER_HOUR: "10000000", SIGNER_MAX_OUTFLOW_PER_DAY: "10000000" }
+      : {}),
     ...keyMaterial(role, s),
+    ...s.extraEnv,
   };
 }
 

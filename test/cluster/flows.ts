@@ -113,7 +113,14 @@ export async function depositFlow(
   ctx: LoadContext,
   merchant: number,
   currency: Currency,
-  options: { amount?: bigint; both?: boolean } = {},
+  options: {
+    amount?: bigint;
+    both?: boolean;
+    /** Pays the session's address on a real chain instead of the sandbox pay endpoint (simulator). */
+    pay?: (address: string, amount: bigint) => Promise<void>;
+    /** Created and never paid (a lying provider may forge a payment to it: it must stay pending). */
+    unpaid?: boolean;
+  } = {},
 ): Promise<DepositFlow> {
   const m = ctx.merchants[merchant] as MerchantKeys;
   const key = `dep-${randomBytes(8).toString("hex")}`;
@@ -143,6 +150,13 @@ export async function depositFlow(
     ctx.unexpected.push(
       `session ${flow.sessionId}: amount ${created.body.data.amount}, asked ${formatUnits(amount)}`,
     );
+  flow.address = created.body.data.walletAddress as string;
+  if (options.unpaid) return flow;
+  if (options.pay) {
+    await options.pay(flow.address, amount);
+    flow.paid = "yes";
+    return flow;
+  }
   // Not repeated: a payment is not idempotent, so a lost answer leaves it "unknown" and the session
   // itself shows at the end whether it was paid.
   const pay = await ctx.apis.once(
@@ -168,6 +182,8 @@ export interface WithdrawalOptions {
   failing: boolean;
   plan?: Decision | "race";
   both?: boolean;
+  /** The destination (default: the network's ordinary or failure address). */
+  to?: string;
 }
 
 /** A withdrawal request; a manual one then approved, rejected, or both at once from both apis. */
@@ -194,6 +210,7 @@ export async function withdrawalFlow(
     fee: undefined,
     plan: o.manual ? (o.plan ?? "approve") : undefined,
     attempts: [],
+    to: o.to,
   };
   ctx.flows.push(flow);
   const created = await create(
@@ -205,7 +222,7 @@ export async function withdrawalFlow(
     {
       amount: asJsonNumber(amount),
       currencyType: currency,
-      walletAddress: o.failing ? DESTINATIONS[currency].failing : DESTINATIONS[currency].ordinary,
+      walletAddress: o.to ?? (o.failing ? DESTINATIONS[currency].failing : DESTINATIONS[currency].ordinary),
       reference: key,
     },
     o.both ?? false,

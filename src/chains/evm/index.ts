@@ -2,6 +2,7 @@ import { getAddress, toHex } from "viem";
 import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
 import { networkChainEntry } from "../network-entry.js";
+import { pooledWriter } from "../pooled-writer.js";
 import { evmAddressFromPublicKey, isEvmAddress, normalizeEvmAddress } from "./address.js";
 import { EVM_DEFINITION } from "./definition.js";
 import { type EvmAdapterOptions, EvmChainAdapter } from "./evm-adapter.js";
@@ -44,8 +45,12 @@ export const evmChain: NetworkChainModule<EvmAdapterOptions> = {
     return networkChainEntry(evmChain, network, environment, config, context);
   },
   createWriter(chain, config) {
-    const { url, contract } = evmChain.endpoint(config, chain.environment);
-    return new EvmChainWriter({ rpcUrl: url!, tokenAddress: contract!, timeoutMs: CHAIN_RPC_TIMEOUT_MS });
+    const { url, urls, contract } = evmChain.endpoint(config, chain.environment);
+    // Every provider (issue #34): sent to all, outcomes, heads and nonces agreed (pooled-writer.ts).
+    const writers = (urls.length > 0 ? urls : [url!]).map(
+      (rpcUrl) => new EvmChainWriter({ rpcUrl, tokenAddress: contract!, timeoutMs: CHAIN_RPC_TIMEOUT_MS }),
+    );
+    return pooledWriter(chain.adapter, writers);
   },
 };
 

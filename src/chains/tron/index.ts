@@ -2,6 +2,7 @@ import { accountBytesFromPublicKey } from "../evm/address.js";
 import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
 import { networkChainEntry } from "../network-entry.js";
+import { pooledWriter } from "../pooled-writer.js";
 import { isTronAddress, normalizeTronAddress, tronAddressFromBytes } from "./address.js";
 import { TRON_DEFINITION } from "./definition.js";
 import { type TronAdapterOptions, TronChainAdapter } from "./tron-adapter.js";
@@ -44,13 +45,18 @@ export const tronChain: NetworkChainModule<TronAdapterOptions> = {
     return networkChainEntry(tronChain, network, environment, config, context);
   },
   createWriter(chain, config) {
-    const { url, contract } = tronChain.endpoint(config, chain.environment);
-    return new TronChainWriter({
-      apiUrl: url!,
-      tokenAddress: contract!,
-      timeoutMs: CHAIN_RPC_TIMEOUT_MS,
-      feeLimitSun: config.sending.tronFeeLimitSun,
-    });
+    const { url, urls, contract } = tronChain.endpoint(config, chain.environment);
+    // Every provider (issue #34): sent to all, outcomes and heads agreed (pooled-writer.ts).
+    const writers = (urls.length > 0 ? urls : [url!]).map(
+      (apiUrl) =>
+        new TronChainWriter({
+          apiUrl,
+          tokenAddress: contract!,
+          timeoutMs: CHAIN_RPC_TIMEOUT_MS,
+          feeLimitSun: config.sending.tronFeeLimitSun,
+        }),
+    );
+    return pooledWriter(chain.adapter, writers);
   },
 };
 

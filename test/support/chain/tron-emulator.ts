@@ -204,6 +204,9 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     }
   }
 
+  /** Transactions being executed (a second broadcast of the same bytes meanwhile is a duplicate). */
+  const executing = new Set<string>();
+
   /** Checks a signed transaction as a node would, then executes it on anvil as its owner. */
   async function broadcast(tx: Json): Promise<Json> {
     const fail = (code: string, message: string) => ({
@@ -222,7 +225,23 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
       .txPbToRawDataHex(tronUtils.transaction.txJsonToPb(tx as never))
       .toLowerCase();
     if (encoded !== rawHex) return fail("OTHER_ERROR", "raw_data_hex does not encode raw_data");
-    if (byTxId.has(txID)) return fail("DUP_TRANSACTION_ERROR", "dup transaction");
+    // The same bytes sent to several providers at once (issue #34) execute once, as on a node.
+    if (byTxId.has(txID) || executing.has(txID)) return fail("DUP_TRANSACTION_ERROR", "dup transaction");
+    executing.add(txID);
+    try {
+      return await execute(tx, txID, rawHex, raw, fail);
+    } finally {
+      executing.delete(txID);
+    }
+  }
+
+  async function execute(
+    tx: Json,
+    txID: string,
+    rawHex: string,
+    raw: Json,
+    fail: (code: string, message: string) => Json,
+  ): Promise<Json> {
     if (typeof raw.expiration !== "number" || raw.expiration < Date.now())
       return fail("TRANSACTION_EXPIRATION_ERROR", "expired");
     const contract = (raw.contract as { type: string; parameter: { value: Json } }[] | undefined)?.[0];
