@@ -74,6 +74,12 @@ export interface LiveStatusOptions {
   /** Interval between two reads while anything is watched (default 1 s). */
   intervalMs?: number;
   heartbeatMs?: number;
+  /**
+   * A connection ends after this long (default 30 min): the browser's EventSource reconnects after
+   * the `retry:` delay and gets the current status first, so nothing is lost, and no connection is
+   * held for ever by a page left open.
+   */
+  maxLifetimeMs?: number;
   now?: () => number;
   onError?(err: unknown): void;
 }
@@ -81,17 +87,26 @@ export interface LiveStatusOptions {
 interface Entry {
   subscriber: LiveSubscriber;
   last: LiveSnapshot;
+  /** When it subscribed (`now()`). */
+  since: number;
 }
+
+/** Default `maxLifetimeMs`. */
+export const LIVE_MAX_LIFETIME_MS = 30 * 60_000;
 
 /**
  * The live-status poller of one process: however many hosted pages are open, it reads all their
  * sessions with one query per interval and fans changes out to the connections. The timer runs only
- * while something is subscribed; `close()` ends every connection (graceful shutdown).
+ * while something is subscribed; `close()` ends every connection (graceful shutdown); a connection
+ * older than `maxLifetimeMs` is ended at the next read (issue #34: every long-lived connection has
+ * a maximum lifetime; this one is public and carries no credential, so there is nothing to
+ * re-authorise).
  */
 export class LiveStatusHub {
   private readonly entries = new Set<Entry>();
   private readonly intervalMs: number;
   private readonly heartbeatMs: number;
+  private readonly maxLifetimeMs: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
@@ -103,6 +118,7 @@ export class LiveStatusHub {
   constructor(private readonly options: LiveStatusOptions) {
     this.intervalMs = options.intervalMs ?? 1_000;
     this.heartbeatMs = options.heartbeatMs ?? 15_000;
+    this.maxLifetimeMs = options.maxLifetimeMs ?? LIVE_MAX_LIFETIME_MS;
     this.now = options.now ?? Date.now;
     this.lastHeartbeat = this.now();
   }
@@ -113,7 +129,7 @@ export class LiveStatusHub {
       subscriber.onEnd();
       return () => {};
     }
-    const entry: Entry = { subscriber, last: initial };
+    const entry: Entry = { subscriber, last: initial, since: this.now() };
     this.entries.add(entry);
     this.schedule();
     return () => {
@@ -155,8 +171,9 @@ export class LiveStatusHub {
   }
 
   private async poll(): Promise<void> {
+    const started = this.now();
     for (const e of [...this.entries]) {
-      if (!e.subscriber.alive()) {
+      if (!e.subscriber.alive() || started - e.since >= this.maxLifetimeMs) {
         this.entries.delete(e);
         this.safely(() => e.subscriber.onEnd());
       }

@@ -29,5 +29,13 @@ export { webhookData } from "./payload.js";
 export { createWebhookEndpoints } from "./secrets.js";
 export { validateWebhookUrl } from "./ssrf.js";
 export { registerWebhookMetrics, webhookReadinessCheck } from "./status.js";
-export { type StreamedDelivery, startCursor, WebhookStreamHub } from "./stream.js";
+export {
+  ACCESS_CHANNEL,
+  positionToken,
+  type StreamEnd,
+  type StreamedDelivery,
+  startCursor,
+  WebhookStreamHub,
+} from "./stream.js";
+export type { StreamLimits } from "./stream-slots.js";
 export type { WebhookTransport } from "./transport.js";

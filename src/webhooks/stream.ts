@@ -1,13 +1,17 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import { sql } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { Wakeup } from "../lib/wakeup.js";
 import { deliveryHeaders } from "./headers.js";
 import { WEBHOOK_CHANNEL } from "./outbox.js";
 import { ensureEndpoint, openSecrets } from "./secrets.js";
 import { signatureHeaders } from "./signing.js";
+import { type StreamLimits, StreamSlots } from "./stream-slots.js";
 
 /**
  * The webhook stream (`GET /api/v1/webhook/stream`, `stablegate-dev listen`): every new webhook
@@ -94,9 +98,24 @@ export async function readHorizon(db: Db): Promise<string> {
 }
 
 /**
+ * A stream's position before its first event, as the SSE `id:` it sends when it opens: `pos_` and
+ * the start time in microseconds since 1970. Sent back as `Last-Event-ID`, it resumes from there,
+ * so a client that reconnects before any event came (a stream ended by its lifetime, a drop) misses
+ * nothing either. It names a time, nothing of a merchant.
+ */
+const POSITION = /^pos_(\d{1,18})$/;
+
+/** The position token of a `fromTime` cursor. */
+export async function positionToken(db: Db, fromTime: string): Promise<string> {
+  const { rows } = await sql<{ micros: string }>`
+    select (extract(epoch from ${fromTime}::timestamptz) * 1000000)::bigint::text as micros`.execute(db);
+  return `pos_${(rows[0] as { micros: string }).micros}`;
+}
+
+/**
  * The cursor a new stream starts from: after `lastEventId` (null when no event of this merchant and
- * environment has that id — the caller answers 404), else from the current horizon (events written
- * from about now on).
+ * environment has that id — the caller answers 404), from a position token (`positionToken`), else
+ * from the current horizon (events written from about now on).
  */
 export async function startCursor(
   db: Db,
@@ -105,6 +124,12 @@ export async function startCursor(
   lastEventId: string | undefined,
 ): Promise<StreamCursor | null> {
   if (lastEventId === undefined) return { fromTime: await readHorizon(db) };
+  const position = POSITION.exec(lastEventId)?.[1];
+  if (position !== undefined) {
+    const { rows } = await sql<{ t: string }>`
+      select (timestamptz 'epoch' + ${position}::bigint * interval '1 microsecond')::text as t`.execute(db);
+    return { fromTime: (rows[0] as { t: string }).t };
+  }
   const found = await db
     .selectFrom("webhook_events")
     .select("id")
@@ -161,10 +186,27 @@ export function signedDelivery(row: EventRow, secrets: readonly string[], now: D
   };
 }
 
+/**
+ * Why the hub ended a stream (the route tells the client in a last `event: end`):
+ * - `access`: the re-authorisation refused the credential (revoked or rotated pair, merchant
+ *   suspended, IP allowlist, the member the pair acts for removed or demoted): `error` is what a
+ *   new request would be answered;
+ * - `lifetime`: the stream reached its maximum lifetime (reconnect at once with `Last-Event-ID`);
+ * - `unavailable`: its access or its place could not be confirmed for a while (reconnect later);
+ * - `shutdown`: the process is stopping (reconnect later; another instance may serve).
+ */
+export type StreamEnd =
+  | { reason: "access"; error: { code: string; message: string; details?: Record<string, unknown> } }
+  | { reason: "lifetime" }
+  | { reason: "unavailable" }
+  | { reason: "shutdown" };
+
 /** One open stream, as the hub sees it. */
 export interface StreamSubscriber {
   merchantId: string;
   environment: Environment;
+  /** The key pair the stream was opened with (its place is counted per key). */
+  apiKeyId: string;
   cursor: StreamCursor;
   /** Writes one delivery; resolves when the connection can take more (back-pressure). */
   send(delivery: StreamedDelivery): Promise<void>;
@@ -172,30 +214,62 @@ export interface StreamSubscriber {
   heartbeat(): void;
   /** False once the stream must end although the client is still there (its listener stopped). */
   alive(): boolean;
-  /** The hub ends the stream (shutdown, `alive()` false). Not called after unsubscribing. */
-  end(): void;
+  /**
+   * Re-authorises the stream's credential now, as a new request with it would be: resolves while
+   * it may still stream; rejects with an `AppError` of a refusal (401/403) when it may not. Any
+   * other rejection means "could not tell" (the database): retried.
+   */
+  authorize(): Promise<void>;
+  /** The hub ends the stream, saying why. Not called after unsubscribing. */
+  end(why: StreamEnd): void;
 }
 
 interface Entry {
+  sub: StreamSubscriber;
   wake: Wakeup;
   stop: AbortController;
-  /** Unsubscribed by the route (the client went away): no end() call. */
-  gone: boolean;
+  slotId: string;
+  lifetime: NodeJS.Timeout;
+  /** When its access was last confirmed (ms, process clock). */
+  authorizedAt: number;
+  /** Ended or unsubscribed: nothing more happens to it. */
+  done: boolean;
 }
 
 export interface WebhookStreamOptions {
   database: Database;
   box: SecretBox;
   logger: Logger;
+  /** Caps per key, per merchant and in total, counted across instances (`stream-slots.ts`). */
+  limits: StreamLimits;
+  /** A stream ends after this long (the client reconnects with `Last-Event-ID`). Default 1 h. */
+  maxLifetimeMs?: number;
+  /** Every open stream is re-authorised this often besides on access notifications. Default 5 s. */
+  reauthMs?: number;
   /** Longest wait between two reads of a stream (default 500 ms). */
   pollMs?: number;
   heartbeatMs?: number;
+  /** Lease of a stream's place (default 30 s, renewed every third of it). */
+  leaseSeconds?: number;
 }
 
+/** Changes that can take an API key pair's access away are notified here (triggers of migration 0027). */
+export const ACCESS_CHANNEL = "stablegate_access";
+
 /**
- * The streams of one process: one LISTEN on the outbox channel for all of them (opened with the
- * first stream, closed with the last), each stream reading its own events. `close()` ends every
- * stream (graceful shutdown); the route's `alive()` ends them as soon as the listener stops.
+ * The streams of one process. Each stream reads its own events; the process LISTENs once on the
+ * outbox channel (new events) and once on the access channel (re-authorise now), both opened with
+ * the first stream and closed with the last.
+ *
+ * Re-authorisation (issue #34 finding 5, CONTRACT §6): every stream's credential is checked again
+ * by its subscriber's `authorize()` (the API-key channel's own decision, read afresh) on every
+ * access notification and every `reauthMs`, all streams of the process together (their lookups
+ * share statements). A refusal ends the stream at once; so does an access that could not be
+ * confirmed for three intervals (at least 15 s). Every stream also ends after `maxLifetimeMs`.
+ *
+ * Places (finding 9): a stream holds a place in the shared `webhook_streams` table from before its
+ * first byte until it ends; the hub renews its places' leases. `close()` ends every stream
+ * (graceful shutdown); the route's `alive()` ends them as soon as the listener stops.
  */
 export class WebhookStreamHub {
   readonly #db: Db;
@@ -204,8 +278,18 @@ export class WebhookStreamHub {
   readonly #log: Logger;
   readonly #pollMs: number;
   readonly #heartbeatMs: number;
+  readonly #maxLifetimeMs: number;
+  readonly #reauthMs: number;
+  readonly #slots: StreamSlots;
   readonly #streams = new Set<Entry>();
-  #unlisten: Promise<(() => Promise<void>) | undefined> | undefined;
+  /** The LISTEN of each channel, opened or being opened (a failed one is removed, to be retried). */
+  readonly #listening = new Map<string, Promise<(() => Promise<void>) | undefined>>();
+  /** Bumped when the streams stop: a LISTEN that opens after that is closed at once. */
+  #generation = 0;
+  #running = false;
+  #timers: NodeJS.Timeout[] = [];
+  #rechecking: Promise<void> | undefined;
+  #recheckAgain = false;
   #closed = false;
 
   constructor(options: WebhookStreamOptions) {
@@ -215,62 +299,185 @@ export class WebhookStreamHub {
     this.#log = options.logger;
     this.#pollMs = options.pollMs ?? 500;
     this.#heartbeatMs = options.heartbeatMs ?? 15_000;
+    this.#maxLifetimeMs = options.maxLifetimeMs ?? 3_600_000;
+    this.#reauthMs = options.reauthMs ?? 5_000;
+    const instanceId = `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}`;
+    this.#slots = new StreamSlots(this.#db, instanceId, options.limits, options.leaseSeconds);
   }
 
   get size(): number {
     return this.#streams.size;
   }
 
-  /** Runs the stream until the subscriber goes (the returned function) or the hub ends it. */
-  subscribe(subscriber: StreamSubscriber): () => void {
+  /**
+   * Takes the stream's place (429 `RATE_LIMITED` when a cap is reached: nothing is written yet),
+   * then runs it until the subscriber goes (the returned function) or the hub ends it.
+   */
+  async subscribe(sub: StreamSubscriber): Promise<() => void> {
     if (this.#closed) {
-      subscriber.end();
+      sub.end({ reason: "shutdown" });
       return () => {};
     }
-    const entry: Entry = { wake: new Wakeup(), stop: new AbortController(), gone: false };
-    this.#streams.add(entry);
-    this.#listen();
-    void this.#run(subscriber, entry.wake, entry.stop.signal).finally(() => {
-      this.#remove(entry);
-      if (!entry.gone) subscriber.end();
-    });
-    return () => {
-      entry.gone = true;
-      entry.stop.abort();
-      this.#remove(entry);
+    const slotId = await this.#slots.acquire(sub);
+    const entry: Entry = {
+      sub,
+      wake: new Wakeup(),
+      stop: new AbortController(),
+      slotId,
+      lifetime: setTimeout(() => this.#finish(entry, { reason: "lifetime" }), this.#maxLifetimeMs),
+      authorizedAt: Date.now(),
+      done: false,
     };
+    entry.lifetime.unref();
+    if (this.#closed) {
+      this.#finish(entry, { reason: "shutdown" });
+      return () => {};
+    }
+    this.#streams.add(entry);
+    this.#start();
+    void this.#run(sub, entry.wake, entry.stop.signal).finally(() => {
+      this.#finish(entry, { reason: "shutdown" });
+    });
+    return () => this.#finish(entry, null);
+  }
+
+  /** Re-authorises every open stream now (what an access notification does). */
+  recheck(): Promise<void> {
+    if (this.#rechecking) {
+      this.#recheckAgain = true;
+      return this.#rechecking;
+    }
+    this.#rechecking = (async () => {
+      do {
+        this.#recheckAgain = false;
+        await this.#recheckAll();
+      } while (this.#recheckAgain && !this.#closed);
+    })().finally(() => {
+      this.#rechecking = undefined;
+    });
+    return this.#rechecking;
   }
 
   /** Ends every stream; later subscriptions end at once. */
   async close(): Promise<void> {
     this.#closed = true;
-    // Each run ends at its next await and calls its subscriber's end().
-    for (const s of [...this.#streams]) s.stop.abort();
-    await this.#stopListening();
+    for (const e of [...this.#streams]) this.#finish(e, { reason: "shutdown" });
+    await this.#stop();
   }
 
-  #remove(entry: Entry): void {
-    if (!this.#streams.delete(entry)) return;
-    if (this.#streams.size === 0) void this.#stopListening();
+  /** Ends a stream once: its run stops, its place is given back, its subscriber told why (null: it went itself). */
+  #finish(entry: Entry, why: StreamEnd | null): void {
+    if (entry.done) return;
+    entry.done = true;
+    entry.stop.abort();
+    clearTimeout(entry.lifetime);
+    this.#slots.release([entry.slotId]).catch((err: unknown) => {
+      this.#log.warn({ err }, "webhook stream: place not given back; its lease runs out");
+    });
+    if (this.#streams.delete(entry) && this.#streams.size === 0) void this.#stop();
+    if (why) entry.sub.end(why);
+  }
+
+  async #recheckAll(): Promise<void> {
+    const now = Date.now();
+    const grace = Math.max(3 * this.#reauthMs, 15_000);
+    await Promise.all(
+      [...this.#streams].map(async (e) => {
+        if (e.done) return;
+        try {
+          await e.sub.authorize();
+          e.authorizedAt = Date.now();
+        } catch (err) {
+          if (err instanceof AppError && (err.code === "FORBIDDEN" || err.code === "INVALID_AUTH")) {
+            const error = {
+              code: err.code,
+              message: err.message,
+              ...(Object.keys(err.details).length > 0 ? { details: err.details } : {}),
+            };
+            this.#finish(e, { reason: "access", error });
+            return;
+          }
+          this.#log.warn({ err }, "webhook stream: re-authorisation failed; retrying");
+          if (now - e.authorizedAt > grace) this.#finish(e, { reason: "unavailable" });
+        }
+      }),
+    );
+  }
+
+  async #renew(): Promise<void> {
+    const byId = new Map([...this.#streams].map((e) => [e.slotId, e]));
+    try {
+      for (const lost of await this.#slots.renew([...byId.keys()])) {
+        const e = byId.get(lost);
+        if (e) this.#finish(e, { reason: "unavailable" });
+      }
+    } catch (err) {
+      this.#log.warn({ err }, "webhook stream: lease renewal failed; retrying");
+    }
+  }
+
+  /** With the first stream: the two LISTENs and the re-check and renewal timers. */
+  #start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    const every = (ms: number, fn: () => void) => {
+      const t = setInterval(fn, ms);
+      t.unref();
+      this.#timers.push(t);
+    };
+    every(this.#reauthMs, () => void this.recheck());
+    every((this.#slots.leaseSeconds * 1000) / 3, () => void this.#renew());
+    // A LISTEN that could not be opened is tried again every second (a lost one reopens itself).
+    every(1_000, () => this.#listen());
+    this.#listen();
   }
 
   #listen(): void {
-    if (this.#unlisten || !this.#database.listen) return;
-    this.#unlisten = this.#database
-      .listen(WEBHOOK_CHANNEL, () => {
-        for (const s of this.#streams) s.wake.notify();
-      })
-      .catch((err: unknown) => {
-        this.#log.warn({ err }, "webhook stream: LISTEN unavailable; streams poll");
-        return undefined;
-      });
+    const listen = this.#database.listen?.bind(this.#database);
+    if (!listen) return;
+    const channels: [string, () => void][] = [
+      [
+        WEBHOOK_CHANNEL,
+        () => {
+          for (const s of this.#streams) s.wake.notify();
+        },
+      ],
+      [ACCESS_CHANNEL, () => void this.recheck()],
+    ];
+    for (const [channel, onNotify] of channels) {
+      if (this.#listening.has(channel)) continue;
+      const generation = this.#generation;
+      const opening = listen(channel, onNotify).then(
+        (unlisten) => {
+          if (generation !== this.#generation) {
+            void unlisten().catch(() => {});
+            return undefined;
+          }
+          // Opened late: a notification may have been missed meanwhile.
+          onNotify();
+          return unlisten;
+        },
+        (err: unknown) => {
+          this.#log.warn(
+            { err, channel },
+            "webhook stream: LISTEN unavailable; retrying (streams poll meanwhile)",
+          );
+          if (generation === this.#generation) this.#listening.delete(channel);
+          return undefined;
+        },
+      );
+      this.#listening.set(channel, opening);
+    }
   }
 
-  async #stopListening(): Promise<void> {
-    const pending = this.#unlisten;
-    this.#unlisten = undefined;
-    const unlisten = await pending;
-    await unlisten?.().catch(() => {});
+  async #stop(): Promise<void> {
+    this.#running = false;
+    this.#generation++;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    const open = [...this.#listening.values()];
+    this.#listening.clear();
+    for (const unlisten of await Promise.all(open)) await unlisten?.().catch(() => {});
   }
 
   async #run(sub: StreamSubscriber, wake: Wakeup, signal: AbortSignal): Promise<void> {

@@ -16,6 +16,8 @@ export async function openStream(base: string, headers: Record<string, string>, 
   const controller = new AbortController();
   const res = await fetch(`${base}/api/v1/webhook/stream${query}`, { headers, signal: controller.signal });
   const messages: Streamed[] = [];
+  /** Messages other than deliveries (`event: end` with why the server ended the stream). */
+  const others: { event: string; data: string }[] = [];
   const raw: string[] = [];
   const parser = new SseParser();
   let ended = false;
@@ -27,6 +29,10 @@ export async function openStream(base: string, headers: Record<string, string>, 
         const text = decoder.decode(chunk as Uint8Array, { stream: true });
         raw.push(text);
         for (const m of parser.push(text)) {
+          if (m.event !== "webhook") {
+            others.push({ event: m.event, data: m.data });
+            continue;
+          }
           const data = JSON.parse(m.data) as Streamed;
           if (m.id !== data.id) throw new Error(`SSE id ${m.id} is not the event id ${data.id}`);
           messages.push(data);
@@ -41,6 +47,7 @@ export async function openStream(base: string, headers: Record<string, string>, 
   return {
     res,
     messages,
+    others,
     raw,
     parser,
     get ended() {

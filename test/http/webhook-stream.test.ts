@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_STREAMS_PER_KEY } from "../../src/http/routes/webhook-stream.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
@@ -48,6 +47,9 @@ function keyHeaders(m: CreatedMerchant, env: "sandbox" | "production" = "sandbox
   const k = keysOf(m, env);
   return { apikey: k.apiKey, "x-api-secret": k.apiSecret };
 }
+
+/** WEBHOOK_STREAM_MAX_PER_KEY's default (counted across instances: test/security/22-stream-caps.test.ts). */
+const MAX_STREAMS_PER_KEY = 5;
 
 let seq = 0;
 /** One outbox event in a transaction of its own (what every status change does). */
@@ -355,14 +357,17 @@ describe("limits and lifecycle", () => {
       logger: svc.proc.runtime.logger,
       heartbeatMs: 150,
       pollMs: 50,
+      limits: { perKey: 5, perMerchant: 10, total: 200 },
     });
     let beats = 0;
     let ended = false;
     const got: string[] = [];
-    hub.subscribe({
+    await hub.subscribe({
       merchantId: m.id,
       environment: "sandbox",
+      apiKeyId: m.keys[0]!.id,
       cursor: { fromTime: "-infinity" },
+      authorize: async () => {},
       send: async (d) => {
         got.push(d.id);
       },

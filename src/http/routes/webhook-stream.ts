@@ -3,17 +3,19 @@ import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { SecretBox } from "../../lib/secret-box.js";
-import { type StreamedDelivery, startCursor, WebhookStreamHub } from "../../webhooks/index.js";
+import { ApiKeyLookups } from "../../merchants/index.js";
+import {
+  positionToken,
+  type StreamEnd,
+  type StreamedDelivery,
+  startCursor,
+  WebhookStreamHub,
+} from "../../webhooks/index.js";
 import type { App, RouteDeps } from "../app-types.js";
+import { authenticateApiKey } from "../plugins/api-key-auth.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
 import { commonErrors } from "../schemas/common.js";
 
-/**
- * Open streams per API key at most, per process (decision: a developer runs one `listen`, maybe
- * a few terminals; each stream holds a connection and a poll, so one leaked key must not open
- * hundreds). Counted in memory: behind several `api` processes the bound is per process.
- */
-export const MAX_STREAMS_PER_KEY = 5;
 /** Reconnection delay an EventSource client uses after a dropped stream (SSE `retry:`). */
 const RETRY_MS = 2_000;
 const EventId = Type.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_]+$" });
@@ -23,6 +25,11 @@ export function sseMessage(d: StreamedDelivery): string {
   return `id: ${d.id}\nevent: webhook\ndata: ${JSON.stringify(d)}\n\n`;
 }
 
+/** The last message of a stream the gateway ends: `event: end`, `data:` why (`StreamEnd`). */
+export function sseEnd(why: StreamEnd): string {
+  return `event: end\ndata: ${JSON.stringify(why)}\n\n`;
+}
+
 /**
  * `GET /api/v1/webhook/stream` (issue #24, `stablegate-dev listen`): the webhook deliveries of the
  * key's merchant and environment as Server-Sent Events, each as it is created — the exact body and
@@ -30,19 +37,30 @@ export function sseMessage(d: StreamedDelivery): string {
  * Logic in `webhooks/stream.ts`.
  */
 export function webhookStreamRoutes(app: App, deps: RouteDeps) {
+  const limits = deps.config.webhooks.stream;
   const hub = new WebhookStreamHub({
     database: deps.database,
     box: new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY),
     logger: deps.logger,
+    limits: { perKey: limits.maxPerKey, perMerchant: limits.maxPerMerchant, total: limits.maxTotal },
+    maxLifetimeMs: limits.maxLifetimeMs,
+    reauthMs: limits.reauthMs,
   });
-  const open = new Map<string, number>();
+  // The streams' re-authorisations: the API-key channel's own lookup (coalesced, never cached).
+  const keys = new ApiKeyLookups(deps.database.db);
   app.addHook("preClose", () => hub.close());
   app.addHook("onClose", () => hub.close());
 
   app.get(
     "/api/v1/webhook/stream",
     {
-      config: { auth: "apiKey", requireSecret: true, tier: "standard", errors: ["NOT_FOUND"] },
+      config: {
+        auth: "apiKey",
+        requireSecret: true,
+        tier: "standard",
+        permission: "webhooks:read",
+        errors: ["NOT_FOUND"],
+      },
       schema: {
         summary: "Stream webhook deliveries as they are created (Server-Sent Events)",
         description:
@@ -53,16 +71,26 @@ export function webhookStreamRoutes(app: App, deps: RouteDeps) {
           "the exact body a delivery sends (forward it byte for byte) and `headers` the headers of a delivery " +
           "made now, signed with this environment's webhook secret (`X-Webhook-Signature` and the Standard " +
           "Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`). A comment line every 15 s keeps " +
-          "proxies from closing the connection. To resume after a dropped connection, send the last " +
-          "received id as `Last-Event-ID` (or `?lastEventId=`): the stream continues exactly after that " +
+          "proxies from closing the connection. A new stream's first lines carry its position as `id: pos_…` " +
+          "(before any event). To resume after a dropped connection, send the last " +
+          "received id (an event id, or that position) as `Last-Event-ID` (or `?lastEventId=`): the stream continues exactly after that " +
           "event, nothing missed and nothing repeated. An event appears about half a second after its " +
-          "transaction commits. At most 5 open streams per API key (429 beyond). " +
+          "transaction commits. The stream is re-authorised while it lives: when the key pair is revoked or " +
+          "rotated, the merchant suspended, the IP allowlist no longer admits the client, or the member the " +
+          "pair acts for is removed or loses `webhooks:read`, it ends within seconds with a last message " +
+          '`event: end`, `data: { reason: "access", error: { code, message, details? } }` (what a new request ' +
+          "would be answered). It also ends after its maximum lifetime (`WEBHOOK_STREAM_MAX_LIFETIME_SECONDS`, " +
+          'default 1 h) with `data: { reason: "lifetime" }`: reconnect at once with `Last-Event-ID`; and on a ' +
+          "shutdown (`shutdown`) or when its access cannot be confirmed (`unavailable`): reconnect after the " +
+          "`retry:` delay. Open streams are capped per API key, per merchant and in total across the gateway's " +
+          "instances (defaults 5, 10 and 200; 429 beyond). " +
           "`stablegate-dev listen` (in `@stablegate/sdk`) forwards this stream to a local URL.",
         tags: ["Webhooks"],
         headers: Type.Object({
           "last-event-id": Type.Optional({
             ...EventId,
-            description: "Resume after this event (the `id:` of the last message received)",
+            description:
+              "Resume after this event, or from this position (the `id:` of the last message received)",
           }),
         }),
         querystring: Type.Object(
@@ -90,38 +118,21 @@ export function webhookStreamRoutes(app: App, deps: RouteDeps) {
       if (!cursor) {
         throw AppError.notFound("No webhook event with this Last-Event-ID in this environment.");
       }
-      const count = open.get(p.apiKeyId) ?? 0;
-      if (count >= MAX_STREAMS_PER_KEY) {
-        throw AppError.rateLimited(
-          `At most ${MAX_STREAMS_PER_KEY} webhook streams may be open per API key; close one first.`,
-          5,
-        );
-      }
-      open.set(p.apiKeyId, count + 1);
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        const n = (open.get(p.apiKeyId) ?? 1) - 1;
-        if (n <= 0) open.delete(p.apiKeyId);
-        else open.set(p.apiKeyId, n);
-      };
-
       // A stream payload keeps Fastify's lifecycle (hook headers, logging, metrics at the end);
       // Fastify destroys it when the client goes away.
       const stream = new PassThrough();
       const usable = () => !stream.writableEnded && !stream.destroyed;
-      reply
-        .type("text/event-stream; charset=utf-8")
-        .header("Cache-Control", "no-cache, no-transform")
-        .header("X-Accel-Buffering", "no");
-      stream.write(`retry: ${RETRY_MS}\n: connected\n\n`);
       // Once its listener stops listening (graceful stop) the stream ends, so the drain of
       // in-flight requests does not wait for the shutdown timeout.
       const server = (request.raw.socket as { server?: Server } | null)?.server;
-      const unsubscribe = hub.subscribe({
+      // Before its first event, the stream's position is its `id:` (resumable as Last-Event-ID).
+      const position =
+        "fromTime" in cursor ? `id: ${await positionToken(deps.database.db, cursor.fromTime)}\n` : "";
+      // Its place first: a refusal (429) is still an error envelope, nothing is written yet.
+      const unsubscribe = await hub.subscribe({
         merchantId: p.merchantId,
         environment: p.environment,
+        apiKeyId: p.apiKeyId,
         cursor,
         send: (d) =>
           new Promise<void>((resolve) => {
@@ -138,15 +149,24 @@ export function webhookStreamRoutes(app: App, deps: RouteDeps) {
           if (usable()) stream.write(": keep-alive\n\n");
         },
         alive: () => usable() && server?.listening !== false,
-        end: () => {
-          release();
+        // The same decision as the request's own authentication (the headers, client address and
+        // route config it was opened with), with the key read afresh.
+        authorize: async () => {
+          await authenticateApiKey(request, deps.config, keys);
+        },
+        end: (why) => {
+          if (usable()) stream.write(sseEnd(why));
           stream.end();
         },
       });
-      stream.on("close", () => {
-        release();
-        unsubscribe();
-      });
+      reply
+        .type("text/event-stream; charset=utf-8")
+        .header("Cache-Control", "no-cache, no-transform")
+        .header("X-Accel-Buffering", "no");
+      stream.write(`retry: ${RETRY_MS}\n${position}: connected\n\n`);
+      stream.on("close", unsubscribe);
+      // The client may have gone while the place was being taken: give it back at once.
+      if (request.raw.socket?.destroyed) stream.destroy();
       return reply.send(stream as never); // a stream payload: the schema types the text it carries
     },
   );

@@ -47,13 +47,37 @@ export class ListenError extends Error {
 }
 
 const SEEN_LIMIT = 10_000;
+/** `connectOnce`'s answer for a stream ended by its maximum lifetime. */
+const LIFETIME = "\0lifetime";
+
+/**
+ * The gateway's last message (`event: end`): why it ended the stream. `access` (the key pair was
+ * revoked or rotated, the merchant suspended, the IP allowlist, the member the pair acts for
+ * removed or demoted) cannot be fixed by reconnecting; `lifetime` reconnects at once; anything else
+ * (`shutdown`, `unavailable`) reconnects with the backoff.
+ */
+function endOf(data: string): string {
+  let end: { reason?: string; error?: { code?: string; message?: string } } = {};
+  try {
+    end = JSON.parse(data) as typeof end;
+  } catch {
+    // not JSON: an end all the same
+  }
+  if (end.reason === "lifetime") return LIFETIME;
+  if (end.reason === "access") {
+    const why = end.error ? `${end.error.code}: ${end.error.message}` : "access refused";
+    throw new ListenError(`the gateway ended the stream: ${why}`);
+  }
+  return `ended by the gateway (${end.reason ?? "unknown reason"})`;
+}
 
 /**
  * `stablegate-dev listen`: reads the gateway's webhook stream and POSTs each delivery — the exact
  * body bytes and the signed headers — to `forwardTo`, one at a time in stream order, printing one
  * line per event. A dropped stream is reopened with backoff and `Last-Event-ID` (the last event
- * forwarded), so nothing is missed; an id seen twice is not forwarded twice. Resolves when
- * `signal` aborts; rejects with `ListenError` on a refusal.
+ * forwarded), so nothing is missed; an id seen twice is not forwarded twice. A stream the gateway
+ * ends at its maximum lifetime is reopened at once. Resolves when `signal` aborts; rejects with
+ * `ListenError` on a refusal, also one that ends an open stream (the key pair revoked meanwhile).
  */
 export async function listen(o: ListenOptions): Promise<void> {
   const fetchImpl = o.fetch ?? fetch;
@@ -65,6 +89,7 @@ export async function listen(o: ListenOptions): Promise<void> {
   let first = true;
   while (!o.signal.aborted) {
     let reason: string;
+    const connected = Date.now();
     try {
       reason = await connectOnce();
     } catch (err) {
@@ -73,6 +98,17 @@ export async function listen(o: ListenOptions): Promise<void> {
       reason = describe(err);
     }
     if (o.signal.aborted) return;
+    if (reason === LIFETIME) {
+      // A planned end (the stream's maximum lifetime): reconnect at once, resuming exactly; with
+      // the backoff only when lifetimes are so short that this would be a busy loop.
+      if (Date.now() - connected >= 1_000) {
+        o.onStatus(
+          `stream reached its maximum lifetime; reconnecting${lastEventId ? ` after ${lastEventId}` : ""}`,
+        );
+        continue;
+      }
+      reason = "ended by the gateway (lifetime)";
+    }
     const wait = backoff ?? serverRetry ?? 1_000;
     o.onStatus(
       `stream lost (${reason}); reconnecting in ${(wait / 1000).toFixed(1)} s` +
@@ -114,8 +150,18 @@ export async function listen(o: ListenOptions): Promise<void> {
     const parser = new SseParser();
     const decoder = new TextDecoder();
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      for (const message of parser.push(decoder.decode(chunk, { stream: true }))) {
+      const messages = parser.push(decoder.decode(chunk, { stream: true }));
+      // Before its first event a stream sends its position (`id: pos_…`): resuming from it after a
+      // reconnect misses nothing written meanwhile.
+      if (
+        parser.lastEventId?.startsWith("pos_") &&
+        (lastEventId === undefined || lastEventId.startsWith("pos_"))
+      ) {
+        lastEventId = parser.lastEventId;
+      }
+      for (const message of messages) {
         serverRetry = parser.retryMs;
+        if (message.event === "end") return endOf(message.data);
         if (message.event !== "webhook") continue;
         const delivery = JSON.parse(message.data) as StreamedDelivery;
         if (!seen.has(delivery.id)) {

@@ -31,7 +31,9 @@ Streams every new webhook delivery of the key's environment (GET /api/v1/webhook
 each one to --forward-to with the exact body bytes and the signed headers a real delivery carries,
 so the receiver verifies it with the environment's webhook secret. One line per event: time, event,
 transaction id, the local answer's status and latency, the webhook event id. A dropped connection
-is reopened with backoff and Last-Event-ID: no event is missed or forwarded twice.
+is reopened with backoff and Last-Event-ID: no event is missed or forwarded twice. A stream the
+gateway ends at its maximum lifetime is reopened at once; one it ends because the key pair lost its
+access (revoked, rotated, the member it acts for removed or demoted) stops the command (exit 1).
 
 Options:
   --forward-to <url>      the local receiver, e.g. http://localhost:3000/hooks (required)
