@@ -3,5 +3,11 @@
  * folders reach it through this file only.
  */
 export { type AuditFilter, type AuditRecordView, listAuditLog } from "./list.js";
+export {
+  deliverSecurityNotifications,
+  type NoticeMailer,
+  type NoticeSending,
+  securityNotificationJob,
+} from "./notifications.js";
 export { recordAudit, recordFailedSignIn } from "./record.js";
 export { auditRetentionJob, purgeAuditLog } from "./retention.js";

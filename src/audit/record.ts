@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 import type { AuditEntry } from "../domain/audit.js";
+import { isNotified, type NoticeSending, queueNotices, sendClaimedNotices } from "./notifications.js";
 
 /** A user agent longer than this is cut: it is client text, kept for reading, not for parsing. */
 const MAX_USER_AGENT = 512;
@@ -22,12 +23,37 @@ function row(e: AuditEntry) {
   };
 }
 
-/** Appends one record. */
-export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
-  await db
-    .insertInto("audit_log")
-    .values({ ...row(e), merchant_id: e.merchantId })
-    .execute();
+/**
+ * Appends one record. A security-relevant action (`notifications.ts`) also queues its e-mailed
+ * notices in the same transaction; with `notify`, this process sends them at once, after the
+ * commit (a failed send stays queued for the worker: never an error of the caller's).
+ */
+export async function recordAudit(db: Db, e: AuditEntry, notify?: NoticeSending): Promise<void> {
+  if (!isNotified(e.action)) {
+    await db
+      .insertInto("audit_log")
+      .values({ ...row(e), merchant_id: e.merchantId })
+      .execute();
+    return;
+  }
+  const now = new Date(notify ? notify.clock.now() : Date.now());
+  // Inside a caller's transaction the rows commit with it, later: the worker sends them then.
+  const inline = notify !== undefined && !db.isTransaction;
+  const write = async (trx: Db) => {
+    const record = await trx
+      .insertInto("audit_log")
+      .values({ ...row(e), merchant_id: e.merchantId })
+      .returning(["id", "created_at"])
+      .executeTakeFirstOrThrow();
+    return queueNotices(trx, { id: record.id, createdAt: new Date(record.created_at) }, e, now, inline);
+  };
+  const queued = db.isTransaction ? await write(db) : await db.transaction().execute(write);
+  if (!inline || queued.length === 0) return;
+  try {
+    await sendClaimedNotices(db, notify, queued);
+  } catch (err) {
+    notify.logger?.error({ err }, "security notices not sent now; the worker retries after their lease");
+  }
 }
 
 /**

@@ -2,23 +2,31 @@ import type { Db } from "../db/database.js";
 import type { OtpPurpose } from "../db/tables/dashboard.js";
 import { AppError } from "../domain/errors.js";
 import type { AuthKit } from "./kit.js";
+import type { OtpHolder } from "./otp.js";
 import { findUserById } from "./users.js";
 
-/** E-mailed one-time codes (CONTRACT §6): sent, consumed at once, or checked now and spent later. */
+/**
+ * E-mailed one-time codes (CONTRACT §6): sent, consumed at once, or checked now and spent later.
+ * A code works only in the dashboard session that requested it (`OtpHolder`, issue #34).
+ */
 
 export async function requestOtp(
   kit: AuthKit,
-  userId: string,
+  holder: { userId: string; sessionId: string },
   purpose: OtpPurpose,
 ): Promise<{ expiresAt: Date }> {
-  const user = await findUserById(kit.db, userId);
+  const user = await findUserById(kit.db, holder.userId);
   if (!user) throw AppError.invalidAuth();
-  const { code, expiresAt } = await kit.otp.issue(user.id, purpose, kit.now());
+  const { code, expiresAt } = await kit.otp.issue(
+    { userId: user.id, sessionId: holder.sessionId },
+    purpose,
+    kit.now(),
+  );
   const minutes = Math.round(kit.config.otpTtlSeconds / 60);
   const action = {
     payout: "confirm a payout",
     password_change: "change your password",
-    sensitive: "confirm a sensitive change (API keys, settings, webhooks or two-factor authentication)",
+    sensitive: "confirm a sensitive change (API keys, settings, webhooks, team or two-factor authentication)",
   }[purpose];
   await kit.mailer.send({
     to: user.email,
@@ -26,22 +34,31 @@ export async function requestOtp(
     text: [
       `Your one-time code to ${action} is: ${code}`,
       "",
-      `It is valid for ${minutes} minutes and can be used once. Never share it.`,
+      `It is valid for ${minutes} minutes, can be used once, and only in the browser or app that asked for it. Never share it.`,
       "If you did not ask for it, change your password.",
     ].join("\n"),
   });
   return { expiresAt };
 }
 
-/** Checks and consumes an OTP of a purpose; throws 400 on `field` when it does not match. */
+/** Whose code, from a user id and the session of the request (none: no code matches). */
+function holderOf(userId: string, sessionId: string | null | undefined): OtpHolder {
+  return { userId, sessionId: sessionId ?? null };
+}
+
+/**
+ * Checks and consumes an OTP of a purpose requested by `sessionId`; throws 400 on `field` when it
+ * does not match.
+ */
 export async function consumeOtp(
   kit: AuthKit,
   userId: string,
   purpose: OtpPurpose,
   code: string,
   field = "otp",
+  sessionId: string | null = null,
 ): Promise<void> {
-  if (!(await kit.otp.verify(userId, purpose, code, kit.now()))) {
+  if (!(await kit.otp.verify(holderOf(userId, sessionId), purpose, code, kit.now()))) {
     throw invalidOtp(field);
   }
 }
@@ -53,7 +70,8 @@ function invalidOtp(field: string): AppError {
 /**
  * Checks an e-mailed code for an action that runs later in its own transaction (a payout): the
  * code's id, to be spent there with `spendCheckedOtp`. A wrong code costs a try and is refused
- * here; a right one stays usable until the action commits.
+ * here; a right one stays usable until the action commits. Without the requesting session
+ * (`sessionId`), no code matches.
  */
 export async function checkOtp(
   kit: AuthKit,
@@ -61,8 +79,9 @@ export async function checkOtp(
   purpose: OtpPurpose,
   code: string,
   field = "otp",
+  sessionId: string | null = null,
 ): Promise<string> {
-  const id = await kit.otp.check(userId, purpose, code, kit.now());
+  const id = await kit.otp.check(holderOf(userId, sessionId), purpose, code, kit.now());
   if (id === null) {
     throw invalidOtp(field);
   }

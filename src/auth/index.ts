@@ -30,6 +30,7 @@ export {
   listMembers,
   type MemberActor,
   type MemberView,
+  reassignApiKey,
   removeMember,
   transferOwnership,
 } from "./members.js";
@@ -37,5 +38,5 @@ export { OTP_PURPOSES } from "./otp.js";
 export { changePassword, forgotPassword, PASSWORD_RESET_TTL_MS, resetPassword } from "./password-reset.js";
 export { issueAccessToken, logout, type RefreshResult, refreshSession } from "./session-flows.js";
 export { type ActiveSession, findActiveSession, REFRESH_TOKEN_TTL_SECONDS } from "./sessions.js";
-export { checkStepUp, consumeStepUp, type StepUpCodes } from "./step-up.js";
+export { checkStepUp, consumeStepUp, type StepUpCodes, type StepUpHolder } from "./step-up.js";
 export { disableTotp, enableTotp, setupTotp } from "./two-factor.js";

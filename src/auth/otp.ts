@@ -6,11 +6,21 @@ import { newId } from "../domain/ids.js";
 /**
  * E-mailed one-time passwords (CONTRACT §6): 6 digits, kept only as an HMAC (a keyed hash: six
  * digits under a plain hash fall to a million guesses offline), `OTP_TTL_SECONDS` long, 5 tries,
- * single use, bound to their purpose. Requesting a new code retires the open ones of the purpose.
- * `sensitive` is the step-up code of production writes (CONTRACT §6.1, `auth/step-up.ts`).
+ * single use, bound to their purpose and to the dashboard session that requested them (issue #34:
+ * another session of the same login — a second sign-in by whoever knows the password — cannot
+ * spend a code mailed for this one). Requesting a new code retires the open ones of the purpose,
+ * in every session of the user (one open code per purpose at a time). `sensitive` is the step-up
+ * code of production writes (CONTRACT §6.1, `auth/step-up.ts`).
  */
 export const OTP_PURPOSES = ["payout", "password_change", "sensitive"] as const;
 export const OTP_MAX_ATTEMPTS = 5;
+
+/** Whose code: the user, and the dashboard session that requested it (the only one that may use it). */
+export interface OtpHolder {
+  userId: string;
+  /** Null: no session, so no code matches (fails closed). */
+  sessionId: string | null;
+}
 
 export class OtpService {
   constructor(
@@ -25,7 +35,9 @@ export class OtpService {
   }
 
   /** Creates a code and returns it (to be e-mailed); earlier open codes of the purpose stop working. */
-  async issue(userId: string, purpose: OtpPurpose, now: Date): Promise<{ code: string; expiresAt: Date }> {
+  async issue(holder: OtpHolder, purpose: OtpPurpose, now: Date): Promise<{ code: string; expiresAt: Date }> {
+    const { userId, sessionId } = holder;
+    if (sessionId === null) throw new Error("an e-mailed code is requested by a dashboard session");
     const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
     const id = newId("otp");
     const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
@@ -42,6 +54,7 @@ export class OtpService {
         .values({
           id,
           user_id: userId,
+          session_id: sessionId,
           purpose,
           code_hash: this.#hash(id, code),
           expires_at: expiresAt,
@@ -59,14 +72,14 @@ export class OtpService {
    * transaction when given one, so the code is consumed together with the action it authorises.
    */
   async verify(
-    userId: string,
+    holder: OtpHolder,
     purpose: OtpPurpose,
     code: string,
     now: Date,
     db: Db = this.db,
   ): Promise<boolean> {
     const run = async (trx: Db): Promise<boolean> => {
-      const id = await this.#match(trx, userId, purpose, code, now);
+      const id = await this.#match(trx, holder, purpose, code, now);
       return id !== null && (await this.consume(trx, id, now));
     };
     return db.isTransaction ? run(db) : db.transaction().execute(run);
@@ -77,8 +90,8 @@ export class OtpService {
    * uses up one of the tries, committed at once). The action it authorises then consumes it with
    * `consume` in its own transaction, so an action that fails leaves the code usable.
    */
-  async check(userId: string, purpose: OtpPurpose, code: string, now: Date): Promise<string | null> {
-    return this.db.transaction().execute((trx) => this.#match(trx, userId, purpose, code, now));
+  async check(holder: OtpHolder, purpose: OtpPurpose, code: string, now: Date): Promise<string | null> {
+    return this.db.transaction().execute((trx) => this.#match(trx, holder, purpose, code, now));
   }
 
   /**
@@ -126,23 +139,29 @@ export class OtpService {
       .execute();
   }
 
-  /** The open code of the purpose if `code` matches it; a mismatch spends a try. */
+  /**
+   * The open code of the purpose requested by this session if `code` matches it; a mismatch spends
+   * a try. Another session's code is not looked at (neither matched nor spent).
+   */
   async #match(
     trx: Db,
-    userId: string,
+    holder: OtpHolder,
     purpose: OtpPurpose,
     code: string,
     now: Date,
   ): Promise<string | null> {
+    const { userId, sessionId } = holder;
+    if (sessionId === null) return null;
     if (!/^\d{6}$/.test(code)) {
       // Malformed input still costs a try, like any wrong code.
-      await this.#spendTry(trx, userId, purpose, now);
+      await this.#spendTry(trx, userId, sessionId, purpose, now);
       return null;
     }
     const row = await trx
       .selectFrom("dashboard_otps")
       .select(["id", "code_hash", "attempts", "expires_at"])
       .where("user_id", "=", userId)
+      .where("session_id", "=", sessionId)
       .where("purpose", "=", purpose)
       .where("consumed_at", "is", null)
       .orderBy("created_at", "desc")
@@ -163,11 +182,12 @@ export class OtpService {
     return row.id;
   }
 
-  async #spendTry(db: Db, userId: string, purpose: OtpPurpose, now: Date) {
+  async #spendTry(db: Db, userId: string, sessionId: string, purpose: OtpPurpose, now: Date) {
     await db
       .updateTable("dashboard_otps")
       .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
       .where("user_id", "=", userId)
+      .where("session_id", "=", sessionId)
       .where("purpose", "=", purpose)
       .where("consumed_at", "is", null)
       .where("expires_at", ">", now)

@@ -108,7 +108,7 @@ export async function changePassword(
     await recordFailure(kit.db, keys, now);
     throw AppError.validation([{ field: "currentPassword", message: "is not the current password" }]);
   }
-  await consumeOtp(kit, user.id, "password_change", input.otp);
+  await consumeOtp(kit, user.id, "password_change", input.otp, "otp", currentSessionId);
   const passwordHash = await hashPassword(input.newPassword);
   await kit.db.transaction().execute(async (trx) => {
     await setPassword(trx, user.id, passwordHash, now);

@@ -1,4 +1,4 @@
-import { auditRetentionJob } from "../audit/index.js";
+import { auditRetentionJob, securityNotificationJob } from "../audit/index.js";
 import { sessionExpiryJob } from "../deposits/index.js";
 import { reserveJobs } from "../reserves/index.js";
 import type { Runtime } from "../runtime.js";
@@ -16,6 +16,12 @@ const CHECKOUT_EXPIRY_POLL_MS = 1_000;
 export function workerJobs(runtime: Runtime, instanceId: string, role: string): Job[] {
   return [
     heartbeatJob(runtime.database.db, instanceId, role),
+    securityNotificationJob({
+      db: runtime.database.db,
+      clock: runtime.clock,
+      logger: runtime.logger,
+      mailer: { send: (m) => runtime.authKit.mailer.send(m) },
+    }),
     ...auditRetentionJob({
       db: runtime.database.db,
       clock: runtime.clock,

@@ -351,8 +351,10 @@ describe("every action leaves exactly one record", () => {
     expect(setup.status, setup.text).toBe(200);
     expect((await rows()).some((r) => r.request_id === setup.headers.get("x-request-id"))).toBe(false);
     const code = await generate({ secret: setup.body.data.secret });
+    const otp1 = await mailedCode("sensitive");
     const enabled = await one(
-      () => call(svc.urls.sandbox, "/api/v1/auth/2fa/enable", { headers: bearer(), json: { code } }),
+      () =>
+        call(svc.urls.sandbox, "/api/v1/auth/2fa/enable", { headers: bearer(), json: { code, otp: otp1 } }),
       200,
     );
     expect(enabled.record).toMatchObject({ action: "auth.two_factor_enable", environment: null });

@@ -275,7 +275,11 @@ describe("TOTP", () => {
     expect(stored.totp_secret).not.toContain(secret);
 
     expect((await b.req("/api/v1/auth/2fa/enable", { json: { code: "000000" } })).status).toBe(400);
-    expect((await b.req("/api/v1/auth/2fa/enable", { json: { code: await code() } })).status).toBe(200);
+    // Turning 2FA on needs the e-mailed step-up code too (CONTRACT §6.1, issue #34 finding 7).
+    const onOtp = await sensitiveCode(b, email);
+    expect(
+      (await b.req("/api/v1/auth/2fa/enable", { json: { code: await code(), otp: onOtp } })).status,
+    ).toBe(200);
 
     const c = new Browser(svc.urls.production);
     const noTotp = await c.req("/api/v1/auth/login", { json: { email, password: PASSWORD } });

@@ -159,7 +159,9 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
       newPassword: PASSWORD,
       otp: "123456",
     },
-    "POST /api/v1/auth/2fa/enable": { code: "123456" },
+    // Step-up in every environment (CONTRACT §6.1); no setup yet: refused (409) after the check,
+    // which gives the code back.
+    "POST /api/v1/auth/2fa/enable": { code: "123456", otp: sensitiveOtp },
     // 2FA is off: refused (409) after the step-up check, which gives the code back.
     "POST /api/v1/auth/2fa/disable": { otp: sensitiveOtp, totp: "123456" },
     "POST /api/v1/dashboard/api-keys": { environment: "sandbox" },
@@ -171,6 +173,8 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
     "POST /api/v1/auth/invitations/accept": { token: `ivt_${"a".repeat(43)}`, password: PASSWORD },
     // Step-up routes that take nothing else (otp/totp are needed in production only).
     "POST /api/v1/dashboard/api-keys/{id}/rotate": {},
+    // Issue #34: whom a pair acts for (a member's id; step-up for a production pair only).
+    "POST /api/v1/dashboard/api-keys/{id}/reassign": { memberId: "usr_hostile" },
     "POST /api/v1/webhook/secret/rotate": {},
     "PATCH /api/v1/dashboard/settings": {
       autoWithdraw: false,
@@ -223,6 +227,14 @@ async function send(
     });
     // A new code replaces the one before: keep the payout base body's code current.
     if (channel === "merchant" && path === "/api/v1/auth/otp" && r.status === 200) await readPayoutOtp();
+    // A sign-in (or a registration) starts another session, and an e-mailed code works only in the
+    // session that requested it (issue #34): request the step-up and payout codes again.
+    if (
+      channel === "merchant" &&
+      (path === "/api/v1/auth/login" || path === "/api/v1/auth/register") &&
+      r.status < 300
+    )
+      await renewCodes();
     return r;
   }
   return call(base, path, {
@@ -231,6 +243,23 @@ async function send(
     ...(init.json !== undefined ? { json: init.json } : {}),
     ...bodyOf(init),
   });
+}
+
+let renewing: Promise<void> = Promise.resolve();
+
+/**
+ * Fresh `sensitive` and `payout` codes for the merchant browser's current session, one renewal at
+ * a time (racing sign-ins each end in one; the last runs with the session the browser kept).
+ */
+function renewCodes(): Promise<void> {
+  const renew = async () => {
+    sensitiveOtp = await outboxOtp(merchant, "sensitive");
+    const otp = await merchant.req("/api/v1/auth/otp", { json: { purpose: "payout" } });
+    expect(otp.status, otp.text).toBe(200);
+    await readPayoutOtp();
+  };
+  renewing = renewing.then(renew, renew);
+  return renewing;
 }
 
 /** The newest code in the development outbox. */

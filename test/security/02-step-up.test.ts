@@ -268,7 +268,7 @@ describe("with 2FA on, the e-mailed code alone is not enough", () => {
       clock.advance(30_000); // each accepted code must be of a later time step
       return generate({ secret, epoch: Math.floor(clock.now() / 1000) });
     };
-    const on = await a.b.req("/api/v1/auth/2fa/enable", { json: { code: await totp() } });
+    const on = await a.b.req("/api/v1/auth/2fa/enable", { json: { code: await totp(), otp: await otp(a) } });
     expect(on.status, on.text).toBe(200);
     return { a, totp };
   }
@@ -396,7 +396,6 @@ describe("a new sensitive route cannot forget the step-up silently", () => {
       "POST /api/v1/auth/otp", // asks for the code
       "POST /api/v1/auth/password/change", // its own OTP (password_change) and the current password
       "POST /api/v1/auth/2fa/setup", // adds a factor, not active until enabled
-      "POST /api/v1/auth/2fa/enable", // strengthens
       "DELETE /api/v1/dashboard/api-keys/{id}", // revoking only takes access away
       "POST /api/v1/webhook/test", // a test event to the URL already set
       "POST /api/v1/webhook/retry/{webhookEventId}", // re-sends an event to the URL already set
@@ -434,6 +433,8 @@ describe("a new sensitive route cannot forget the step-up silently", () => {
     expect(guarded.sort()).toEqual(
       [
         "POST /api/v1/auth/2fa/disable",
+        // Issue #34 finding 7: enrolling an authenticator is account-wide step-up too.
+        "POST /api/v1/auth/2fa/enable",
         "POST /api/v1/dashboard/api-keys",
         "POST /api/v1/dashboard/api-keys/{id}/rotate",
         "PATCH /api/v1/dashboard/settings",
@@ -475,7 +476,9 @@ describe("dashboard payouts in production: the payout OTP and, with 2FA on, the 
       clock.advance(30_000);
       return generate({ secret, epoch: Math.floor(clock.now() / 1000) });
     };
-    expect((await b.req("/api/v1/auth/2fa/enable", { json: { code: await totp() } })).status).toBe(200);
+    expect(
+      (await b.req("/api/v1/auth/2fa/enable", { json: { code: await totp(), otp: await otp(a) } })).status,
+    ).toBe(200);
     const payout = (codes: Record<string, string>) =>
       b.req("/api/v1/dashboard/payouts", {
         json: {

@@ -471,6 +471,12 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await shot("settings-2fa-qr");
       await page.getByLabel("Enter the 6-digit code it shows").fill(await generate({ secret: seed }));
       await page.getByRole("button", { name: "Turn on" }).click();
+      // Turning 2FA on is account-wide step-up (CONTRACT §6.1): the e-mailed code, in any environment.
+      const twofaStepUp = page.getByRole("dialog", { name: "Confirm it's you" });
+      await pwExpect(twofaStepUp).toContainText("Two-factor authentication guards every sign-in");
+      await twofaStepUp.getByRole("button", { name: "E-mail me a code" }).click();
+      await twofaStepUp.getByLabel("E-mailed code").fill(await latestCode());
+      await twofaStepUp.getByRole("button", { name: "Confirm" }).click();
       await pwExpect(page.getByTestId("twofa-status")).toHaveText("on");
       (globalThis as { totpSeed?: string }).totpSeed = seed;
     });

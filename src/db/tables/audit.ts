@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from "kysely";
+import type { ColumnType, Generated, Selectable } from "kysely";
 import type { Timestamp } from "./common.js";
 
 /** Table of migration 0017 (the audit log; append-only). */
@@ -24,6 +24,22 @@ export interface AuditLogTable {
 
 export type AuditLogRow = Selectable<AuditLogTable>;
 
+/** Migration 0026: the security notifications to mail (CONTRACT §6), one row per mail. */
+export interface SecurityNotificationsTable {
+  id: ColumnType<bigint | number, never, never>;
+  audit_id: bigint | number | string;
+  merchant_id: string | null;
+  recipient: string;
+  subject: string;
+  body: string;
+  created_at: Date;
+  next_attempt_at: Date;
+  attempts: Generated<number>;
+  last_error: string | null;
+  sent_at: Date | null;
+}
+
 export interface AuditTables {
   audit_log: AuditLogTable;
+  security_notifications: SecurityNotificationsTable;
 }

@@ -58,6 +58,8 @@ export interface DashboardRefreshTokensTable {
 export interface DashboardOtpsTable {
   id: string;
   user_id: string;
+  /** Migration 0026: the dashboard session that requested the code, the only one that can use it. */
+  session_id: string | null;
   purpose: OtpPurpose;
   code_hash: Buffer | Uint8Array;
   attempts: Generated<number>;

@@ -110,8 +110,17 @@ function header(request: FastifyRequest, name: string): string | null {
   return typeof v === "string" ? v : null;
 }
 
-export function registerAudit(app: FastifyInstance, deps: Pick<RouteDeps, "database" | "logger">) {
+export function registerAudit(
+  app: FastifyInstance,
+  deps: Pick<RouteDeps, "database" | "logger" | "authKit">,
+) {
   const db = deps.database.db;
+  // A security-relevant record's notices (CONTRACT §6) are mailed before the answer (audit/notifications.ts).
+  const notify = {
+    mailer: { send: (mail: { to: string; subject: string; text: string }) => deps.authKit.mailer.send(mail) },
+    clock: deps.authKit.clock,
+    logger: deps.logger,
+  };
 
   async function write(request: FastifyRequest, reply: FastifyReply, spec: AuditSpec, payload: unknown) {
     const status = reply.statusCode;
@@ -136,7 +145,7 @@ export function registerAudit(app: FastifyInstance, deps: Pick<RouteDeps, "datab
           : undefined,
         details: { ...copiedFields(request, spec), ...known.details },
       };
-      await recordAudit(db, entry);
+      await recordAudit(db, entry, notify);
       return;
     }
     if (spec.failure && (status === 401 || status === 403)) {

@@ -1,7 +1,15 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { type AuthKit, checkStepUp, consumeStepUp, type OtpPurpose } from "../../auth/index.js";
+import {
+  type AuthKit,
+  checkOtp,
+  checkStepUp,
+  consumeStepUp,
+  type OtpPurpose,
+  type StepUpHolder,
+} from "../../auth/index.js";
 import type { Environment } from "../../domain/environment.js";
+import { dashboardSession } from "./dashboard-auth.js";
 
 /**
  * Step-up of sensitive dashboard writes (CONTRACT §6.1), declared by the route:
@@ -23,7 +31,11 @@ import type { Environment } from "../../domain/environment.js";
  *
  * A route whose OTP must be spent inside its own transaction (the payout, whose idempotent replays
  * must not ask for a code again) declares `stepUp: { inRoute: "payout" }` and calls
- * `checkStepUpOf` itself.
+ * `checkStepUpOf` itself; on the dashboard channel that checks the route's own code in the sandbox
+ * too (a payout needs its OTP in both environments, CONTRACT §4.3).
+ *
+ * Every code is checked against the session of the request: a code works only in the dashboard
+ * session that requested it (issue #34).
  */
 
 export type StepUpTarget = Environment | "account";
@@ -65,12 +77,17 @@ export const StepUpBody = Type.Object(StepUpFields, { additionalProperties: fals
 
 const granted = new WeakMap<FastifyRequest, string>();
 
-/** The dashboard user who must step up, or null (API-key channel, a sandbox write). */
-async function stepUpUser(request: FastifyRequest, rule: StepUpRule): Promise<string | null> {
+/** The dashboard session of the request, or null (API-key channel). */
+function dashboardHolder(request: FastifyRequest): StepUpHolder | null {
   const p = request.principal;
   if (p?.channel !== "dashboard") return null;
-  const target = rule.target ? await rule.target(request) : p.environment;
-  return target === "sandbox" ? null : p.userId;
+  return { userId: p.userId, sessionId: dashboardSession(request).sessionId };
+}
+
+/** Whether the write's target needs step-up (production or the account; not the sandbox). */
+async function targetNeedsStepUp(request: FastifyRequest, rule: StepUpRule): Promise<boolean> {
+  const target = rule.target ? await rule.target(request) : request.principal?.environment;
+  return target !== "sandbox";
 }
 
 function codesOf(request: FastifyRequest): { otp?: string; totp?: string } {
@@ -82,14 +99,18 @@ function codesOf(request: FastifyRequest): { otp?: string; totp?: string } {
 }
 
 /**
- * For `inRoute` routes: the id of the checked (not consumed) code when the request needs step-up,
- * null when it does not (sandbox, API-key channel).
+ * For `inRoute` routes on the dashboard channel: the id of the checked (not consumed) code — the
+ * full step-up (the route's e-mailed code, and the TOTP with 2FA on) when the target needs it, the
+ * route's e-mailed code alone in the sandbox. Null on the API-key channel.
  */
 export async function checkStepUpOf(request: FastifyRequest, kit: AuthKit): Promise<string | null> {
   const rule = request.routeOptions.config?.stepUp;
   if (!rule?.inRoute) throw new Error("route does not declare stepUp.inRoute");
-  const userId = await stepUpUser(request, rule);
-  return userId === null ? null : checkStepUp(kit, userId, codesOf(request), rule.inRoute);
+  const holder = dashboardHolder(request);
+  if (holder === null) return null;
+  const codes = codesOf(request);
+  if (await targetNeedsStepUp(request, rule)) return checkStepUp(kit, holder, codes, rule.inRoute);
+  return checkOtp(kit, holder.userId, rule.inRoute, codes.otp ?? "", "otp", holder.sessionId);
 }
 
 export function registerStepUp(app: FastifyInstance, kit: AuthKit) {
@@ -109,9 +130,9 @@ export function registerStepUp(app: FastifyInstance, kit: AuthKit) {
   app.addHook("preHandler", async (request) => {
     const rule = request.routeOptions.config?.stepUp;
     if (!rule || rule.inRoute) return;
-    const userId = await stepUpUser(request, rule);
-    if (userId === null) return;
-    const otpId = await checkStepUp(kit, userId, codesOf(request), "sensitive");
+    const holder = dashboardHolder(request);
+    if (holder === null || !(await targetNeedsStepUp(request, rule))) return;
+    const otpId = await checkStepUp(kit, holder, codesOf(request), "sensitive");
     await consumeStepUp(kit, otpId);
     granted.set(request, otpId);
   });

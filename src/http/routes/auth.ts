@@ -301,7 +301,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       schema: {
         summary: "E-mail a 6-digit one-time code for a purpose (payout, password_change, sensitive)",
         description:
-          "`sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, 2FA disable (CONTRACT §6.1).",
+          "`sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, team changes, 2FA enable and disable (CONTRACT §6.1). A code works only in the session that requested it (the same access or refresh token family), once, for 10 minutes; requesting a new code of a purpose retires the open one.",
         tags: ["Dashboard auth"],
         body: Type.Object(
           { purpose: Type.Union(OTP_PURPOSES.map((p) => Type.Literal(p))) },
@@ -315,7 +315,9 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      const { expiresAt } = await requestOtp(kit, p.userId, request.body.purpose);
+      // The code works only in this session (issue #34).
+      const holder = { userId: p.userId, sessionId: dashboardSession(request).sessionId };
+      const { expiresAt } = await requestOtp(kit, holder, request.body.purpose);
       return {
         success: true as const,
         data: { purpose: request.body.purpose, expiresAt: expiresAt.toISOString() },

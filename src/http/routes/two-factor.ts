@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { disableTotp, enableTotp, setupTotp } from "../../auth/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
-import { StepUpBody } from "../plugins/step-up.js";
+import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { Code, Done } from "../schemas/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
@@ -39,17 +39,23 @@ export function twoFactorRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/enable",
     {
+      // Account-wide, whatever the environment (CONTRACT §6.1): a session alone must not enrol an
+      // authenticator, or a stolen session would lock the owner out of the next sign-in.
       config: {
         auth: "dashboard",
         audience: "account",
         tier: "auth",
         errors: ["INVALID_STATE"],
+        stepUp: { target: () => "account" },
         audit: { action: "auth.two_factor_enable", accountWide: true },
       },
       schema: {
-        summary: "Enable TOTP with a valid code of the seed from setup",
+        summary:
+          "Enable TOTP: a valid code of the seed from setup (`code`) and an e-mailed `sensitive` code (`otp`)",
+        description:
+          'The e-mailed code is requested with POST /api/v1/auth/otp `{ purpose: "sensitive" }` in the same session. A wrong `code` leaves the e-mailed code usable. The owner is e-mailed when 2FA is turned on or off.',
         tags: ["Dashboard auth"],
-        body: Code,
+        body: Type.Object({ ...Code.properties, ...StepUpFields }, { additionalProperties: false }),
         response: { 200: ok(Done), 409: commonErrors[400], ...commonErrors },
       },
     },

@@ -5,7 +5,7 @@ import { CodeField, ConfirmDialog, ErrorNotice } from "./ui";
 
 /**
  * Step-up for sensitive production writes (CONTRACT §6.1): key pair create and rotate, settings,
- * webhook URL and secret rotate, 2FA off. A screen wraps the write:
+ * webhook URL and secret rotate, team changes, 2FA on and off. A screen wraps the write:
  *
  *   const stepUp = useStepUp();
  *   useMutation({ mutationFn: () => stepUp.run((codes) => post(path, { ...body, ...codes })) });
@@ -36,8 +36,8 @@ interface Pending {
 }
 
 /**
- * `always`: account-wide writes (2FA off, team changes) ask in every environment. `reason`: why
- * the dialog asks (default: live money).
+ * `always`: account-wide writes (2FA on and off, team changes) ask in every environment.
+ * `reason`: why the dialog asks (default: live money).
  */
 export function useStepUp(options: { always?: boolean; reason?: string } = {}) {
   const { environment, me } = useSession();

@@ -179,14 +179,15 @@ function TwoFactor() {
   const { me, signedIn } = useSession();
   const [setup, setSetup] = useState<{ secret: string; otpauthUri: string; qrCode: string } | null>(null);
   const [code, setCode] = useState("");
-  // Turning 2FA off is account-wide: the e-mailed code and the authenticator code, in any environment.
-  const stepUp = useStepUp({ always: true });
+  // Turning 2FA on or off is account-wide: the e-mailed code (and, to turn it off, the
+  // authenticator code), in any environment (CONTRACT §6.1).
+  const stepUp = useStepUp({ always: true, reason: "Two-factor authentication guards every sign-in" });
   const start = useMutation({
     mutationFn: () => post<{ secret: string; otpauthUri: string; qrCode: string }>("/api/v1/auth/2fa/setup"),
     onSuccess: setSetup,
   });
   const enable = useMutation({
-    mutationFn: () => post("/api/v1/auth/2fa/enable", { code }),
+    mutationFn: () => stepUp.run((codes) => post("/api/v1/auth/2fa/enable", { code, ...codes })),
     onSuccess: async () => {
       setSetup(null);
       setCode("");
