@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { ensurePrivateDir } from "../lib/private-files.js";
+import { ensurePrivateDir, readKeyFile, UnsafeFileError, writeKeyFile } from "../lib/private-files.js";
 import { type Config, ConfigError, GENERATED_SECRET_NAMES, type GeneratedSecretName } from "./config.js";
 
 /** `INTERNAL_SHARED_SECRET` is absent in the roles that never call the signer (CONTRACT §9). */
@@ -21,11 +20,11 @@ export function holdsInternalSecret(role: string): boolean {
 /**
  * The roles and commands that use none of the service's own secrets (SECRET_ENCRYPTION_KEY,
  * JWT_SECRET, METRICS_TOKEN): the `signer` (it holds the mnemonic and INTERNAL_SHARED_SECRET only),
- * `signer export-xpubs` on the signer's host, and `migrate`. In production mode they start
- * without them, so the signer host never holds the key that forges dashboard sessions or the one
- * that unseals webhook secrets and TOTP seeds.
+ * `signer export-xpubs` on the signer's host, `migrate` and `db roles` (the owner's database work).
+ * In production mode they start without them, so the signer host never holds the key that forges
+ * dashboard sessions or the one that unseals webhook secrets and TOTP seeds.
  */
-const WITHOUT_SERVICE_SECRETS = new Set(["signer", "signer export-xpubs", "migrate"]);
+const WITHOUT_SERVICE_SECRETS = new Set(["signer", "signer export-xpubs", "migrate", "db roles"]);
 
 export function usesServiceSecrets(role: string): boolean {
   return !WITHOUT_SERVICE_SECRETS.has(role);
@@ -90,7 +89,9 @@ export function configForRole(config: Config, role: string): { config: Config; i
  * `DATA_DIR/secrets.json` (mode 0600) outside production mode so that restarts keep them (data
  * encrypted with a lost key is lost). In production mode `parseConfig` and `configForRole` have
  * already refused to start without them. A role that does not hold `INTERNAL_SHARED_SECRET`
- * neither generates nor returns it.
+ * neither generates nor returns it. The file is read and written without following a link and
+ * must be owned by the user running stablegate (issue #34, finding 8: a planted `JWT_SECRET`
+ * forges dashboard sessions): otherwise a `ConfigError` on `DATA_DIR`.
  */
 export async function resolveSecrets(config: Config, role?: string): Promise<ResolvedSecrets> {
   const names = GENERATED_SECRET_NAMES.filter(
@@ -118,9 +119,10 @@ async function resolveNamed(
   const file = path.join(config.dataDir, "secrets.json");
   let stored: Partial<ResolvedSecrets> = {};
   try {
-    stored = JSON.parse(await readFile(file, "utf8")) as Partial<ResolvedSecrets>;
+    const text = await readKeyFile(file);
+    if (text !== undefined) stored = JSON.parse(text) as Partial<ResolvedSecrets>;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    throw unsafe(err);
   }
   let changed = false;
   for (const name of missing) {
@@ -131,7 +133,9 @@ async function resolveNamed(
   }
   if (changed) {
     await ensurePrivateDir(config.dataDir);
-    await writeFile(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
+    await writeKeyFile(file, JSON.stringify(stored, null, 2)).catch((err: unknown) => {
+      throw unsafe(err);
+    });
   }
   const out: Record<string, string> = {};
   for (const name of names) {
@@ -139,6 +143,17 @@ async function resolveNamed(
     if (value) out[name] = value;
   }
   return out as ResolvedSecrets;
+}
+
+/** An `UnsafeFileError` of `secrets.json` as the ConfigError of its folder. */
+function unsafe(err: unknown): unknown {
+  if (!(err instanceof UnsafeFileError)) return err;
+  return new ConfigError([
+    {
+      variable: "DATA_DIR",
+      message: `${err.message}: refusing to use it as secrets.json (it must be a regular file owned by the user running stablegate)`,
+    },
+  ]);
 }
 
 function pick(secrets: Record<string, string>, names: readonly string[]): ResolvedSecrets {

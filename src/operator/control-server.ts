@@ -1,5 +1,6 @@
-import { chmod, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rename, rm } from "node:fs/promises";
 import http from "node:http";
+import path from "node:path";
 import type { Logger } from "pino";
 import { AppError } from "../domain/errors.js";
 import { type OperatorContext, runOperatorCommand } from "./commands.js";
@@ -11,6 +12,17 @@ const MAX_BODY = 64 * 1024;
  * DATA_DIR, mode 0600, so only the operating-system user running stablegate can reach it (the
  * same user who could read the data folder anyway). It accepts `POST /commands/<name>` with JSON
  * arguments and answers `{ ok, result }` or `{ ok: false, error }`.
+ *
+ * Private from the moment it exists at its path (issue #34): bind(2) gives a socket the mode
+ * 0777 & ~umask, so a socket bound at its final path and chmod'ed afterwards is reachable by any
+ * local user in between whenever the umask is loose (an embedding process, a test runner). It is
+ * bound instead inside a fresh folder `mkdtemp` creates 0700 (a mode the umask can only narrow),
+ * where nobody else can reach it whatever its own mode, made 0600 there, and then moved to its
+ * path with rename(2), which is atomic within DATA_DIR: the path never names a socket with another
+ * mode. (A restrictive umask around listen() would be process-wide: it would race with every file
+ * other threads create meanwhile, and `process.umask(mask)` throws in worker threads.) The staging
+ * folder's name is shorter than `control.sock`, so a path that fits the 107-byte limit of a Unix
+ * socket's address fits while staged too.
  */
 export async function startControlServer(
   socketPath: string,
@@ -53,11 +65,23 @@ export async function startControlServer(
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(socketPath, () => resolve());
-  });
-  await chmod(socketPath, 0o600);
+  const staging = await mkdtemp(path.join(path.dirname(socketPath), ".s"));
+  try {
+    const staged = path.join(staging, "s");
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(staged, () => resolve());
+    });
+    try {
+      await chmod(staged, 0o600);
+      await rename(staged, socketPath);
+    } catch (err) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw err;
+    }
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
   return {
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -5,6 +5,7 @@ import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { type IdempotentAnswer, runIdempotent } from "../idempotency/index.js";
 import { listTransactions } from "../transactions/index.js";
+import { checkDestination } from "./destinations.js";
 import { type CreateCall, findOfKind, type Scope, type WithdrawalDesk } from "./requests.js";
 import { sendPayout, validateWithdrawal } from "./service.js";
 
@@ -31,7 +32,8 @@ export interface PayoutCall extends CreateCall {
 
 /**
  * `POST /api/v1/dashboard/payouts` (CONTRACT §4.3): everything that can be refused is checked
- * before the single-use OTP is tried; the OTP is checked only by a request that will run (a retry
+ * before the single-use OTP is tried (the destination too: no burn address, none of the gateway's
+ * own); the OTP is checked only by a request that will run (a retry
  * with the same Idempotency-Key replays its answer instead of "this code was already used") and
  * spent in the payout's transaction (a payout refused there — the balance, a chain error — rolls
  * back and leaves the code usable). The payout is held and executed at once.
@@ -44,6 +46,7 @@ export async function createPayout(
 ): Promise<IdempotentAnswer> {
   desk.chains.get(input.currencyType, who.environment);
   validateWithdrawal(desk.fees, "payout", input);
+  await checkDestination(desk.db, desk.addresses, who.environment, input.currencyType, input.walletAddress);
   let otpId = "";
   return runIdempotent(
     desk.idempotency,

@@ -9,6 +9,7 @@ import { type IdempotencyContext, type IdempotentRequest, runIdempotent } from "
 import { getSettings } from "../merchants/index.js";
 import { findTransaction, listTransactions } from "../transactions/index.js";
 import { listApprovals } from "./approvals.js";
+import { checkDestination, type SystemAddresses } from "./destinations.js";
 import {
   approveWithdrawal,
   createWithdrawal,
@@ -26,6 +27,8 @@ export interface WithdrawalDesk extends WithdrawalDeps {
   idempotency: IdempotencyContext;
   /** Which chains are available (CHAIN_UNAVAILABLE otherwise). */
   chains: Pick<ChainRegistry, "get">;
+  /** Derives the gateway's system wallets, which no withdrawal or payout may name (`checkDestination`). */
+  addresses: SystemAddresses;
 }
 
 export type Scope = { merchantId: string; environment: Environment };
@@ -39,8 +42,9 @@ export interface CreateCall {
 }
 
 /**
- * `POST /withdrawal-requests`: the chain must be available; then, once per `Idempotency-Key`, the
- * request is created in its own transaction (`createWithdrawal`).
+ * `POST /withdrawal-requests`: the chain must be available and the destination an outside one (no
+ * burn address, none of the gateway's own: `checkDestination`, before anything is held); then,
+ * once per `Idempotency-Key`, the request is created in its own transaction (`createWithdrawal`).
  */
 export async function requestWithdrawal(
   desk: WithdrawalDesk,
@@ -49,6 +53,7 @@ export async function requestWithdrawal(
   call: CreateCall,
 ) {
   desk.chains.get(input.currencyType, scope.environment);
+  await checkDestination(desk.db, desk.addresses, scope.environment, input.currencyType, input.walletAddress);
   return runIdempotent(desk.idempotency, call.idempotency(), async (trx) =>
     call.answer(await createWithdrawal(trx, desk, scope, input)),
   );

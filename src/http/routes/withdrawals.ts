@@ -56,6 +56,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
     db,
     idempotency: { db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs },
     chains: deps.chains,
+    addresses: deps.addressDeriver,
     kit,
     fees: deps.config.fees,
     requestTransfer: deps.requestTransfer,
@@ -81,6 +82,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       config: {
         auth: "apiKey",
         tier: "financial",
+        permission: "withdrawals:create",
         requireSecret: true,
         errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
       },
@@ -178,8 +180,10 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           summary: "Approve a pending withdrawal request (executed once it has the approvals it needs)",
           description:
             "Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the " +
-            "first approval is recorded and the request stays `pending`; the second executes it. The API-key " +
-            "channel counts as one approver; the same approver twice is refused (409 `INVALID_STATE`).",
+            "first approval is recorded and the request stays `pending`; the second executes it. Approvals are " +
+            "counted per person: an approval with an API key pair counts as the member the pair acts for " +
+            "(`createdBy`), so that member's session and key pairs are one approver; the same person twice is " +
+            "refused (409 `INVALID_STATE`).",
           tags,
           params: IdParams,
           response: { 200: ok(WithdrawalSchema), ...commonErrors },
@@ -189,7 +193,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         const who = writer(request);
         const approver: Approver =
           who.channel === "apiKey"
-            ? { type: "api_key", id: who.apiKeyId }
+            ? { type: "api_key", id: who.apiKeyId, member: who.member }
             : { type: "user", id: who.userId, email: dashboardSession(request).email };
         const r = await approveWithdrawalRequest(desk, who, request.params.id, approver);
         auditDetails(request, {

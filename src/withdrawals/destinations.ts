@@ -1,0 +1,87 @@
+import { normalizeAddress } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import { isRefusedBurnAddress } from "../domain/destination.js";
+import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
+import { type AddressDeriver, FIRST_DEPOSIT_INDEX } from "../wallet/index.js";
+
+/** What the destination check derives the gateway's system addresses with (watch-only is enough). */
+export type SystemAddresses = Pick<AddressDeriver, "address">;
+
+/**
+ * The destination of a withdrawal request or payout, checked at request time before anything is
+ * held (issue #34, findings 10 and 11): 400 `VALIDATION_ERROR` on `walletAddress` when it is
+ *
+ * - a burn address of its network (`domain/destination.ts`; in the sandbox the test failure
+ *   addresses stay usable, CONTRACT §4.1);
+ * - one of the gateway's own addresses on that network, in either environment: the system wallets
+ *   (indexes below `FIRST_DEPOSIT_INDEX`: the hot wallet, the gas tank and the ones reserved for
+ *   future system wallets) and every deposit address it issued (`watched_addresses`, any merchant).
+ *   Paying one would debit the merchant while the coins stay inside: books and chain would disagree.
+ *
+ * Both environments, because the production and sandbox accounts of one network come from the same
+ * mnemonic: an address of either is ours on every chain of that network. An address that does not
+ * parse is left to `validateWithdrawal`, which names the format error.
+ */
+export async function checkDestination(
+  db: Db,
+  addresses: SystemAddresses,
+  environment: Environment,
+  network: CurrencyType,
+  walletAddress: string,
+): Promise<void> {
+  let address: string;
+  try {
+    address = normalizeAddress(network, walletAddress);
+  } catch {
+    return;
+  }
+  if (isRefusedBurnAddress(network, environment, address))
+    throw refused(`is a burn address of ${network} (whatever is sent there is destroyed)`);
+  if (systemAddresses(addresses, network).has(comparable(network, address)))
+    throw refused("is one of this gateway's own system wallets, not an outside destination");
+  const issued = await db
+    .selectFrom("watched_addresses")
+    .select("address")
+    .where("network", "=", network)
+    .where("environment", "in", [...ENVIRONMENTS])
+    .where("address", "=", address)
+    .executeTakeFirst();
+  if (issued) throw refused("is a deposit address issued by this gateway, not an outside destination");
+}
+
+function refused(message: string): AppError {
+  return AppError.validation([{ field: "walletAddress", message }]);
+}
+
+/** EVM addresses compare without their EIP-55 checksum casing; TRON's base58check is exact. */
+function comparable(network: CurrencyType, address: string): string {
+  return network === "USDT-ERC20" ? address.toLowerCase() : address;
+}
+
+/** Per deriver and network: the system wallets of both environments (derived once, ~200 addresses). */
+const derived = new WeakMap<SystemAddresses, Map<CurrencyType, Set<string>>>();
+
+function systemAddresses(addresses: SystemAddresses, network: CurrencyType): Set<string> {
+  let byNetwork = derived.get(addresses);
+  if (!byNetwork) {
+    byNetwork = new Map();
+    derived.set(addresses, byNetwork);
+  }
+  let set = byNetwork.get(network);
+  if (!set) {
+    set = new Set();
+    for (const environment of ENVIRONMENTS) {
+      try {
+        for (let index = 0; index < FIRST_DEPOSIT_INDEX; index++)
+          set.add(comparable(network, addresses.address(network, environment, index)));
+      } catch {
+        // No account key for this (network, environment) in this process (watch-only from
+        // MASTER_XPUBS): nothing of it to compare; the signer's policy checks again.
+      }
+    }
+    byNetwork.set(network, set);
+  }
+  return set;
+}
