@@ -213,7 +213,7 @@ export type paths = {
         put?: never;
         /**
          * E-mail a 6-digit one-time code for a purpose (payout, password_change, sensitive)
-         * @description `sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, 2FA disable.
+         * @description `sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, team changes, 2FA enable and disable. A code works only in the session that requested it (the same access or refresh token family), once, for 10 minutes; requesting a new code of a purpose retires the open one.
          */
         post: operations["requestOtp"];
         delete?: never;
@@ -272,8 +272,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Enable TOTP with a valid code of the seed from setup
-         * @description Enable TOTP with a valid code of the seed from setup
+         * Enable TOTP: a valid code of the seed from setup (`code`) and an e-mailed `sensitive` code (`otp`)
+         * @description The e-mailed code is requested with POST /api/v1/auth/otp `{ purpose: "sensitive" }` in the same session. A wrong `code` leaves the e-mailed code usable. The owner is e-mailed when 2FA is turned on or off.
          */
         post: operations["enableTwoFactor"];
         delete?: never;
@@ -317,7 +317,7 @@ export type paths = {
         put?: never;
         /**
          * Create a key pair (the secret is shown once)
-         * @description `environment` defaults to the dashboard's environment (X-Environment or base URL). A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).
+         * @description `environment` defaults to the dashboard's environment (X-Environment or base URL). A production pair needs the step-up codes `otp` (and `totp` when 2FA is on). The pair acts for the member creating it (`createdBy`): it can never do more than that member's role allows in its environment.
          */
         post: operations["dashboardCreateApiKey"];
         delete?: never;
@@ -337,7 +337,7 @@ export type paths = {
         put?: never;
         /**
          * Rotate a key pair: a new pair (shown once); the old pair stops working at once
-         * @description A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).
+         * @description A production pair needs the step-up codes `otp` (and `totp` when 2FA is on). The new pair acts for the member who rotated it (who receives its secret), with that member's role.
          */
         post: operations["dashboardRotateApiKey"];
         delete?: never;
@@ -361,6 +361,26 @@ export type paths = {
          * @description Revoke a key pair
          */
         delete: operations["dashboardRevokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dashboard/api-keys/{id}/reassign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a key pair act for another member
+         * @description Owner or admin only (an admin never to or from the owner). The pair keeps its key and secret and acts for the member `memberId` (a current member of the merchant) from its next request, with that member's role: how a pair whose member was removed (403 `key_owner_removed`) or lost a permission (403 `key_owner_role`) works again. A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).
+         */
+        post: operations["dashboardReassignApiKey"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -967,7 +987,7 @@ export type paths = {
         };
         /**
          * Stream webhook deliveries as they are created (Server-Sent Events)
-         * @description One long-lived `text/event-stream` of every webhook event of this environment, whether or not a webhook URL is set: real events and test deliveries, in order, from the moment of connecting. Each message is `id: <webhookEventId>`, `event: webhook` and `data:` one line of JSON `{ id, type, transactionStatus, transactionId, isTest, createdAt, headers, body }` where `body` is the exact body a delivery sends (forward it byte for byte) and `headers` the headers of a delivery made now, signed with this environment's webhook secret (`X-Webhook-Signature` and the Standard Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`). A comment line every 15 s keeps proxies from closing the connection. To resume after a dropped connection, send the last received id as `Last-Event-ID` (or `?lastEventId=`): the stream continues exactly after that event, nothing missed and nothing repeated. An event appears about half a second after its transaction commits. At most 5 open streams per API key (429 beyond). `stablegate-dev listen` (in `@stablegate/sdk`) forwards this stream to a local URL.
+         * @description One long-lived `text/event-stream` of every webhook event of this environment, whether or not a webhook URL is set: real events and test deliveries, in order, from the moment of connecting. Each message is `id: <webhookEventId>`, `event: webhook` and `data:` one line of JSON `{ id, type, transactionStatus, transactionId, isTest, createdAt, headers, body }` where `body` is the exact body a delivery sends (forward it byte for byte) and `headers` the headers of a delivery made now, signed with this environment's webhook secret (`X-Webhook-Signature` and the Standard Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`). A comment line every 15 s keeps proxies from closing the connection. A new stream's first lines carry its position as `id: pos_…` (before any event). To resume after a dropped connection, send the last received id (an event id, or that position) as `Last-Event-ID` (or `?lastEventId=`): the stream continues exactly after that event, nothing missed and nothing repeated. An event appears about half a second after its transaction commits. The stream is re-authorised while it lives: when the key pair is revoked or rotated, the merchant suspended, the IP allowlist no longer admits the client, or the member the pair acts for is removed or loses `webhooks:read`, it ends within seconds with a last message `event: end`, `data: { reason: "access", error: { code, message, details? } }` (what a new request would be answered). It also ends after its maximum lifetime (`WEBHOOK_STREAM_MAX_LIFETIME_SECONDS`, default 1 h) with `data: { reason: "lifetime" }`: reconnect at once with `Last-Event-ID`; and on a shutdown (`shutdown`) or when its access cannot be confirmed (`unavailable`): reconnect after the `retry:` delay. Open streams are capped per API key, per merchant and in total across the gateway's instances (defaults 5, 10 and 200; 429 beyond). `stablegate-dev listen` (in `@stablegate/sdk`) forwards this stream to a local URL.
          */
         get: operations["streamWebhookDeliveries"];
         put?: never;
@@ -1133,7 +1153,7 @@ export type paths = {
         put?: never;
         /**
          * Approve a pending withdrawal request (executed once it has the approvals it needs)
-         * @description Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the first approval is recorded and the request stays `pending`; the second executes it. The API-key channel counts as one approver; the same approver twice is refused (409 `INVALID_STATE`).
+         * @description Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the first approval is recorded and the request stays `pending`; the second executes it. Approvals are counted per person: an approval with an API key pair counts as the member the pair acts for (`createdBy`), so that member's session and key pairs are one approver; the same person twice is refused (409 `INVALID_STATE`).
          */
         post: operations["approveWithdrawalRequest"];
         delete?: never;
@@ -1213,7 +1233,7 @@ export type paths = {
         put?: never;
         /**
          * Approve a pending withdrawal request (executed once it has the approvals it needs)
-         * @description Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the first approval is recorded and the request stays `pending`; the second executes it. The API-key channel counts as one approver; the same approver twice is refused (409 `INVALID_STATE`).
+         * @description Above the settings' `dualApprovalThreshold` (four-eyes) a request needs two different approvers: the first approval is recorded and the request stays `pending`; the second executes it. Approvals are counted per person: an approval with an API key pair counts as the member the pair acts for (`createdBy`), so that member's session and key pairs are one approver; the same person twice is refused (409 `INVALID_STATE`).
          */
         post: operations["dashboardApproveWithdrawalRequest"];
         delete?: never;
@@ -1423,6 +1443,10 @@ export type components = {
             environment: "production" | "sandbox";
             /** @description The key pair that authenticated this request */
             apiKeyId: string;
+            /** @description The member (user id) this key pair acts for; null for a pair the operator issued to a merchant without members */
+            createdBy: string | null;
+            /** @description That member's role now: the pair never does more than it allows in this environment */
+            role: "owner" | "admin" | "developer" | "finance" | "viewer";
         };
         /** AccountResponse */
         AccountResponse: {
@@ -1514,6 +1538,8 @@ export type components = {
             /** Format: date-time */
             createdAt: string;
             revokedAt: string | null;
+            /** @description The member (user id) the pair acts for: its creator, or whom an owner or admin reassigned it to. The pair never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) when that member is removed. Null only for a pair the operator issued to a merchant without members (it acts with the owner's role). */
+            createdBy: string | null;
         };
         /** ApiKeyListResponse */
         ApiKeyListResponse: {
@@ -1529,7 +1555,7 @@ export type components = {
             data: components["schemas"]["ApiKey"];
         };
         /** AuditAction */
-        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
+        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.reassign" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
         /** AuditRecord */
         AuditRecord: {
             id: string;
@@ -1989,6 +2015,8 @@ export type components = {
             /** @description Shown only in this response; store it in your server's secret store */
             apiSecret: string;
             environment: "production" | "sandbox";
+            /** @description The member (user id) the pair acts for: its creator, or whom an owner or admin reassigned it to. The pair never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) when that member is removed. Null only for a pair the operator issued to a merchant without members (it acts with the owner's role). */
+            createdBy: string | null;
         };
         /** NewApiKeyPairResponse */
         NewApiKeyPairResponse: {
@@ -2146,7 +2174,7 @@ export type components = {
          * Permission
          * @description What a member's role allows (docs/permissions.md)
          */
-        Permission: "money:read" | "payments:create" | "sandbox:pay" | "exports:read" | "withdrawals:approve" | "payouts:create" | "api_keys:read" | "api_keys:write" | "webhooks:read" | "webhooks:write" | "settings:read" | "settings:write" | "audit:read" | "members:read" | "members:write" | "ownership:transfer" | "dev_mail:read";
+        Permission: "money:read" | "payments:create" | "sandbox:pay" | "exports:read" | "withdrawals:create" | "withdrawals:approve" | "payouts:create" | "api_keys:read" | "api_keys:write" | "webhooks:read" | "webhooks:write" | "settings:read" | "settings:write" | "audit:read" | "members:read" | "members:write" | "ownership:transfer" | "dev_mail:read";
         /**
          * RateLimitedError
          * @description Too many requests in the window; retry after `Retry-After` seconds.
@@ -4030,11 +4058,15 @@ export interface operations {
             content: {
                 "application/json": {
                     code: string;
+                    /** @description Production (dashboard channel): a fresh e-mailed code, from POST /api/v1/auth/otp {"purpose":"sensitive"} (payouts: "payout") */
+                    otp?: string;
+                    /** @description Production (dashboard channel), when 2FA is on: the current code of the authenticator app */
+                    totp?: string;
                 };
             };
         };
         responses: {
-            /** @description Done: enable TOTP with a valid code of the seed from setup. */
+            /** @description Done: enable TOTP: a valid code of the seed from setup (`code`) and an e-mailed `sensitive` code (`otp`). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4693,6 +4725,158 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description The API key, in `data`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: The request is invalid; `details.fields` names each refused field. Fix it, do not retry as is. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `INVALID_AUTH`: Missing or wrong credentials (API key, secret, or dashboard session). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `NOT_FOUND`: No such object in this environment (or not yours). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description `INVALID_STATE`: The object is not in a state that allows this (e.g. approving a withdrawal that is no longer pending). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidStateError"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: An unexpected error; the `X-Request-Id` of the response identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    dashboardReassignApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The member's user id */
+                    memberId: string;
+                    /** @description Production (dashboard channel): a fresh e-mailed code, from POST /api/v1/auth/otp {"purpose":"sensitive"} (payouts: "payout") */
+                    otp?: string;
+                    /** @description Production (dashboard channel), when 2FA is on: the current code of the authenticator app */
+                    totp?: string;
+                };
+            };
+        };
         responses: {
             /** @description The API key, in `data`. */
             200: {
@@ -5651,7 +5835,7 @@ export interface operations {
                 page?: number;
                 limit?: number;
                 order?: "asc" | "desc";
-                action?: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
+                action?: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.reassign" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
                 actorId?: string;
                 environment?: "production" | "sandbox";
                 /** @description createdAt ≥ from */
@@ -8755,7 +8939,7 @@ export interface operations {
                 lastEventId?: string;
             };
             header?: {
-                /** @description Resume after this event (the `id:` of the last message received) */
+                /** @description Resume after this event, or from this position (the `id:` of the last message received) */
                 "last-event-id"?: string;
             };
             path?: never;
