@@ -1,4 +1,7 @@
+import { sql } from "kysely";
 import type { Db } from "../db/database.js";
+import type { Environment } from "../domain/environment.js";
+import { isMemberRole, roleAllows } from "../domain/permissions.js";
 import type { Approver, RecordedApproval } from "../domain/withdrawal.js";
 
 /**
@@ -46,6 +49,36 @@ export async function listApprovals(db: Db, transactionId: string): Promise<Reco
     email: r.actor_email,
     approvedAt: new Date(r.created_at),
   }));
+}
+
+/**
+ * How many of a request's approvals still stand (issue #34): those of people who are members now
+ * with a role that allows `withdrawals:approve` in this environment. An approval by someone removed
+ * or demoted since is kept on record but counts no more: four-eyes is the control in force when the
+ * money moves. The API-key channel of a pair acting for no member (`api_key`) stands.
+ */
+export async function standingApprovals(
+  trx: Db,
+  transactionId: string,
+  merchantId: string,
+  environment: Environment,
+): Promise<number> {
+  const rows = await trx
+    .selectFrom("withdrawal_approvals as w")
+    .leftJoin("dashboard_users as u", (j) =>
+      j
+        .on(sql<boolean>`w.approver = 'user:' || u.id`)
+        .on("u.merchant_id", "=", merchantId)
+        .on("u.removed_at", "is", null),
+    )
+    .select(["w.approver", "u.member_role"])
+    .where("w.transaction_id", "=", transactionId)
+    .execute();
+  return rows.filter(
+    (r) =>
+      r.approver === "api_key" ||
+      (isMemberRole(r.member_role) && roleAllows(r.member_role, "withdrawals:approve", environment)),
+  ).length;
 }
 
 /**

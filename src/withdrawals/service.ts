@@ -18,7 +18,7 @@ import { getSettings } from "../merchants/index.js";
 import type { TransferIntent, TransferOutcome } from "../sender/index.js";
 import { insertTransaction, lockTransaction, updateTransaction } from "../transactions/index.js";
 import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
-import { addApproval, listApprovals } from "./approvals.js";
+import { addApproval, listApprovals, standingApprovals } from "./approvals.js";
 
 /** Queues an intent in the caller's transaction: nothing is sent unless that transaction commits. */
 export type RequestTransfer = (trx: Db, intent: TransferIntent) => Promise<void>;
@@ -158,7 +158,9 @@ export async function approveWithdrawal(
       { status: t.status, approvalsRequired: required },
     );
   const approvals = await listApprovals(trx, t.id);
-  if (approvals.length < required) return { record: t, approvals, required };
+  // Counted: the approvals of people who may still approve (a removed or demoted approver's no more).
+  if ((await standingApprovals(trx, t.id, scope.merchantId, scope.environment)) < required)
+    return { record: t, approvals, required };
   const updated = await updateTransaction(trx, t.id, { status: "processing", updatedAt: deps.now() });
   await execute(trx, deps, updated);
   return { record: updated, approvals, required };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestService, type TestService } from "../support/harness.js";
-import { addMember, type Headers, type Member } from "../team/support.js";
+import { addMember, type Headers, type Member, otpFor } from "../team/support.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { expectLedgerOk, type Funded, fundedMerchant } from "../withdrawals/support.js";
 
@@ -117,6 +117,43 @@ describe("four-eyes counts people, not channels", () => {
       return x.body.data.status === "completed";
     }, 20_000);
     expect(await transfers(id)).toBe(1);
+    await expectLedgerOk(svc);
+  });
+
+  // The outside review of #34's result: approvals by members removed or demoted before the request
+  // executed still counted. Four-eyes is the control in force when the money moves.
+  it("an approval by a member demoted or removed since counts no more", async () => {
+    const base = svc.urls.sandbox;
+    const demoted = await addMember(svc, m.bearer, "finance");
+    const removed = await addMember(svc, m.bearer, "finance");
+    const other = await addMember(svc, m.bearer, "finance");
+
+    const first = await withdraw(180);
+    expect((await approve(first, demoted.bearer)).body.data.status).toBe("pending");
+    const demote = await call(base, `/api/v1/dashboard/members/${demoted.userId}`, {
+      method: "PATCH",
+      headers: m.bearer,
+      json: { role: "viewer", otp: await otpFor(base, m.bearer) },
+    });
+    expect(demote.status, demote.text).toBe(200);
+    const afterDemotion = await approve(first, m.bearer);
+    expect(afterDemotion.status, afterDemotion.text).toBe(200);
+    // Two approvals on record, one standing: it waits for a second person who may approve.
+    expect(afterDemotion.body.data.status).toBe("pending");
+    expect(afterDemotion.body.data.approvals).toHaveLength(2);
+    expect(await transfers(first)).toBe(0);
+    expect((await approve(first, other.bearer)).body.data.status).toBe("processing");
+
+    const second = await withdraw(190);
+    expect((await approve(second, removed.bearer)).body.data.status).toBe("pending");
+    const remove = await call(base, `/api/v1/dashboard/members/${removed.userId}`, {
+      method: "DELETE",
+      headers: m.bearer,
+    });
+    expect(remove.status, remove.text).toBe(200);
+    expect((await approve(second, m.bearer)).body.data.status).toBe("pending");
+    expect(await transfers(second)).toBe(0);
+    expect((await approve(second, other.bearer)).body.data.status).toBe("processing");
     await expectLedgerOk(svc);
   });
 });

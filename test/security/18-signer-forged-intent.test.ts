@@ -282,6 +282,20 @@ beforeAll(async () => {
     { autoWithdraw: false, dualApprovalThreshold: { [E]: 10 } },
     new Date(),
   );
+  // The approvers are members who may approve (an approval of someone who is not counts for nothing).
+  await db
+    .insertInto("dashboard_users")
+    .values(
+      ["usr_alice", "usr_bob"].map((id) => ({
+        id,
+        merchant_id: merchantId,
+        email: `${id}@example.com`,
+        password_hash: "x",
+        role: "merchant" as const,
+        member_role: "finance" as const,
+      })),
+    )
+    .execute();
   ids.oneApproval = await withdraw(E, DEST, USDT(50));
   await db.transaction().execute((trx) =>
     approveWithdrawal(trx, deps, scope(), ids.oneApproval!, {
