@@ -55,6 +55,10 @@ interface Notice {
   concerned: Concerned;
   /** Only for production key pairs. */
   productionKeyOnly?: boolean;
+  /** Only for a change of the production environment (the record's environment). */
+  productionOnly?: boolean;
+  /** Another member told besides the actor and the target (a user id read off the record). */
+  also?: (e: AuditEntry) => string | null;
   describe(e: AuditEntry, who: string): string;
 }
 
@@ -96,6 +100,38 @@ const NOTICES: Partial<Record<AuditAction, Notice>> = {
         "  ",
         " ",
       ),
+  },
+  // Beyond CONTRACT §6's list (the outside review of #34): who a production pair acts for, and the
+  // production controls and delivery target a session or a key pair changes.
+  "api_key.reassign": {
+    title: "production API key pair taken over",
+    concerned: "actor",
+    productionKeyOnly: true,
+    also: (e) => str(e.details?.from) || null,
+    describe: (e) =>
+      `The production API key pair ${e.target?.id ?? ""} now acts for another member; it was given a new secret.`.replace(
+        "  ",
+        " ",
+      ),
+  },
+  "settings.update": {
+    title: "production settings changed",
+    concerned: "actor",
+    productionOnly: true,
+    describe: (e) =>
+      `Production settings were changed${Array.isArray(e.details?.fields) ? ` (${(e.details.fields as unknown[]).map(String).join(", ")})` : ""}: auto-withdraw, approval thresholds, IP allowlist or tolerance.`,
+  },
+  "webhook.url_update": {
+    title: "production webhook URL changed",
+    concerned: "actor",
+    productionOnly: true,
+    describe: () => "The production webhook URL was changed: signed deliveries now go to the new address.",
+  },
+  "webhook.secret_rotate": {
+    title: "production webhook secret rotated",
+    concerned: "actor",
+    productionOnly: true,
+    describe: () => "The production webhook signing secret was rotated.",
   },
   "member.invite": {
     title: "member invited",
@@ -173,11 +209,13 @@ export async function queueNotices(
   const notice = NOTICES[e.action];
   if (!notice) return [];
   if (notice.productionKeyOnly && (await keyEnvironment(trx, e)) !== "production") return [];
+  if (notice.productionOnly && e.environment !== "production") return [];
   const actorId = e.actor.type === "user" ? e.actor.id : null;
   const actorEmail = (await emailOf(trx, actorId)) ?? (e.actor.type === "user" ? e.actor.email : null);
   const concerned: (string | null)[] = [];
   if (notice.concerned !== "target") concerned.push(actorEmail);
   if (notice.concerned !== "actor") concerned.push(await emailOf(trx, e.target?.id));
+  if (notice.also) concerned.push(await emailOf(trx, notice.also(e)));
   const owner = e.merchantId
     ? await trx
         .selectFrom("dashboard_users")

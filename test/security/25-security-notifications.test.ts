@@ -224,6 +224,49 @@ describe("each security event mails the owner and the member concerned, once", (
 });
 
 describe("a notice is never lost nor sent twice", () => {
+  // The outside review of #34's result: turning four-eyes off, or aiming production deliveries
+  // elsewhere, told nobody. Production controls and the webhook target now mail the owner too.
+  it("production settings, webhook URL and secret changes mail the owner and the actor; sandbox ones do not", {
+    timeout: 120_000,
+  }, async () => {
+    const owner = await registerOwner(svc);
+    const O = owner.email;
+    const admin = await addMember(svc, owner.bearer, "admin");
+    const A = admin.email;
+    expect(
+      await added([O, A], async () =>
+        ok(
+          call(base, "/api/v1/dashboard/settings", {
+            method: "PATCH",
+            headers: production(admin.bearer),
+            json: { dualApprovalThreshold: { "USDT-TRC20": null }, otp: await otpFor(base, admin.bearer) },
+          }),
+        ),
+      ),
+    ).toEqual([`${A} → production settings changed`, `${O} → production settings changed`]);
+    expect(
+      await added([O, A], async () =>
+        ok(
+          call(base, "/api/v1/webhook/url", {
+            headers: production(admin.bearer),
+            json: { webhookUrl: "https://93.184.215.14/stablegate", otp: await otpFor(base, admin.bearer) },
+          }),
+        ),
+      ),
+    ).toEqual([`${A} → production webhook URL changed`, `${O} → production webhook URL changed`]);
+    expect(
+      await added([O, A], async () =>
+        ok(
+          call(base, "/api/v1/dashboard/settings", {
+            method: "PATCH",
+            headers: admin.bearer,
+            json: { autoWithdraw: false },
+          }),
+        ),
+      ),
+    ).toEqual([]);
+  });
+
   it("a failed send stays queued; of several workers draining at once, one sends each mail", async () => {
     const owner = await registerOwner(svc);
     const admin = await addMember(svc, owner.bearer, "admin");
