@@ -112,6 +112,18 @@ describe("four-eyes counts people, not channels", () => {
       developer.email,
       m.email,
     ]);
+    // And so does its audit record (not only the key's id).
+    const records = await svc.database.db
+      .selectFrom("audit_log")
+      .select(["actor_type", "details"])
+      .where("action", "=", "withdrawal.approve")
+      .where("target_id", "=", id)
+      .orderBy("id")
+      .execute();
+    expect(records.map((x) => [x.actor_type, (x.details as any).actingFor?.email ?? null])).toEqual([
+      ["api_key", developer.email],
+      ["api_key", m.email],
+    ]);
     await waitFor(async () => {
       const x = await call(svc.urls.sandbox, `/api/v1/public/withdrawal-requests/${id}`, { headers: m.api });
       return x.body.data.status === "completed";

@@ -55,6 +55,18 @@ export function auditDetails(request: FastifyRequest, add: HandlerFacts): void {
   facts.set(request, { ...had, ...add, details: { ...had.details, ...add.details } });
 }
 
+/**
+ * A key pair acts for a member (issue #34, CONTRACT §6): its records name that person too, so two
+ * approvals through pairs read as the people they counted as.
+ */
+function actingFor(request: FastifyRequest): Record<string, unknown> {
+  const p = request.principal;
+  if (p?.channel !== "apiKey") return {};
+  return {
+    actingFor: { userId: p.member?.userId ?? null, email: p.member?.email ?? null, role: p.memberRole },
+  };
+}
+
 function actorOf(
   request: FastifyRequest,
   known: HandlerFacts,
@@ -143,7 +155,7 @@ export function registerAudit(
         target: spec.target
           ? { type: spec.target, id: known.targetId ?? targetIdOf(request, payload) }
           : undefined,
-        details: { ...copiedFields(request, spec), ...known.details },
+        details: { ...copiedFields(request, spec), ...actingFor(request), ...known.details },
       };
       await recordAudit(db, entry, notify);
       return;
