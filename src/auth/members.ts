@@ -9,7 +9,7 @@ import {
   mayManage,
   mayReassignKey,
 } from "../domain/permissions.js";
-import { type ApiKeyRow, lockOwnApiKey, setApiKeyHolder } from "../merchants/index.js";
+import { type KeyPair, lockOwnApiKey, setApiKeyHolder } from "../merchants/index.js";
 import type { AuthKit } from "./kit.js";
 import { revokeUserSessions } from "./sessions.js";
 
@@ -174,38 +174,40 @@ export async function transferOwnership(
 }
 
 /**
- * Makes a key pair act for another member (issue #34, CONTRACT §6): how a pair whose member was
- * removed or lost a permission works again, or how an owner hands an integration's pair to the
- * member responsible for it. The actor must be an owner or admin, the target a current member,
- * and neither the target nor the pair's present member someone the actor could not manage
- * (`mayReassignKey`). The pair keeps its key and secret; it acts for the target from its next
- * request, with the target's role. A revoked pair cannot be reassigned (409).
+ * An owner or admin takes over a key pair (issue #34, CONTRACT §6): how a pair whose member was
+ * removed or lost a permission works again. A pair acts for whoever holds its secret, so the pair
+ * gets a new secret (returned once, for the actor; the old one stops at once; the public key stays)
+ * and acts for the actor from its next request, with the actor's role. `memberId` must be the actor
+ * itself: a pair is never made to act for another member while someone else holds its secret (that
+ * member mints its own pair). An admin never takes the owner's pair (`mayReassignKey`). A revoked
+ * pair cannot be taken over (409).
  */
 export async function reassignApiKey(
   kit: AuthKit,
   actor: MemberActor,
   keyId: string,
   memberId: string,
-): Promise<{ key: ApiKeyRow; from: string | null }> {
+): Promise<{ pair: KeyPair; from: string | null }> {
   if (actor.role !== "owner" && actor.role !== "admin")
-    throw AppError.forbidden("Only the owner or an admin reassigns API key pairs.");
+    throw AppError.forbidden("Only the owner or an admin takes over API key pairs.");
+  if (memberId !== actor.userId)
+    throw AppError.forbidden(
+      "A key pair acts for whoever holds its secret, so it can only be reassigned to yourself (memberId = your " +
+        "own user id): you take it over and receive a new secret, and the old one stops. The other member " +
+        "should create their own pair.",
+    );
   return kit.db.transaction().execute(async (trx) => {
     const key = await lockOwnApiKey(trx, actor.merchantId, keyId);
     if (key.status !== "active") throw new AppError("INVALID_STATE", "This API key pair is revoked.");
-    const target = await lockMember(trx, actor.merchantId, memberId);
+    const me = await lockMember(trx, actor.merchantId, actor.userId);
     const holder = await currentHolder(trx, actor.merchantId, key.created_by);
-    if (
-      !mayReassignKey({ id: actor.userId, role: actor.role }, holder, {
-        id: target.id,
-        role: target.member_role,
-      })
-    )
+    if (!mayReassignKey({ id: me.id, role: me.member_role }, holder, me.id))
       throw AppError.forbidden(
-        target.member_role === "owner" || holder?.role === "owner"
-          ? "Only the owner reassigns to or from the owner."
-          : `A ${actor.role} cannot reassign this pair.`,
+        holder?.role === "owner"
+          ? "Only the owner takes over the owner's key pairs."
+          : `A ${me.member_role} cannot take over this pair.`,
       );
-    return { key: await setApiKeyHolder(trx, key.id, target.id), from: key.created_by };
+    return { pair: await setApiKeyHolder(trx, key.id, me.id), from: key.created_by };
   });
 }
 

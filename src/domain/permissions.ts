@@ -10,7 +10,8 @@ import { AppError } from "./errors.js";
  * (test/http/role-matrix.test.ts, test/http/principal-matrix.test.ts).
  *
  * One principal model (issue #34, CONTRACT §6): every credential acts for a person. An API key
- * pair acts for the member who created it (or to whom an owner or admin reassigned it), with that
+ * pair acts for the member who holds its secret (its creator, or the owner or admin who took it
+ * over with a new secret), with that
  * member's current role: the same check (`assertRoleAllows`) on both channels.
  */
 
@@ -156,18 +157,19 @@ export function assertRoleAllows(
 }
 
 /**
- * Who may make a key pair act for another member (issue #34): an owner or an admin, never for a
- * member it could not manage itself (an admin never for the owner), and never taking a pair from a
- * member it could not manage (an admin never takes the owner's). `holder` is the member the pair
- * acts for now, null when that member was removed (or the operator issued it). A pair may always
- * be moved to oneself by an owner or admin.
+ * Who may take over a key pair (issue #34): a pair acts for whoever holds its secret, so a
+ * reassignment issues a new secret to the actor and makes the pair act for the actor itself; a
+ * pair is never made to act for someone else (that member mints its own). Only an owner or an
+ * admin, and never taking a pair from a member it could not manage (an admin never takes the
+ * owner's). `holder` is the member the pair acts for now, null when that member was removed (or
+ * the operator issued it); `targetId` the member asked for, which must be the actor.
  */
 export function mayReassignKey(
   actor: { id: string; role: MemberRole },
   holder: { id: string; role: MemberRole } | null,
-  target: { id: string; role: MemberRole },
+  targetId: string,
 ): boolean {
   if (actor.role !== "owner" && actor.role !== "admin") return false;
-  const manages = (m: { id: string; role: MemberRole }) => m.id === actor.id || mayManage(actor.role, m.role);
-  return manages(target) && (holder === null || manages(holder));
+  if (targetId !== actor.id) return false;
+  return holder === null || holder.id === actor.id || mayManage(actor.role, holder.role);
 }

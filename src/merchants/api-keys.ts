@@ -310,14 +310,32 @@ export async function lockOwnApiKey(trx: Db, merchantId: string, id: string): Pr
   return row;
 }
 
-/** Makes a pair act for another member (the caller checked who may; under `lockOwnApiKey`). */
-export async function setApiKeyHolder(trx: Db, id: string, userId: string): Promise<ApiKeyRow> {
-  return trx
-    .updateTable("api_keys")
-    .set({ created_by: userId })
+/**
+ * Hands a pair to `userId` (the caller checked who may; under `lockOwnApiKey`): a pair acts for
+ * whoever holds its secret, so it gets a new secret, shown once to `userId` in the returned pair,
+ * and the old secret stops at once. The public key and id stay, so a front-end that embeds the key
+ * keeps working.
+ */
+export async function setApiKeyHolder(trx: Db, id: string, userId: string): Promise<KeyPair> {
+  const row = await trx
+    .selectFrom("api_keys")
+    .select(["environment"])
     .where("id", "=", id)
-    .returningAll()
     .executeTakeFirstOrThrow();
+  const apiSecret = formatCredential("secret", row.environment, randomBytes(32));
+  const updated = await trx
+    .updateTable("api_keys")
+    .set({ created_by: userId, secret_hash: hashSecret(apiSecret), secret_hint: apiSecret.slice(-4) })
+    .where("id", "=", id)
+    .returning(["id", "environment", "api_key", "created_by"])
+    .executeTakeFirstOrThrow();
+  return {
+    id: updated.id,
+    environment: updated.environment,
+    apiKey: updated.api_key,
+    apiSecret,
+    createdBy: updated.created_by,
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { issueKeyPair } from "../../src/merchants/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { addMember, type Headers, otpFor, registerOwner } from "../team/support.js";
 import { allowedBy, documentedMatrix, type Env, ROLES, type Role } from "./permission-matrix.js";
@@ -9,7 +10,7 @@ import { allowedBy, documentedMatrix, type Env, ROLES, type Role } from "./permi
 // every dashboard operation by role-matrix.test.ts; here each role's key pairs are walked over every
 // API-key operation, in both environments: a pair the member minted itself where its role may mint
 // (owner: its registration pairs; admin, developer: minted on the dashboard, production ones with
-// step-up), else one the owner minted and reassigned to it (finance, viewer). The answer must be
+// step-up), else one issued to it directly in the database (finance, viewer: see below). The answer must be
 // what docs/permissions.md says for the member the pair acts for: a ✓ passes the permission check
 // (then 2xx or 4xx for the dummy input, never 5xx), a — is 403 `key_owner_role` naming the
 // permission and the role. A pair whose member was removed is 403 `key_owner_removed` everywhere.
@@ -22,7 +23,6 @@ interface Op {
 }
 
 let svc: TestService;
-let ownerBearer: Headers;
 const pairs = {} as Record<Role, Record<Env, Headers & { id: string }>>;
 const members = {} as Record<Role, string>;
 let removedPairs: Record<Env, Headers>;
@@ -45,15 +45,17 @@ async function mint(who: Headers, env: Env) {
   };
 }
 
-async function reassign(id: string, env: Env, memberId: string) {
-  const json: Record<string, unknown> = { memberId };
-  if (env === "production") json.otp = await otpFor(svc.urls.sandbox, ownerBearer);
-  const r = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${id}/reassign`, {
-    headers: { ...ownerBearer, "x-environment": env },
-    json,
-  });
-  expect(r.status, r.text).toBe(200);
-  expect(r.body.data.createdBy).toBe(memberId);
+/**
+ * A pair acting for `memberId`, issued through the project's own insert (`issueKeyPair`, the one
+ * behind minting). Finance and viewer have no `api_keys:write`, so they cannot mint a pair, and no
+ * one can hand them one: a pair acts for whoever holds its secret, so reassigning only ever makes a
+ * pair the actor's own. Such a pair still exists in the world (one minted before a demotion, or
+ * before the role lost the permission), and the matrix must show what it may do.
+ */
+async function issuedTo(merchantId: string, env: Env, memberId: string) {
+  const pair = await issueKeyPair(svc.database.db, merchantId, env, memberId);
+  expect(pair.createdBy).toBe(memberId);
+  return { id: pair.id, createdBy: memberId, apikey: pair.apiKey, "x-api-secret": pair.apiSecret };
 }
 
 const strip = ({ id: _id, createdBy: _c, ...headers }: Awaited<ReturnType<typeof mint>>) => headers;
@@ -63,7 +65,6 @@ beforeAll(async () => {
     env: { RATE_LIMIT_ENABLED: "false", DOCS_USER: "docs", DOCS_PASSWORD: "s3cret-docs" },
   });
   const owner = await registerOwner(svc);
-  ownerBearer = owner.bearer;
   members.owner = owner.userId;
   const registered = await call(svc.urls.sandbox, "/api/v1/dashboard/api-keys?limit=100", {
     headers: owner.bearer,
@@ -90,9 +91,8 @@ beforeAll(async () => {
         expect(pair.createdBy).toBe(m.userId);
         entry[env] = { ...strip(pair), id: pair.id };
       } else {
-        // A role that cannot mint (no api_keys:write): the owner mints one and reassigns it.
-        const pair = await mint(owner.bearer, env);
-        await reassign(pair.id, env, m.userId);
+        // A role that cannot mint (no api_keys:write): a pair issued to it directly (`issuedTo`).
+        const pair = await issuedTo(owner.merchantId, env, m.userId);
         entry[env] = { ...strip(pair), id: pair.id };
       }
     }

@@ -6,7 +6,8 @@ import { addMember, type Headers, type Member, otpFor, registerOwner } from "../
 // key pair (allowed, with step-up) and withdrew through the API-key channel, which had no role.
 // CONTRACT §6, one principal model: a key pair records who created it (`createdBy`) and never does
 // more than that member's role allows in its environment (403 `key_owner_role`); when the member is
-// removed its pairs stop (403 `key_owner_removed`) until an owner or admin reassigns them.
+// removed its pairs stop (403 `key_owner_removed`) until an owner or admin takes them over, which
+// gives the pair a new secret (a pair acts for whoever holds its secret; test 29).
 
 let svc: TestService;
 let owner: Awaited<ReturnType<typeof registerOwner>>;
@@ -122,7 +123,7 @@ describe("a developer's production key pair acts as the developer", () => {
     expect(r.status).not.toBe(401);
   });
 
-  it("stops when its creator is removed (key_owner_removed), even for reads; an owner reassigns it; the new holder's role applies", async () => {
+  it("stops when its creator is removed (key_owner_removed), even for reads; the owner takes it over with a new secret", async () => {
     const removed = await call(svc.urls.sandbox, `/api/v1/dashboard/members/${developer.userId}`, {
       method: "DELETE",
       headers: owner.bearer,
@@ -134,26 +135,36 @@ describe("a developer's production key pair acts as the developer", () => {
     );
     expectRefused(await withdraw("production", devProd.headers), "key_owner_removed");
 
-    // Reassigning a production pair is a sensitive write: step-up.
+    // Taking over a production pair is a sensitive write: step-up.
     const prodOwner = { ...owner.bearer, "x-environment": "production" };
     const noCode = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devProd.id}/reassign`, {
       headers: prodOwner,
-      json: { memberId: finance.userId },
+      json: { memberId: owner.userId },
     });
     expect(noCode.status, noCode.text).toBe(400);
-    // Only to a current member.
-    const toRemoved = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devProd.id}/reassign`, {
-      headers: prodOwner,
-      json: { memberId: developer.userId, otp: await otpFor(svc.urls.sandbox, owner.bearer) },
-    });
-    expect(toRemoved.status, toRemoved.text).toBe(404);
+    // A pair acts for whoever holds its secret: never made to act for another member (the removed
+    // developer kept this secret), whether a current member or not.
+    for (const memberId of [finance.userId, developer.userId]) {
+      const toOther = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devProd.id}/reassign`, {
+        headers: prodOwner,
+        json: { memberId, otp: await otpFor(svc.urls.sandbox, owner.bearer) },
+      });
+      expect(toOther.status, toOther.text).toBe(403);
+      expect(toOther.body.error.message).toMatch(/whoever holds its secret/);
+    }
 
     const r = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devProd.id}/reassign`, {
       headers: prodOwner,
-      json: { memberId: finance.userId, otp: await otpFor(svc.urls.sandbox, owner.bearer) },
+      json: { memberId: owner.userId, otp: await otpFor(svc.urls.sandbox, owner.bearer) },
     });
     expect(r.status, r.text).toBe(200);
-    expect(r.body.data).toMatchObject({ id: devProd.id, createdBy: finance.userId, status: "active" });
+    expect(r.body.data).toMatchObject({
+      id: devProd.id,
+      apiKey: devProd.headers.apikey,
+      createdBy: owner.userId,
+      environment: "production",
+    });
+    expect(r.body.data.apiSecret).not.toBe(devProd.headers["x-api-secret"]);
     const audit = await svc.database.db
       .selectFrom("audit_log")
       .select(["action", "actor_id", "target_id", "details"])
@@ -162,20 +173,22 @@ describe("a developer's production key pair acts as the developer", () => {
       .execute();
     expect(audit).toHaveLength(1);
     expect(audit[0]?.actor_id).toBe(owner.userId);
-    expect(audit[0]?.details).toMatchObject({ from: developer.userId, to: finance.userId });
+    expect(audit[0]?.details).toMatchObject({ from: developer.userId, to: owner.userId });
 
-    // Acting for finance now: it passes the role check (then no balance / no chain: not 403).
-    const w = await withdraw("production", devProd.headers);
+    // The removed developer's secret is dead; the owner's new one acts as the owner.
+    const old = await call(svc.urls.production, "/api/v1/public/balance", { headers: devProd.headers });
+    expect(old.status, old.text).toBe(401);
+    expect((await withdraw("production", devProd.headers)).status).toBe(401);
+    const fresh = {
+      apikey: devProd.headers.apikey as string,
+      "x-api-secret": r.body.data.apiSecret as string,
+    };
+    const who = await call(svc.urls.production, "/api/v1/public/account", { headers: fresh });
+    expect(who.status, who.text).toBe(200);
+    expect(who.body.data).toMatchObject({ apiKeyId: devProd.id, createdBy: owner.userId, role: "owner" });
+    const w = await withdraw("production", fresh);
     expect(w.status, w.text).not.toBe(403);
     expect(w.status).not.toBe(401);
-    expect(
-      (await call(svc.urls.production, "/api/v1/public/balance", { headers: devProd.headers })).status,
-    ).toBe(200);
-    // …and no more than finance: webhook management is not finance's.
-    expectRefused(
-      await call(svc.urls.production, "/api/v1/webhook/events", { headers: devProd.headers }),
-      "key_owner_role",
-    );
   });
 
   it("a demotion takes the permission away from the member's pairs on their next request", async () => {
@@ -197,7 +210,7 @@ describe("a developer's production key pair acts as the developer", () => {
     expectRefused(await approve("production", pair.headers), "key_owner_role");
   });
 
-  it("only an owner or admin reassigns, never to more than they hold themselves", async () => {
+  it("only an owner or admin takes a pair over, only for itself, never the owner's (admin)", async () => {
     const dev2 = await addMember(svc, owner.bearer, "developer");
     const admin2 = await addMember(svc, owner.bearer, "admin");
     const devPair = await mint(dev2.bearer, "sandbox");
@@ -208,7 +221,7 @@ describe("a developer's production key pair acts as the developer", () => {
       json: { memberId: owner.userId },
     });
     expect(byDev.status, byDev.text).toBe(403);
-    // An admin cannot make a pair act for the owner, nor take the owner's pair.
+    // An admin cannot make a pair act for the owner (nor for anyone but itself), nor take the owner's pair.
     const toOwner = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devPair.id}/reassign`, {
       headers: admin2.bearer,
       json: { memberId: owner.userId },
@@ -219,19 +232,39 @@ describe("a developer's production key pair acts as the developer", () => {
       json: { memberId: admin2.userId },
     });
     expect(takeOwners.status, takeOwners.text).toBe(403);
-    // An admin moves a developer's pair to itself.
+    // An admin takes a developer's pair over: a new secret, for the admin; the developer's stops.
     const ok = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devPair.id}/reassign`, {
       headers: admin2.bearer,
       json: { memberId: admin2.userId },
     });
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.data.createdBy).toBe(admin2.userId);
-    // Another merchant's member is no member here.
+    expect(typeof ok.body.data.apiSecret).toBe("string");
+    const devKept = await call(svc.urls.sandbox, "/api/v1/public/balance", { headers: devPair.headers });
+    expect(devKept.status, devKept.text).toBe(401);
+    // Another merchant's member: not the actor either (403); another merchant's pair: 404.
     const other = await registerOwner(svc);
     const foreign = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devPair.id}/reassign`, {
       headers: owner.bearer,
       json: { memberId: other.userId },
     });
-    expect(foreign.status, foreign.text).toBe(404);
+    expect(foreign.status, foreign.text).toBe(403);
+    const foreignKey = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${devPair.id}/reassign`, {
+      headers: other.bearer,
+      json: { memberId: other.userId },
+    });
+    expect(foreignKey.status, foreignKey.text).toBe(404);
+    // A revoked pair cannot be taken over.
+    const revoked = await mint(dev2.bearer, "sandbox");
+    const del = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${revoked.id}`, {
+      method: "DELETE",
+      headers: owner.bearer,
+    });
+    expect(del.status, del.text).toBe(200);
+    const takeRevoked = await call(svc.urls.sandbox, `/api/v1/dashboard/api-keys/${revoked.id}/reassign`, {
+      headers: owner.bearer,
+      json: { memberId: owner.userId },
+    });
+    expect(takeRevoked.status, takeRevoked.text).toBe(409);
   });
 });

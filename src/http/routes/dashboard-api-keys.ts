@@ -21,7 +21,8 @@ const Env = Type.Union([Type.Literal("production"), Type.Literal("sandbox")]);
 
 const CreatedBy = Type.Union([Type.String(), Type.Null()], {
   description:
-    "The member (user id) the pair acts for: its creator, or whom an owner or admin reassigned it to. The pair " +
+    "The member (user id) the pair acts for, who holds its secret: its creator, or the owner or admin who took it " +
+    "over (reassign, which issues a new secret). The pair " +
     "never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) " +
     "when that member is removed. Null only for a pair the operator issued to a merchant without members " +
     "(it acts with the owner's role).",
@@ -198,8 +199,8 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
   app.post(
     "/api/v1/dashboard/api-keys/:id/reassign",
     {
-      // It changes whom a credential acts for: step-up when the pair is a production pair. Only an
-      // owner or admin (checked by the use case: `mayReassignKey`), to a current member.
+      // It changes whom a credential acts for and issues its new secret: step-up when the pair is a
+      // production pair. Only an owner or admin, only to itself (the use case: `mayReassignKey`).
       config: {
         ...write,
         errors: ["INVALID_STATE", "NOT_FOUND"],
@@ -220,22 +221,29 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
         },
       },
       schema: {
-        summary: "Make a key pair act for another member",
+        summary: "Take over a key pair: it acts for you, with a new secret (shown once)",
         description:
-          "Owner or admin only (an admin never to or from the owner). The pair keeps its key and secret and acts " +
-          "for the member `memberId` (a current member of the merchant) from its next request, with that member's " +
-          "role: how a pair whose member was removed (403 `key_owner_removed`) or lost a permission " +
-          "(403 `key_owner_role`) works again. A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).",
+          "A key pair acts for whoever holds its secret. Owner or admin only (an admin never takes the owner's pair), and " +
+          "`memberId` must be your own user id (else 403: the other member should create their own pair). The pair " +
+          "keeps its id and public key (a front-end that embeds the key keeps working) but gets a new secret, " +
+          "returned once in this response; the old secret stops working at once. From its next request the pair acts " +
+          "for you, with your role: how a pair whose member was removed (403 `key_owner_removed`) or lost a " +
+          "permission (403 `key_owner_role`) works again. A revoked pair: 409. A production pair needs the step-up " +
+          "codes `otp` (and `totp` when 2FA is on).",
         tags: ["Dashboard"],
         params: IdParams,
         body: Type.Object(
           {
-            memberId: Type.String({ minLength: 1, maxLength: 100, description: "The member's user id" }),
+            memberId: Type.String({
+              minLength: 1,
+              maxLength: 100,
+              description: "Your own user id: the pair acts for whoever holds its secret, and you receive it",
+            }),
             ...StepUpFields,
           },
           { additionalProperties: false },
         ),
-        response: { 200: ok(ApiKeySchema), 409: commonErrors[400], ...commonErrors },
+        response: { 200: ok(NewKeyPair), 409: commonErrors[400], ...commonErrors },
       },
     },
     async (request) => {
@@ -249,9 +257,9 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
         request.body.memberId,
       );
       auditDetails(request, {
-        details: { from: r.from, to: r.key.created_by, environment: r.key.environment },
+        details: { from: r.from, to: r.pair.createdBy, environment: r.pair.environment, newSecret: true },
       });
-      return { success: true as const, data: view(r.key) };
+      return { success: true as const, data: r.pair };
     },
   );
 }

@@ -376,8 +376,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Make a key pair act for another member
-         * @description Owner or admin only (an admin never to or from the owner). The pair keeps its key and secret and acts for the member `memberId` (a current member of the merchant) from its next request, with that member's role: how a pair whose member was removed (403 `key_owner_removed`) or lost a permission (403 `key_owner_role`) works again. A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).
+         * Take over a key pair: it acts for you, with a new secret (shown once)
+         * @description A key pair acts for whoever holds its secret. Owner or admin only (an admin never takes the owner's pair), and `memberId` must be your own user id (else 403: the other member should create their own pair). The pair keeps its id and public key (a front-end that embeds the key keeps working) but gets a new secret, returned once in this response; the old secret stops working at once. From its next request the pair acts for you, with your role: how a pair whose member was removed (403 `key_owner_removed`) or lost a permission (403 `key_owner_role`) works again. A revoked pair: 409. A production pair needs the step-up codes `otp` (and `totp` when 2FA is on).
          */
         post: operations["dashboardReassignApiKey"];
         delete?: never;
@@ -1538,7 +1538,7 @@ export type components = {
             /** Format: date-time */
             createdAt: string;
             revokedAt: string | null;
-            /** @description The member (user id) the pair acts for: its creator, or whom an owner or admin reassigned it to. The pair never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) when that member is removed. Null only for a pair the operator issued to a merchant without members (it acts with the owner's role). */
+            /** @description The member (user id) the pair acts for, who holds its secret: its creator, or the owner or admin who took it over (reassign, which issues a new secret). The pair never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) when that member is removed. Null only for a pair the operator issued to a merchant without members (it acts with the owner's role). */
             createdBy: string | null;
         };
         /** ApiKeyListResponse */
@@ -2015,7 +2015,7 @@ export type components = {
             /** @description Shown only in this response; store it in your server's secret store */
             apiSecret: string;
             environment: "production" | "sandbox";
-            /** @description The member (user id) the pair acts for: its creator, or whom an owner or admin reassigned it to. The pair never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) when that member is removed. Null only for a pair the operator issued to a merchant without members (it acts with the owner's role). */
+            /** @description The member (user id) the pair acts for, who holds its secret: its creator, or the owner or admin who took it over (reassign, which issues a new secret). The pair never does more than that member's role allows in its environment, and stops (403 `key_owner_removed`) when that member is removed. Null only for a pair the operator issued to a merchant without members (it acts with the owner's role). */
             createdBy: string | null;
         };
         /** NewApiKeyPairResponse */
@@ -4868,7 +4868,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The member's user id */
+                    /** @description Your own user id: the pair acts for whoever holds its secret, and you receive it */
                     memberId: string;
                     /** @description Production (dashboard channel): a fresh e-mailed code, from POST /api/v1/auth/otp {"purpose":"sensitive"} (payouts: "payout") */
                     otp?: string;
@@ -4878,7 +4878,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The API key, in `data`. */
+            /** @description The new API key pair, in `data`. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4889,7 +4889,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyResponse"];
+                    "application/json": components["schemas"]["NewApiKeyPairResponse"];
                 };
             };
             /** @description `VALIDATION_ERROR`: The request is invalid; `details.fields` names each refused field. Fix it, do not retry as is. */
