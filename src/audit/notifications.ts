@@ -109,7 +109,7 @@ const NOTICES: Partial<Record<AuditAction, Notice>> = {
     productionKeyOnly: true,
     also: (e) => str(e.details?.from) || null,
     describe: (e) =>
-      `The production API key pair ${e.target?.id ?? ""} now acts for another member; it was given a new secret.`.replace(
+      `The production API key pair ${e.target?.id ?? ""} was taken over: it acts for the member who took it, with a new secret (the old one stopped).`.replace(
         "  ",
         " ",
       ),

@@ -65,7 +65,7 @@ export const AUDIT_LABELS: Record<AuditAction, string> = {
   "auth.two_factor_disable": "Two-factor turned off",
   "api_key.create": "API key pair created",
   "api_key.rotate": "API key pair rotated",
-  "api_key.reassign": "API key pair reassigned",
+  "api_key.reassign": "API key pair taken over",
   "api_key.revoke": "API key pair revoked",
   "settings.update": "Settings changed",
   "webhook.url_update": "Webhook URL changed",
