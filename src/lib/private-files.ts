@@ -37,15 +37,8 @@ export async function ensurePrivateDir(dir: string): Promise<ModeChange | null> 
  */
 export async function makePrivate(target: string): Promise<ModeChange[]> {
   const changed: ModeChange[] = [];
-  const visit = async (p: string): Promise<void> => {
-    let s: Awaited<ReturnType<typeof lstat>>;
-    try {
-      s = await lstat(p);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
-    }
-    if (s.isSymbolicLink()) return;
+  await walkWithoutLinks(target, async (p, s) => {
+    if (s.isSymbolicLink()) return false;
     const want = s.isDirectory() ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE;
     const mode = s.mode & 0o777;
     if (mode !== want) {
@@ -56,7 +49,29 @@ export async function makePrivate(target: string): Promise<ModeChange[]> {
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       }
     }
-    if (!s.isDirectory()) return;
+    return true;
+  });
+  return changed;
+}
+
+/**
+ * Visits `target` and, while `visit` answers true for a directory, everything under it, depth
+ * first, reading each entry with `lstat` (links are handed to `visit`, never followed). An entry
+ * removed during the walk is skipped.
+ */
+async function walkWithoutLinks(
+  target: string,
+  visit: (p: string, s: Stats) => Promise<boolean> | boolean,
+): Promise<void> {
+  const step = async (p: string): Promise<void> => {
+    let s: Stats;
+    try {
+      s = await lstat(p);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw err;
+    }
+    if (!(await visit(p, s)) || !s.isDirectory()) return;
     let names: string[];
     try {
       names = await readdir(p);
@@ -64,10 +79,9 @@ export async function makePrivate(target: string): Promise<ModeChange[]> {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    for (const name of names) await visit(path.join(p, name));
+    for (const name of names) await step(path.join(p, name));
   };
-  await visit(target);
-  return changed;
+  await step(target);
 }
 
 /**
@@ -104,28 +118,12 @@ export interface ForeignEntry {
 export async function foreignEntries(target: string, limit = 20): Promise<ForeignEntry[]> {
   const found: ForeignEntry[] = [];
   const uid = processUid();
-  const visit = async (p: string): Promise<void> => {
-    if (found.length >= limit) return;
-    let s: Stats;
-    try {
-      s = await lstat(p);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
-    }
+  await walkWithoutLinks(target, (p, s) => {
+    if (found.length >= limit) return false;
     const reason = notOurs(s, uid);
     if (reason) found.push({ path: p, reason });
-    if (reason || !s.isDirectory()) return;
-    let names: string[];
-    try {
-      names = await readdir(p);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
-    }
-    for (const name of names) await visit(path.join(p, name));
-  };
-  await visit(target);
+    return !reason;
+  });
   return found;
 }
 
