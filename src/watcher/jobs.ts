@@ -37,7 +37,7 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
       logger: deps.logger,
       clock: deps.clock,
       owner: instanceId,
-      start: chain.kind === "simulator" ? "genesis" : "safe",
+      start: chain.kind === "simulator" ? "genesis" : "watched",
     });
     const name = `watcher:${chain.network}:${chain.environment}`;
     if (chain.kind !== "simulator" || !deps.listen) {

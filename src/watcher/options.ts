@@ -23,10 +23,11 @@ export interface ChainWatcherOptions {
   /** Lease lifetime; renewed by every committed step. Default 20 s. */
   leaseMs?: number;
   /**
-   * Where a chain that was never scanned starts: "genesis" (block 0; the simulator) or "safe" (the
-   * safe block at the first run: addresses are only handed out once the service runs). Default "safe".
+   * Where a chain that was never scanned starts: "genesis" (block 0; the simulator), "safe" (the
+   * safe block at the first run) or "watched" (the safe block, or earlier when addresses were
+   * handed out before the first scan: from the oldest watched address's time). Default "watched".
    */
-  start?: "genesis" | "safe";
+  start?: "genesis" | "safe" | "watched";
   /** Longest time one `tick` keeps scanning a backlog before it returns (and renews its lease). Default 10 s. */
   maxTickMs?: number;
   /** At most this many ranges per tick (tests stop a scan mid-backlog with it). Default unlimited. */

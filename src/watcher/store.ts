@@ -80,6 +80,18 @@ export async function createCursor(s: WatcherScope, start: number): Promise<void
     .execute();
 }
 
+/** When the oldest address of this chain was handed out (null: none yet). */
+export async function oldestWatchedAt(s: WatcherScope): Promise<Date | null> {
+  const row = await s.db
+    .selectFrom("watched_addresses")
+    .select((eb) => eb.fn.min("created_at").as("oldest"))
+    .where("network", "=", s.network)
+    .where("environment", "=", s.environment)
+    .executeTakeFirst();
+  const oldest = row?.oldest as Date | string | null | undefined;
+  return oldest ? new Date(oldest) : null;
+}
+
 /** Gives the lease up if `owner` holds it. */
 export async function releaseLease(s: WatcherScope): Promise<void> {
   await s.db

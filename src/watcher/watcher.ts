@@ -19,6 +19,8 @@ import * as store from "./store.js";
 export type { ChainWatcherOptions, ScanResult, TickOutcome } from "./options.js";
 
 const HANDOFF_BATCH = 200;
+/** How much earlier than the oldest watched address a chain's first scan starts (clock differences). */
+const FIRST_SCAN_MARGIN_MS = 60_000;
 
 /**
  * The deposit watcher of one (network, environment): scans from the cursor to the head block in
@@ -153,14 +155,43 @@ export class ChainWatcher {
     for (let attempt = 0; attempt < 2; attempt++) {
       if (await store.takeLease(this.store)) return true;
       if (await store.cursorExists(this.store)) return false;
-      // First run for this chain: start at genesis or at the current safe block.
-      const start =
-        this.options.start === "genesis"
-          ? -1
-          : safeBlockFromHead(await this.adapter.headBlock(), this.options.confirmations);
-      await store.createCursor(this.store, start);
+      await store.createCursor(this.store, await this.firstCursor());
     }
     return false;
+  }
+
+  /**
+   * Where a chain never scanned starts: genesis (the simulator), or the current safe block — or
+   * earlier when addresses of this chain were handed out before this first scan (the api of `serve`
+   * answers before the worker's first tick; in the split layout a network enabled on a running
+   * gateway is served by an api restarted before the worker). Then the scan starts at the first
+   * block whose time is at or after the oldest watched address's creation, less
+   * `FIRST_SCAN_MARGIN_MS` for clocks that differ: nothing paid to a handed-out address is missed.
+   * The block is found by halving on block headers (about 25 reads on Ethereum, once per chain).
+   */
+  private async firstCursor(): Promise<number> {
+    if (this.options.start === "genesis") return -1;
+    const safe = safeBlockFromHead(await this.adapter.headBlock(), this.options.confirmations);
+    if (this.options.start === "safe" || safe < 0) return safe;
+    const oldest = await store.oldestWatchedAt(this.store);
+    if (oldest === null) return safe;
+    const since = oldest.getTime() - FIRST_SCAN_MARGIN_MS;
+    const timeOf = async (n: number) => {
+      const header = await this.adapter.blockHeader(n);
+      if (header === null) throw new ChainUnavailableError(this.network, `block ${n} is not available`);
+      return header.timestamp;
+    };
+    if ((await timeOf(safe)) < since) return safe;
+    // The first block at or after `since` is in [0, safe]: the cursor is the block before it.
+    let lo = 0;
+    let hi = safe;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if ((await timeOf(mid)) >= since) hi = mid;
+      else lo = mid + 1;
+    }
+    this.log.info({ from: lo, safe, since: new Date(since).toISOString() }, "first scan starts at the oldest watched address");
+    return lo - 1;
   }
 
   /**

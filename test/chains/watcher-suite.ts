@@ -84,6 +84,9 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
         logger,
         clock,
         owner: "worker-a",
+        // Cases share the chain and its derived addresses: each starts strictly at the safe block
+        // (the "watched" start, which looks back to the oldest address, has its own case).
+        start: "safe",
         ...extra,
       });
     }
@@ -166,6 +169,21 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
       const rows = await observations();
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ status: "handed_off", tx_hash: txHash, amount: "12000000" });
+    });
+
+    it("a chain's first scan starts back at the oldest handed-out address: a payment made before the watcher's first tick is recorded", async () => {
+      const { handoff, seen } = recorder();
+      // Past the indices earlier cases paid, so this address has only this case's payment.
+      for (let i = 0; i < 20; i++) await allocate();
+      const { address } = await allocate("checkout");
+      const txHash = await chain.pay(address, USDT(7));
+      // The api handed the address out and the customer paid before any worker scanned: by the
+      // first tick the payment is far below the safe block, where a "safe" start would begin.
+      await mineBlocks(chain.anvil, 10);
+      const w = watcher(handoff, { start: "watched" });
+      expect((await w.tick()).kind).toBe("scanned");
+      await w.tick();
+      expect(seen.filter((t) => t.address === address).map((t) => t.txHash)).toEqual([txHash]);
     });
 
     it("refuses at start-up a chain whose blocks carry no usable timestamp (never the worker's clock)", async () => {

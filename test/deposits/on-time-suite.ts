@@ -92,6 +92,7 @@ export function onTimeSuite(name: string, start: () => Promise<TimedChain>) {
         logger: createLogger("silent"),
         clock,
         owner: "worker-a",
+        start: "safe",
       });
       // The watcher starts at the current safe block: bury older blocks below it.
       await mineAt(chainSec);
