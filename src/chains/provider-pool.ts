@@ -306,19 +306,44 @@ export class ProviderPool implements ChainAdapter {
    * head is not known.
    */
   async headBlock(): Promise<number> {
-    // The read side's head comes from the best provider (failover), as before issue #34: taking it
-    // across providers stalled deposits when one provider forged a log (session 15, issue #34's
-    // note). What goes out is decided by the pooled writer's quorum (pooled-writer.ts).
     this.probeInBackground();
-    let lastError: unknown;
-    for (const s of this.ranked()) {
-      try {
-        return await this.headOf(s);
-      } catch (err) {
-        lastError = err;
-      }
+    const read = async (only?: number[]) => {
+      const answers = await this.gather(
+        (i) => (this.states[i] as State).adapter.headBlock(),
+        (a) => a.filter((x) => "value" in x).length >= 2,
+        300,
+        only,
+      );
+      for (const a of answers) if ("value" in a) (this.states[a.index] as State).head = a.value;
+      return answers;
+    };
+    // The two best providers first; everyone when they do not answer alike (within the lag).
+    const pair = this.bestPair();
+    if (pair) {
+      const heads = (await read(pair)).flatMap((a) => ("value" in a ? [a.value] : []));
+      const [x, y] = heads;
+      if (x !== undefined && y !== undefined && Math.abs(x - y) <= this.maxLag) return Math.min(x, y);
     }
-    throw this.unavailable("head", lastError);
+    const answers = await read();
+    const heads = answers
+      .flatMap((a) => ("value" in a ? [{ index: a.index, head: a.value as number }] : []))
+      .sort((a, b) => b.head - a.head);
+    const second = heads[1];
+    if (!second) {
+      const errors = answers.flatMap((a) => ("error" in a ? [a.error] : []));
+      throw this.unavailable("head (two providers must answer)", errors[0]);
+    }
+    const top = heads[0] as { index: number; head: number };
+    if (top.head - second.head > this.maxLag) {
+      // Far ahead of every other: a chain nobody else has.
+      this.disagreed(top.index, {
+        subject: "head",
+        detail: `head ${top.head}, others at most ${second.head}`,
+        confirmers: heads.slice(1).map((h) => this.states[h.index]?.name ?? ""),
+        block: top.head,
+      });
+    }
+    return second.head;
   }
 
   /** One provider's head, remembered (lag is measured against the best one). */
@@ -332,12 +357,80 @@ export class ProviderPool implements ChainAdapter {
     return safeBlockFromHead(await this.headBlock(), confirmations);
   }
 
-  blockHash(n: number): Promise<string | null> {
-    return this.read(`block ${n}`, (a) => a.blockHash(n));
+  async blockHash(n: number): Promise<string | null> {
+    return this.agreedBlock(
+      n,
+      (a) => a.blockHash(n),
+      (h) => h ?? "none",
+    );
   }
 
-  blockHeader(n: number): Promise<BlockHeader | null> {
-    return this.read(`block ${n}`, (a) => a.blockHeader(n));
+  /** A block's hash and timestamp as two providers give them (the on-time rule reads its time). */
+  async blockHeader(n: number): Promise<BlockHeader | null> {
+    return this.agreedBlock(
+      n,
+      (a) => a.blockHeader(n),
+      (h) => (h ? `${h.hash}@${h.timestamp}` : "none"),
+    );
+  }
+
+  /**
+   * A block read answered by two providers alike (issue #34). When no two agree once all have
+   * answered, each provider alone with its answer while two or more others agree is a
+   * disagreement; the read fails (`ChainUnavailableError`) and the watcher asks again.
+   */
+  private async agreedBlock<T>(
+    n: number,
+    fn: (a: ChainAdapter) => Promise<T>,
+    key: (v: T) => string,
+  ): Promise<T> {
+    const agreeing = (answers: PoolAnswer<T>[]) => {
+      const counts = new Map<string, number>();
+      for (const a of answers) {
+        if (!("value" in a)) continue;
+        const k = key(a.value as T);
+        counts.set(k, (counts.get(k) ?? 0) + 1);
+      }
+      const best = [...counts.entries()].sort((x, y) => y[1] - x[1])[0];
+      return best && best[1] >= 2 ? best[0] : null;
+    };
+    const ask = (only?: number[]) =>
+      this.gather(
+        (i) => fn((this.states[i] as State).adapter),
+        (a) => agreeing(a) !== null,
+        0,
+        only,
+      );
+    // The two best providers first (the usual case: they agree); everyone when they do not.
+    const pair = this.bestPair();
+    const first = pair ? await ask(pair) : [];
+    const answers = agreeing(first) !== null ? first : await ask();
+    const agreed = agreeing(answers);
+    const values = answers.flatMap((a) => ("value" in a ? [{ index: a.index, value: a.value as T }] : []));
+    if (agreed !== null) {
+      const confirmers = values
+        .filter((v) => key(v.value) === agreed)
+        .map((v) => this.states[v.index]?.name ?? "");
+      for (const v of values) {
+        // A provider without the block yet (null) is behind, not lying.
+        if (key(v.value) !== agreed && key(v.value) !== "none" && agreed !== "none")
+          this.disagreed(v.index, {
+            subject: "block",
+            detail: `block ${n}: ${key(v.value)}, others ${agreed}`,
+            confirmers,
+            block: n,
+          });
+      }
+      return (values.find((v) => key(v.value) === agreed) as { value: T }).value;
+    }
+    if (values.length >= 2 && values.some((v) => key(v.value) !== "none")) {
+      throw new ChainUnavailableError(
+        this.network,
+        `providers disagree on block ${n} (${values.map((v) => `${this.states[v.index]?.name}: ${key(v.value)}`).join("; ")}); it waits`,
+      );
+    }
+    const errors = answers.flatMap((a) => ("error" in a ? [a.error] : []));
+    throw this.unavailable(`block ${n} (two providers must agree)`, errors[0]);
   }
 
   tokenBalance(address: string): Promise<bigint> {
@@ -421,6 +514,21 @@ export class ProviderPool implements ChainAdapter {
       this.network,
       `providers disagree on blocks ${query.fromBlock}..${query.toBlock} (${primary.name} against ${confirmers.join(", ")}); the transfers wait`,
     );
+  }
+
+  /**
+   * The two best healthy providers (configured positions) when more than two are configured and
+   * two are healthy: asked first for a read two must agree on; null otherwise (ask everyone).
+   */
+  private bestPair(): number[] | null {
+    if (this.states.length <= 2) return null;
+    const now = this.now();
+    const usable = this.states.filter((s) => this.condition(s, now) === "ok");
+    if (usable.length < 2) return null;
+    return usable
+      .sort((a, b) => this.rank(a) - this.rank(b))
+      .slice(0, 2)
+      .map((s) => s.order);
   }
 
   /** The providers to ask, best first: healthy ones by configured order then latency; if none, every one. */

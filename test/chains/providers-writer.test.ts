@@ -110,14 +110,23 @@ describe("the write side across providers, one of them lying (anvil)", () => {
     expect(await three.writer.check(`0x${"ab".repeat(32)}`, expected)).toEqual({ state: "missing" });
   });
 
-  // Heads and block times are still read from the best provider with failover (asking two was
-  // built and withdrawn: it stalled deposits when one provider forged a log; issue #34's note).
-  it("nonce: one provider cannot move it", async () => {
+  it("nonce, head and block times: one provider cannot move them", async () => {
     await transferTestUsdt(anvil, token, SENDER_KEY, to, 0n).catch(() => undefined);
     const real = await anvil.publicClient.getTransactionCount({ address: sender });
+    const head = Number(await anvil.publicClient.getBlockNumber());
+    const block = await anvil.publicClient.getBlock({ blockNumber: BigInt(head) });
     for (const n of [2, 3] as const) {
-      const { writer } = pooled(n);
+      const { pool, writer } = pooled(n);
       expect(await writer.minedNonce(sender)).toBe(real);
+      expect(await pool.headBlock()).toBe(head);
+      if (n === 3)
+        expect(await pool.blockHeader(head)).toEqual({
+          number: head,
+          hash: block.hash,
+          timestamp: Number(block.timestamp) * 1000,
+        });
+      // Two providers giving two timestamps: the block waits.
+      else await expect(pool.blockHeader(head)).rejects.toBeInstanceOf(ChainUnavailableError);
     }
   });
 

@@ -34,15 +34,7 @@ export function newLiar(rate: number): Liar {
   return { on: false, rate: { default: rate }, told: { receipts: 0, logs: 0, heads: 0, timestamps: 0 } };
 }
 
-/**
- * Heads and block times are still read from the best provider with failover (asking two was built
- * and withdrawn: it stalled deposits when one provider forged a log; issue #34's note, session 15):
- * the liar keeps to what a quorum decides (receipts) and what deposits cross-check (logs).
- */
-const NOT_CROSS_CHECKED: readonly (keyof LieCounts)[] = ["heads", "timestamps"];
-
 function lies(liar: Liar, kind: keyof LieCounts): boolean {
-  if (NOT_CROSS_CHECKED.includes(kind)) return false;
   if (!liar.on || Math.random() >= (liar.rate[kind] ?? liar.rate.default)) return false;
   liar.told[kind]++;
   return true;

@@ -71,14 +71,7 @@ function onEach(answer: unknown, request: unknown, f: (a: Json, r: Json) => void
   return answer;
 }
 
-/**
- * Heads and block times: the watcher still reads them from the best provider with failover. Taking
- * them across providers was built and withdrawn (it stalled deposits when one provider forged a
- * log; issue #34's note, session 15), so this liar lies about what goes out only: receipts.
- */
-const LIE_ABOUT_HEADS = false;
-
-/** The lying provider of an EVM chain: our receipts reverted (heads and timestamps: LIE_ABOUT_HEADS). */
+/** The lying provider of an EVM chain: our receipts reverted, heads ahead, timestamps a day off. */
 function evmLiar(proxy: RpcProxy, hot: string, lying: { on: boolean }, lies: Lies) {
   proxy.rewriteResponse = (answer, request) =>
     onEach(answer, request, (a, r) => {
@@ -90,14 +83,10 @@ function evmLiar(proxy: RpcProxy, hot: string, lying: { on: boolean }, lies: Lie
         a.result.status = "0x0";
         a.result.logs = [];
         lies.receipts++;
-      } else if (LIE_ABOUT_HEADS && r.method === "eth_blockNumber") {
+      } else if (r.method === "eth_blockNumber") {
         a.result = `0x${(Number(a.result) + 1_000).toString(16)}`;
         lies.heads++;
-      } else if (
-        LIE_ABOUT_HEADS &&
-        r.method === "eth_getBlockByNumber" &&
-        typeof a.result.timestamp === "string"
-      ) {
+      } else if (r.method === "eth_getBlockByNumber" && typeof a.result.timestamp === "string") {
         a.result.timestamp = `0x${(Number(a.result.timestamp) + 86_400).toString(16)}`;
         lies.timestamps++;
       }
@@ -118,7 +107,7 @@ function tronLiar(proxy: RpcProxy, lying: { on: boolean }, lies: Lies) {
       lies.receipts++;
     }
     const raw = a.block_header?.raw_data;
-    if (LIE_ABOUT_HEADS && raw && typeof raw.number === "number") {
+    if (raw && typeof raw.number === "number") {
       if (typeof r.num !== "number") {
         // wallet/getnowblock
         raw.number += 1_000;
@@ -300,6 +289,8 @@ for (const chain of ["evm", "tron"] as const) {
       });
       expect(ready.body.checks[`sending:${w.network}:sandbox`].detail).toMatch(/1 disputed/);
       expect(w.lies.receipts).toBeGreaterThan(0);
+      expect(w.lies.heads).toBeGreaterThan(0);
+      expect(w.lies.timestamps).toBeGreaterThan(0);
 
       // The liar stops: both providers agree, and the withdrawal completes (it waited, it was not lost).
       w.lying.on = false;
@@ -332,6 +323,8 @@ for (const chain of ["evm", "tron"] as const) {
       expect(await received(w, chain)).toBe(BigInt(Math.round(wd.netAmount * 1e6)));
       expect(await balance(w)).toEqual({ available: 450, held: 0 });
       expect(w.lies.receipts).toBeGreaterThan(0);
+      expect(w.lies.heads).toBeGreaterThan(0);
+      expect(w.lies.timestamps).toBeGreaterThan(0);
       // The liar's answers were refused and counted against it.
       expect(await metrics(w)).toMatch(
         new RegExp(
