@@ -141,8 +141,13 @@ export const envSchema = z.object({
   FEE_SCHEDULE: z.string().optional(),
   OTP_TTL_SECONDS: positiveInt.default(600),
   // Days an audit record is kept; 0 keeps every record (the default: evidence is not thrown away
-  // unless the operator says so).
-  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
+  // unless the operator says so). At least 30 when set: the database refuses to purge newer records
+  // (migration 0028).
+  AUDIT_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .refine((d) => d === 0 || d >= 30, "0 (keep every record) or at least 30 days")
+    .default(0),
   /** Reserve reconciliation (issue #22): how often each chain is checked, and the shortfall tolerated (USDT). */
   RESERVE_CHECK_SECONDS: z.coerce.number().int().min(0).default(300),
   RESERVE_TOLERANCE: z

@@ -190,7 +190,10 @@ export class ChainWatcher {
       if ((await timeOf(mid)) >= since) hi = mid;
       else lo = mid + 1;
     }
-    this.log.info({ from: lo, safe, since: new Date(since).toISOString() }, "first scan starts at the oldest watched address");
+    this.log.info(
+      { from: lo, safe, since: new Date(since).toISOString() },
+      "first scan starts at the oldest watched address",
+    );
     return lo - 1;
   }
 
