@@ -33,8 +33,12 @@ export function codeToStatus(code: ErrorCode): number {
   }
 }
 
-export function errorBody(err: AppError) {
-  return { success: false as const, error: { code: err.code, message: err.message, details: err.details } };
+/** The error envelope (CONTRACT §1): `requestId` equals the response's `X-Request-Id`. */
+export function errorBody(err: AppError, requestId: string) {
+  return {
+    success: false as const,
+    error: { code: err.code, message: err.message, details: err.details, requestId },
+  };
 }
 
 interface AjvIssue {
@@ -134,16 +138,18 @@ export function makeErrorHandler(bodyLimit: number) {
         "Retry-After",
         String(Number.isFinite(retryAfter) ? Math.max(1, Math.ceil(retryAfter)) : 60),
       );
-      return reply.code(429).send(rateLimitedBody(appErr.message, appErr.details));
+      return reply.code(429).send(rateLimitedBody(appErr.message, request.id, appErr.details));
     }
-    return reply.code(status).send(errorBody(appErr));
+    return reply.code(status).send(errorBody(appErr, request.id));
   };
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
   return reply
     .code(404)
-    .send(errorBody(AppError.notFound(`No route ${request.method} ${request.url.split("?")[0]}.`)));
+    .send(
+      errorBody(AppError.notFound(`No route ${request.method} ${request.url.split("?")[0]}.`), request.id),
+    );
 }
 
 /**
@@ -165,6 +171,6 @@ export function frameworkErrorHandler(maxParamLength: number) {
     if (status >= 500) request.log.error({ err }, "request failed in the router");
     reply.header("X-Request-Id", request.id);
     reply.header("X-Content-Type-Options", "nosniff");
-    return reply.code(status).send(errorBody(appErr));
+    return reply.code(status).send(errorBody(appErr, request.id));
   };
 }

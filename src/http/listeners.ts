@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
+import { newId } from "../domain/ids.js";
 import type { App } from "./app-types.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { codeToStatus, errorBody } from "./errors.js";
@@ -108,10 +109,13 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     err.code === "HPE_HEADER_OVERFLOW"
       ? AppError.validation([{ field: "headers", message: "are too large" }], "Request headers too large.")
       : AppError.validation([{ field: "request", message: "is malformed" }], "Malformed HTTP request.");
-  const body = JSON.stringify(errorBody(refused));
+  // Refused before it was a request: no id was given, this one names the refusal in the logs' stead.
+  const requestId = newId("req");
+  const body = JSON.stringify(errorBody(refused, requestId));
   socket.end(
     `HTTP/1.1 ${codeToStatus(refused.code)} Bad Request\r\nConnection: close\r\n` +
       "Content-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n" +
+      `X-Request-Id: ${requestId}\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

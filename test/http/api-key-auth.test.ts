@@ -29,13 +29,37 @@ function expectAuthError(r: { status: number; body: any }, status: 401 | 403) {
   expect(r.status).toBe(status);
   expect(r.body).toEqual({
     success: false,
-    error: { code: status === 401 ? "INVALID_AUTH" : "FORBIDDEN", message: expect.any(String), details: {} },
+    error: {
+      code: status === 401 ? "INVALID_AUTH" : "FORBIDDEN",
+      message: expect.any(String),
+      details: {},
+      requestId: expect.stringMatching(/^req_/),
+    },
   });
 }
 
 describe("API-key channel: 401 INVALID_AUTH", () => {
   it("rejects a request without apikey", async () => {
     expectAuthError(await call(svc.urls.sandbox, ACCOUNT), 401);
+  });
+
+  it("a route that takes a key pair or a session, called with neither, names the apikey header (not the session)", async () => {
+    for (const [method, path] of [
+      ["POST", "/checkout/session"],
+      ["POST", "/wallet/generate"],
+      ["POST", "/api/v1/webhook/url"],
+    ] as const) {
+      const r = await call(svc.urls.sandbox, path, { method, ...(method === "POST" ? { json: {} } : {}) });
+      expect(r.status, `${method} ${path}`).toBe(401);
+      expect(r.body.error.message, path).toMatch(/apikey header/);
+    }
+    // A session that is sent but not valid is still told about the session.
+    const stale = await call(svc.urls.sandbox, "/checkout/session", {
+      json: {},
+      headers: { authorization: "Bearer not-a-token" },
+    });
+    expect(stale.status).toBe(401);
+    expect(stale.body.error.message).toMatch(/dashboard session/);
   });
 
   it("rejects a malformed key and a key whose checksum is wrong", async () => {

@@ -86,6 +86,7 @@ describe("a transient database fault that outlasts the retries (both drivers)", 
         code: "SERVICE_UNAVAILABLE",
         message: "The service is briefly unavailable; retry shortly.",
         details: {},
+        requestId: first.headers.get("x-request-id"),
       },
     });
     expect(first.text).not.toMatch(/administrator|terminat/);

@@ -152,6 +152,7 @@ describe("text PostgreSQL cannot store, and URLs the router refuses", () => {
       expect(r.body.error.code).toBe("VALIDATION_ERROR");
       expect(r.body.error.details.fields[0].field).toBe("path");
       expect(r.headers.get("x-request-id")).toMatch(/^req_/);
+      expect(r.body.error.requestId).toBe(r.headers.get("x-request-id"));
     }
   });
 });
@@ -180,15 +181,19 @@ describe("requests Node's HTTP parser refuses", () => {
 
   it("a malformed request line or header is a 400 envelope, and the connection closes", async () => {
     for (const bytes of ["NOT HTTP AT ALL\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"]) {
-      const body = envelopeOf(await raw(svc.urls.production, bytes));
+      const answer = await raw(svc.urls.production, bytes);
+      const body = envelopeOf(answer);
       expect(body).toEqual({
         success: false,
         error: {
           code: "VALIDATION_ERROR",
           message: "Malformed HTTP request.",
           details: { fields: [{ field: "request", message: "is malformed" }] },
+          requestId: expect.stringMatching(/^req_/),
         },
       });
+      // Refused before it was a request, it still names itself in the header and the body alike.
+      expect(answer).toMatch(new RegExp(`X-Request-Id: ${body.error.requestId}\r\n`));
     }
   });
 
@@ -225,7 +230,12 @@ describe("unknown routes, 500s and request ids", () => {
     expect(r.status).toBe(500);
     expect(r.body).toEqual({
       success: false,
-      error: { code: "INTERNAL_ERROR", message: "Internal server error.", details: {} },
+      error: {
+        code: "INTERNAL_ERROR",
+        message: "Internal server error.",
+        details: {},
+        requestId: r.headers.get("x-request-id"),
+      },
     });
     expect(r.text).not.toMatch(/hunter2|10\.0\.0\.5|Error|at /);
     expect(r.headers.get("x-request-id")).toMatch(/^req_/);
@@ -239,10 +249,14 @@ describe("unknown routes, 500s and request ids", () => {
       call(svc.urls.sandbox, ECHO, { json: {} }),
     ]);
     for (const r of responses) expect(r.headers.get("x-request-id")).toMatch(/^req_[0-9A-Za-z]+$/);
+    // Every error body carries the same id (CONTRACT §1: a merchant quotes it to support).
+    for (const r of responses.slice(1)) expect(r.body.error.requestId).toBe(r.headers.get("x-request-id"));
     const kept = await call(svc.urls.production, "/healthz", {
       headers: { "x-request-id": "trace-abc.123" },
     });
     expect(kept.headers.get("x-request-id")).toBe("trace-abc.123");
+    const keptError = await call(svc.urls.sandbox, "/nope", { headers: { "x-request-id": "trace-abc.124" } });
+    expect(keptError.body.error.requestId).toBe("trace-abc.124");
     const replaced = await call(svc.urls.production, "/healthz", { headers: { "x-request-id": "<script>" } });
     expect(replaced.headers.get("x-request-id")).toMatch(/^req_/);
   });

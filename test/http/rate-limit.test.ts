@@ -79,7 +79,12 @@ describe("rate limits, in memory", () => {
     expect(r.body).toEqual({
       success: false,
       message: RATE_LIMIT_MESSAGE,
-      error: { code: "RATE_LIMITED", message: RATE_LIMIT_MESSAGE, details: {} },
+      error: {
+        code: "RATE_LIMITED",
+        message: RATE_LIMIT_MESSAGE,
+        details: {},
+        requestId: expect.any(String),
+      },
     });
     expect(r.body.message).toMatch(/rate limit exceeded/i);
     expectHeaders(r, 15);

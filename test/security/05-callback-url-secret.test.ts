@@ -44,7 +44,12 @@ function expectInvalidAuth(r: { status: number; body: any; text: string }) {
   expect(r.status, r.text).toBe(401);
   expect(r.body).toEqual({
     success: false,
-    error: { code: "INVALID_AUTH", message: expect.stringMatching(/x-api-secret/), details: {} },
+    error: {
+      code: "INVALID_AUTH",
+      message: expect.stringMatching(/x-api-secret/),
+      details: {},
+      requestId: expect.any(String),
+    },
   });
 }
 

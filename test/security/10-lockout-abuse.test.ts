@@ -62,6 +62,7 @@ function expectThrottled(r: Awaited<ReturnType<typeof call>>): number {
       code: "RATE_LIMITED",
       message: r.body.message,
       details: { retryAfterSeconds: expect.any(Number) },
+      requestId: r.headers.get("x-request-id"),
     },
   });
   const retryAfter = Number(r.headers.get("retry-after"));

@@ -58,7 +58,8 @@ export function swaggerOptions(config: Config): SwaggerOptions {
         description:
           "Stablecoin payment gateway: checkout sessions, deposit addresses, withdrawals, payouts, signed webhooks.\n\n" +
           "Every response is JSON in an envelope: `{ success: true, data }` (lists add `pagination`) or " +
-          "`{ success: false, error: { code, message, details } }` — branch on `error.code`. Amounts are " +
+          "`{ success: false, error: { code, message, details, requestId } }` — branch on `error.code`; " +
+          "quote `requestId` (also the `X-Request-Id` header) to the operator. Amounts are " +
           "JSON numbers in USDT. The sandbox base URL takes sandbox keys, the production one production keys.",
         license: { name: "MIT", identifier: "MIT" },
         contact: { name: "The operator of this gateway" },

@@ -80,6 +80,9 @@ function errorObject(code: ErrorCode, details: TSchema) {
     code: Type.Literal(code),
     message: Type.String({ description: "For people; may change. Branch on `code`." }),
     details,
+    requestId: Type.String({
+      description: "Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines).",
+    }),
   });
 }
 

@@ -25,7 +25,7 @@ export function registerAuth(
     const useApiKey = mode === "apiKey" || (mode === "merchant" && request.headers.apikey !== undefined);
     request.principal = useApiKey
       ? await authenticateApiKey(request, config, keys)
-      : await authenticateDashboard(request);
+      : await authenticateDashboard(request, { apiKeyAccepted: mode === "merchant" });
   });
 }
 

@@ -65,8 +65,23 @@ export function readEnvironmentHeader(request: FastifyRequest): Environment {
 
 const invalid = () => AppError.invalidAuth("Missing or invalid dashboard session.");
 
-export async function authenticateDashboard(request: FastifyRequest): Promise<Principal> {
+/**
+ * `apiKeyAccepted`: the route also takes a key pair (`auth: "merchant"`), so a request with no
+ * credentials at all is told about the `apikey` header first (integrations meet this route with
+ * a key; "invalid dashboard session" sent them the wrong way).
+ */
+export async function authenticateDashboard(
+  request: FastifyRequest,
+  options: { apiKeyAccepted?: boolean } = {},
+): Promise<Principal> {
   const verifier = request.server.stablegateDashboard;
+  const hasSession =
+    typeof request.headers.authorization === "string" || request.cookies?.[ACCESS_COOKIE] !== undefined;
+  if (options.apiKeyAccepted && !hasSession) {
+    throw AppError.invalidAuth(
+      "Missing API key: send it in the apikey header (with x-api-secret where the route asks for it), or sign in to the dashboard.",
+    );
+  }
   if (!verifier) throw invalid();
   const { kit } = verifier;
 

@@ -11,8 +11,12 @@ export const RATE_LIMIT_MESSAGE = "API rate limit exceeded, please retry later."
  * The 429 body: the contract's `{ success: false, message }` (kept exactly), plus the `error`
  * object every other error body has, so a client reads `error.code` on any failure.
  */
-export function rateLimitedBody(message: string, details: Record<string, unknown> = {}) {
-  return { success: false as const, message, error: { code: "RATE_LIMITED" as const, message, details } };
+export function rateLimitedBody(message: string, requestId: string, details: Record<string, unknown> = {}) {
+  return {
+    success: false as const,
+    message,
+    error: { code: "RATE_LIMITED" as const, message, details, requestId },
+  };
 }
 
 /**
@@ -53,7 +57,7 @@ export function registerRateLimit(app: FastifyInstance, config: Config, store: R
     reply.header("RateLimit-Policy", `${limit};w=${windowSeconds}`);
     if (!result.allowed) {
       reply.header("Retry-After", String(Math.max(1, resetSeconds)));
-      return reply.code(429).send(rateLimitedBody(RATE_LIMIT_MESSAGE));
+      return reply.code(429).send(rateLimitedBody(RATE_LIMIT_MESSAGE, request.id));
     }
   });
 }

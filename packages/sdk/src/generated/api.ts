@@ -1628,6 +1628,8 @@ export type components = {
                     network?: string;
                     environment?: string;
                 };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1851,6 +1853,8 @@ export type components = {
                 message: string;
                 /** @description Always empty */
                 details: Record<string, never>;
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1867,6 +1871,8 @@ export type components = {
                 message: string;
                 /** @description Always empty */
                 details: Record<string, never>;
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1883,6 +1889,8 @@ export type components = {
                 message: string;
                 /** @description Always empty */
                 details: Record<string, never>;
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1903,6 +1911,8 @@ export type components = {
                     /** @description What the request needs, in USDT */
                     required: number;
                 };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1919,6 +1929,8 @@ export type components = {
                 message: string;
                 /** @description Always empty */
                 details: Record<string, never>;
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1937,6 +1949,8 @@ export type components = {
                     /** @description Sign-in only: the account has 2FA on and `totp` is needed */
                     totpRequired?: boolean;
                 };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -1955,6 +1969,8 @@ export type components = {
                     /** @description The object's current status, when it has one */
                     status?: string;
                 };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /** Invitation */
@@ -2038,6 +2054,8 @@ export type components = {
                 message: string;
                 /** @description Always empty */
                 details: Record<string, never>;
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /**
@@ -2193,6 +2211,8 @@ export type components = {
                     /** @description Same as the Retry-After header */
                     retryAfterSeconds?: number;
                 };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /** SandboxPayment */
@@ -2235,6 +2255,8 @@ export type components = {
                 message: string;
                 /** @description Always empty */
                 details: Record<string, never>;
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /** Settings */
@@ -2425,6 +2447,8 @@ export type components = {
                 details: {
                     fields: components["schemas"]["FieldError"][];
                 };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
             };
         };
         /** VolumePoint */
