@@ -180,7 +180,13 @@ export class PooledChainWriter implements SignedChainWriter {
     }
     if (checks.length < q)
       throw unavailable(this.network, `receipt of ${hash} (${q} providers must answer)`, answers);
-    return checks.some((c) => c.check.state === "pending") ? { state: "pending" } : { state: "missing" };
+    if (checks.some((c) => c.check.state === "pending")) return { state: "pending" };
+    // "Missing" lets a TRON transfer past its expiry be replaced by a new one: every configured
+    // provider must say so. One in back-off was not asked and may hold the receipt (outside review
+    // of #34: with it down, a liar and a provider behind made a paid transfer look dropped).
+    // Until then it is pending: nothing is re-signed (an EVM replacement keeps its nonce anyway).
+    if (checks.length < this.writers.length) return { state: "pending" };
+    return { state: "missing" };
   }
 
   /** The second highest answer: two providers report at least this much (one cannot inflate it). */

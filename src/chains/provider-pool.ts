@@ -3,6 +3,7 @@ import type { Environment } from "../domain/environment.js";
 import {
   type BlockHeader,
   type ChainAdapter,
+  compareTransfers,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
@@ -115,7 +116,7 @@ interface State {
 }
 
 const transferKey = (t: TokenTransfer) =>
-  `${t.txHash.toLowerCase()}:${t.logIndex}:${t.blockHash.toLowerCase()}:${t.to}:${t.amount}`;
+  `${t.txHash.toLowerCase()}:${t.logIndex}:${t.blockHash.toLowerCase()}:${t.from}:${t.to}:${t.amount}`;
 
 export class ProviderPool implements ChainAdapter {
   readonly network: CurrencyType;
@@ -191,7 +192,10 @@ export class ProviderPool implements ChainAdapter {
       ),
     );
     const answered = heads.filter((x): x is { s: State; head: number } => x !== null);
-    const best = Math.max(...answered.map((x) => x.head));
+    // Against the second highest head when three or more answered: one provider inventing a
+    // head ahead of the chain must not make every honest one "lagging" (outside review of #34).
+    const sorted = answered.map((x) => x.head).sort((a, b) => b - a);
+    const best = (sorted.length >= 3 ? sorted[1] : sorted[0]) ?? 0;
     for (const { s, head } of answered) s.lagging = best - head > this.maxLag;
     this.onHealth?.(this.health());
   }
@@ -407,6 +411,14 @@ export class ProviderPool implements ChainAdapter {
     const answers = agreeing(first) !== null ? first : await ask();
     const agreed = agreeing(answers);
     const values = answers.flatMap((a) => ("value" in a ? [{ index: a.index, value: a.value as T }] : []));
+    if (agreed === "none" && values.some((v) => key(v.value) !== "none")) {
+      // "No such block" from two (one behind, one lying) against a provider that has it: a false
+      // reorg would roll the cursor back on their word. It waits (outside review of #34).
+      throw new ChainUnavailableError(
+        this.network,
+        `block ${n}: ${values.filter((v) => key(v.value) !== "none").length} provider(s) have it, others not yet; it waits`,
+      );
+    }
     if (agreed !== null) {
       const confirmers = values
         .filter((v) => key(v.value) === agreed)
@@ -437,83 +449,96 @@ export class ProviderPool implements ChainAdapter {
     return this.read("balance", (a) => a.tokenBalance(address));
   }
 
+  /**
+   * The transfers of a range as the providers agree on them, both ways (issue #34, outside review):
+   * a transfer counts when a majority of the providers that answered for the range report it, and
+   * a range counts only when two providers at least have answered — an empty answer included, so
+   * one provider cannot hide a payment by leaving it out. The two best providers first (the usual
+   * case: the same answer, two reads); when they differ, everyone not in back-off. Decided against
+   * a majority: a transfer only a minority reported (forged) and one a majority reported but a
+   * provider left out (hidden) are disagreements of the minority, which is set aside as a suspect.
+   * Undecided (no majority either way, e.g. two providers that differ) or fewer than two answers:
+   * the range waits (`ChainUnavailableError`), nobody is blamed, and the watcher asks again.
+   */
   async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {
     // Each provider receives its own copy of the addresses (an iterable may be single-use).
     const addresses = query.addresses ? [...query.addresses] : undefined;
     const q = (): TokenTransferQuery => ({ ...query, ...(addresses ? { addresses } : {}) });
-    const reached = (s: State) => s.head === null || s.head >= query.toBlock;
-    let primary: State | undefined;
-    let transfers: TokenTransfer[] = [];
-    const tried = new Set<State>();
-    let lastError: unknown;
-    for (const s of this.ranked().filter(reached)) {
-      tried.add(s);
-      try {
-        transfers = await this.attempt(s, (a) => a.tokenTransfers(q()));
-        primary = s;
-        break;
-      } catch (err) {
-        if (!isProviderFault(err)) throw err;
-        lastError = err;
-      }
-    }
-    if (!primary) throw this.unavailable(`transfers ${query.fromBlock}..${query.toBlock}`, lastError);
-    if (transfers.length === 0) return transfers;
-
-    // A second word for every transfer: the other healthy providers that have reached the range,
-    // asked together; the first answers that confirm everything end the wait (a hanging or slow
-    // provider does not hold the watcher).
-    const unconfirmed = new Map(transfers.map((t) => [transferKey(t), t]));
-    const confirmers: string[] = [];
-    const ask = async (s: State): Promise<void> => {
-      if (!reached(s) || s.head === null) {
-        // A head read now: a provider that has caught up since the last probe can confirm.
+    const range = `${query.fromBlock}..${query.toBlock}`;
+    /** One provider's transfers, or null when its head has not reached the range (it has no say). */
+    const ask = async (index: number): Promise<TokenTransfer[] | null> => {
+      const s = this.states[index] as State;
+      if (s.head === null || s.head < query.toBlock) {
+        // A head read now: a provider that has caught up since the last probe has its say.
         await this.headOf(s).catch(() => undefined);
-        if (s.head === null || s.head < query.toBlock) return;
+        if (s.head === null || s.head < query.toBlock) return null;
       }
-      const theirs = await this.attempt(s, (a) => a.tokenTransfers(q())).catch((err: unknown) => {
-        if (!isProviderFault(err)) throw err;
-        return null;
-      });
-      if (theirs === null) return;
-      confirmers.push(s.name);
-      const seen = new Set(theirs.map(transferKey));
-      for (const k of [...unconfirmed.keys()]) if (seen.has(k)) unconfirmed.delete(k);
+      return s.adapter.tokenTransfers(q());
     };
-    const others = this.ranked().filter((x) => !tried.has(x));
-    await new Promise<void>((resolve, reject) => {
-      let pending = others.length;
-      if (pending === 0) resolve();
-      for (const s of others) {
-        ask(s).then(() => {
-          pending -= 1;
-          if (unconfirmed.size === 0 || pending === 0) resolve();
-        }, reject);
-      }
-    });
-    if (unconfirmed.size === 0) return transfers;
-    if (confirmers.length === 0) {
+    const answered = (answers: PoolAnswer<TokenTransfer[] | null>[]) =>
+      answers.flatMap((a) =>
+        "value" in a && a.value !== null ? [{ index: a.index, transfers: a.value }] : [],
+      );
+    const faults = (answers: PoolAnswer<TokenTransfer[] | null>[]) => {
+      for (const a of answers) if ("error" in a && !isProviderFault(a.error)) throw a.error;
+      return answers.flatMap((a) => ("error" in a ? [a.error] : []));
+    };
+
+    const pair = this.ranked()
+      .slice(0, 2)
+      .map((s) => s.order);
+    const first = await this.gather(ask, () => false, 0, pair);
+    faults(first);
+    const two = answered(first);
+    if (two.length === 2 && sameTransfers(two[0]?.transfers ?? [], two[1]?.transfers ?? []))
+      return two[0]?.transfers ?? [];
+
+    // Two differing answers decide nothing: a third (at least) must break the tie.
+    const all = await this.gather(
+      ask,
+      (a) => answered(a).length >= 3 && decideTransfers(answered(a)).undecided === 0,
+      300,
+    );
+    const errors = faults(all);
+    const answers = answered(all);
+    if (answers.length < 2) {
       throw new ChainUnavailableError(
         this.network,
-        `no second healthy provider to confirm ${transfers.length} transfer(s) in ${query.fromBlock}..${query.toBlock}; they wait`,
+        `transfers ${range}: ${answers.length} provider(s) answered for the range, two must; they wait`,
+        { cause: errors[0] },
       );
     }
-    primary.disagreements += 1;
-    primary.suspectUntil = this.now() + this.suspectMs;
-    primary.lastError = `reported ${unconfirmed.size} transfer(s) no other provider confirmed (blocks ${query.fromBlock}..${query.toBlock})`;
-    this.onDisagreement?.({
-      network: this.network,
-      provider: primary.name,
-      confirmers,
-      fromBlock: query.fromBlock,
-      toBlock: query.toBlock,
-      unconfirmed: [...unconfirmed.values()],
-    });
-    this.onHealth?.(this.health());
-    throw new ChainUnavailableError(
-      this.network,
-      `providers disagree on blocks ${query.fromBlock}..${query.toBlock} (${primary.name} against ${confirmers.join(", ")}); the transfers wait`,
-    );
+    const decision = decideTransfers(answers);
+    const names = (indexes: number[]) => indexes.map((i) => this.states[i]?.name ?? "");
+    for (const [index, wrong] of decision.minority) {
+      const s = this.states[index] as State;
+      const confirmers = names(answers.map((a) => a.index).filter((i) => i !== index));
+      s.disagreements += 1;
+      s.suspectUntil = this.now() + this.suspectMs;
+      s.lastError =
+        `${wrong.forged.length} transfer(s) no majority reported, ${wrong.hidden.length} left out that a majority reported (blocks ${range})`.slice(
+          0,
+          200,
+        );
+      this.onDisagreement?.({
+        network: this.network,
+        provider: s.name,
+        confirmers,
+        fromBlock: query.fromBlock,
+        toBlock: query.toBlock,
+        unconfirmed: wrong.forged,
+        subject: "transfers",
+        detail: `reported ${wrong.forged.length} transfer(s) no majority reported; left out ${wrong.hidden.length} a majority reported`,
+      });
+    }
+    if (decision.minority.size > 0) this.onHealth?.(this.health());
+    if (decision.undecided > 0) {
+      throw new ChainUnavailableError(
+        this.network,
+        `providers disagree on blocks ${range} (${answers.map((a) => `${this.states[a.index]?.name}: ${a.transfers.length}`).join("; ")}); the transfers wait`,
+      );
+    }
+    return decision.accepted;
   }
 
   /**
@@ -636,4 +661,55 @@ function isProviderFault(err: unknown): boolean {
     !(err instanceof TransferWouldFailError) &&
     !(err instanceof InsufficientFundsError)
   );
+}
+
+/** Whether two answers hold the same transfers (keys compared as sets). */
+function sameTransfers(a: TokenTransfer[], b: TokenTransfer[]): boolean {
+  if (a.length !== b.length) return false;
+  const keys = new Set(a.map(transferKey));
+  return b.every((t) => keys.has(transferKey(t)));
+}
+
+/**
+ * The majority rule of `ProviderPool.tokenTransfers` over the providers that answered for a range:
+ * a transfer reported by a majority (at least two) is accepted; one that a majority did not report
+ * is refused; any other is undecided. `minority`: per provider, what it said against a decided
+ * majority (reported what was refused: forged; left out what was accepted: hidden).
+ */
+export function decideTransfers(answers: { index: number; transfers: TokenTransfer[] }[]): {
+  accepted: TokenTransfer[];
+  undecided: number;
+  minority: Map<number, { forged: TokenTransfer[]; hidden: TokenTransfer[] }>;
+} {
+  const n = answers.length;
+  const majority = Math.max(2, Math.floor(n / 2) + 1);
+  const reporters = new Map<string, { transfer: TokenTransfer; by: Set<number> }>();
+  for (const a of answers)
+    for (const t of a.transfers) {
+      const k = transferKey(t);
+      const entry = reporters.get(k) ?? { transfer: t, by: new Set<number>() };
+      entry.by.add(a.index);
+      reporters.set(k, entry);
+    }
+  const accepted: TokenTransfer[] = [];
+  const minority = new Map<number, { forged: TokenTransfer[]; hidden: TokenTransfer[] }>();
+  const blame = (index: number) => {
+    let m = minority.get(index);
+    if (!m) {
+      m = { forged: [], hidden: [] };
+      minority.set(index, m);
+    }
+    return m;
+  };
+  let undecided = 0;
+  for (const { transfer, by } of reporters.values()) {
+    if (by.size >= majority) {
+      accepted.push(transfer);
+      for (const a of answers) if (!by.has(a.index)) blame(a.index).hidden.push(transfer);
+    } else if (n - by.size >= majority) {
+      for (const i of by) blame(i).forged.push(transfer);
+    } else undecided += 1;
+  }
+  accepted.sort(compareTransfers);
+  return { accepted, undecided, minority };
 }

@@ -80,13 +80,14 @@ export async function createCursor(s: WatcherScope, start: number): Promise<void
     .execute();
 }
 
-/** When the oldest address of this chain was handed out (null: none yet). */
-export async function oldestWatchedAt(s: WatcherScope): Promise<Date | null> {
+/** When the oldest address of this chain still matched at `cutoff` was handed out (null: none). */
+export async function oldestWatchedAt(s: WatcherScope, cutoff: Date): Promise<Date | null> {
   const row = await s.db
     .selectFrom("watched_addresses")
     .select((eb) => eb.fn.min("created_at").as("oldest"))
     .where("network", "=", s.network)
     .where("environment", "=", s.environment)
+    .where((eb) => eb.or([eb("watch_until", "is", null), eb("watch_until", ">", cutoff)]))
     .executeTakeFirst();
   const oldest = row?.oldest as Date | string | null | undefined;
   return oldest ? new Date(oldest) : null;

@@ -20,7 +20,7 @@ export type { ChainWatcherOptions, ScanResult, TickOutcome } from "./options.js"
 
 const HANDOFF_BATCH = 200;
 /** How much earlier than the oldest watched address a chain's first scan starts (clock differences). */
-const FIRST_SCAN_MARGIN_MS = 60_000;
+const FIRST_SCAN_MARGIN_MS = 10 * 60_000;
 
 /**
  * The deposit watcher of one (network, environment): scans from the cursor to the head block in
@@ -166,14 +166,15 @@ export class ChainWatcher {
    * answers before the worker's first tick; in the split layout a network enabled on a running
    * gateway is served by an api restarted before the worker). Then the scan starts at the first
    * block whose time is at or after the oldest watched address's creation, less
-   * `FIRST_SCAN_MARGIN_MS` for clocks that differ: nothing paid to a handed-out address is missed.
+   * `FIRST_SCAN_MARGIN_MS` (10 min) for clocks that differ: nothing paid to a handed-out address is missed.
    * The block is found by halving on block headers (about 25 reads on Ethereum, once per chain).
    */
   private async firstCursor(): Promise<number> {
     if (this.options.start === "genesis") return -1;
     const safe = safeBlockFromHead(await this.adapter.headBlock(), this.options.confirmations);
     if (this.options.start === "safe" || safe < 0) return safe;
-    const oldest = await store.oldestWatchedAt(this.store);
+    // Addresses whose watch ended before the match grace cannot be credited: they do not count.
+    const oldest = await store.oldestWatchedAt(this.store, new Date(this.clock.now() - this.matchGraceMs));
     if (oldest === null) return safe;
     const since = oldest.getTime() - FIRST_SCAN_MARGIN_MS;
     const timeOf = async (n: number) => {
