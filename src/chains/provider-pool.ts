@@ -20,13 +20,13 @@ import { InsufficientFundsError, TransferWouldFailError } from "./writer.js";
  *   providers are read, and one more than `maxLagBlocks` behind the best head is *lagging*.
  * - **Failover**: a read goes to the best healthy provider (configured order, then latency); on a
  *   failure, to the next.
- * - **No single provider is trusted for money**: transfers a provider reports are returned only
- *   when a second healthy provider whose head has reached the range reports the same ones (same
- *   transaction, log, block hash, recipient and amount). A transfer no other provider confirms is a
- *   *disagreement*: it is counted and reported, the provider that reported it is set aside as a
- *   suspect for `suspectMs`, and the query fails (`ChainUnavailableError`) so that the watcher
- *   keeps its cursor and asks again — the transfer waits, it is never credited on one word. An
- *   empty answer needs no confirmation (there is nothing to credit).
+ * - **No single provider is trusted for money, both ways**: a range counts when two providers
+ *   whose heads have reached it answered for it (an empty answer too: nobody hides a payment
+ *   alone), and a transfer when a majority of those that answered report it (same transaction,
+ *   log, block hash, sender, recipient and amount). The minority against a decided majority is a
+ *   *disagreement*: counted, reported, set aside as a suspect for `suspectMs`. Undecided, the
+ *   query fails (`ChainUnavailableError`) so that the watcher keeps its cursor and asks again —
+ *   nothing is credited, nor skipped, on one word (`tokenTransfers`, `decideTransfers`).
  *
  * - **Every other read that decides where money goes is agreed too** (issue #34): the head is the
  *   second highest of the heads read together (two providers have reached it: one liar cannot

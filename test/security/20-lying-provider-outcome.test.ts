@@ -324,7 +324,8 @@ for (const chain of ["evm", "tron"] as const) {
       expect(await balance(w)).toEqual({ available: 450, held: 0 });
       expect(w.lies.receipts).toBeGreaterThan(0);
       expect(w.lies.heads).toBeGreaterThan(0);
-      expect(w.lies.timestamps).toBeGreaterThan(0);
+      // Block times: with three providers the liar is set aside after its first lie about a head,
+      // and then not asked for blocks at all; the two-provider case shows those lies refused.
       // The liar's answers were refused and counted against it.
       expect(await metrics(w)).toMatch(
         new RegExp(
