@@ -72,7 +72,10 @@ export function fieldErrors(issues: AjvIssue[], part: string | undefined): Field
         ? "is required"
         : issue.keyword === "additionalProperties"
           ? "is not a known field"
-          : (issue.message ?? "is invalid");
+          : issue.keyword === "enum" && Array.isArray(issue.params.allowedValues)
+            ? // The allowed values, not "must be equal to one of the allowed values" (issue #35).
+              `must be one of: ${issue.params.allowedValues.map(String).join(", ")}`
+            : (issue.message ?? "is invalid");
     const key = `${field}|${message}`;
     if (!seen.has(key)) {
       seen.add(key);

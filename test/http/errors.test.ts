@@ -129,6 +129,18 @@ describe("text PostgreSQL cannot store, and URLs the router refuses", () => {
     expect((await call(svc.urls.sandbox, ECHO, { json: { name: "💥", count: 1 } })).status).toBe(200);
   });
 
+  it("a value outside an enum names the allowed values", async () => {
+    const key = keysOf(await svc.createMerchant(), "sandbox");
+    const r = await call(svc.urls.sandbox, "/checkout/session", {
+      headers: { apikey: key.apiKey },
+      json: { amount: 5, currencyType: "USDT-BEP20" },
+    });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.details.fields).toEqual([
+      { field: "currencyType", message: "must be one of: USDT-TRC20, USDT-ERC20" },
+    ]);
+  });
+
   it("a NUL in a query value or a path parameter is a 400 too", async () => {
     const key = keysOf(await svc.createMerchant(), "sandbox");
     const q = await call(svc.urls.sandbox, "/api/v1/public/transactions?search=a%00", {

@@ -167,6 +167,27 @@ describe("stablegate-dev command line", () => {
     expect(c.out).toEqual([]);
   });
 
+  it("listen against a gateway it never reached gives up with one line naming the URL (not a silent retry forever)", {
+    timeout: 30_000,
+  }, async () => {
+    // A port nobody listens on: bound, then closed.
+    const closed = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, "127.0.0.1", () => {
+        const port = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const c = io();
+    const argv = ["listen", "--forward-to", "http://127.0.0.1:9/hooks", "--api-key", "ak_test_1"];
+    argv.push("--api-secret", "s", "--base-url", `http://127.0.0.1:${closed}`);
+    expect(await run(argv, c.io)).toBe(1);
+    const last = c.err.at(-1) ?? "";
+    expect(last).toMatch(
+      new RegExp(`cannot reach the gateway at http://127.0.0.1:${closed} .*after 4 attempts`),
+    );
+    expect(c.err.filter((l) => /reconnecting/.test(l))).toHaveLength(3);
+  });
+
   it.each([["--help"], ["listen", "--help"], ["trigger", "-h"]])(
     "%j prints its usage, exit 0",
     async (...argv) => {

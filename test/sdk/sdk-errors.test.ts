@@ -37,6 +37,32 @@ describe("errorFromResponse", () => {
     expect(bare.message).toBe("API rate limit exceeded");
   });
 
+  it("a validation error's message names each refused field and why; requestId from the body when no header", () => {
+    const err = errorFromResponse(
+      400,
+      new Headers(),
+      {
+        success: false,
+        error: {
+          code: "VALIDATION_ERROR",
+          message: "Request validation failed.",
+          details: {
+            fields: [
+              { field: "currencyType", message: "must be one of: USDT-TRC20, USDT-ERC20" },
+              { field: "amount", message: "is required" },
+            ],
+          },
+          requestId: "req_abc",
+        },
+      },
+      undefined,
+    );
+    expect(err.message).toBe(
+      "Request validation failed: currencyType must be one of: USDT-TRC20, USDT-ERC20; amount is required",
+    );
+    expect(err.requestId).toBe("req_abc");
+  });
+
   it("a body that is not the envelope (a proxy's page) is classed by its status", () => {
     expect(errorFromResponse(502, headers, undefined, undefined)).toBeInstanceOf(InternalServerError);
     expect(errorFromResponse(503, headers, undefined, 1)).toBeInstanceOf(ServiceUnavailableError);

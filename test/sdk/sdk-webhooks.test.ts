@@ -169,6 +169,15 @@ describe("webhooks.verify on real deliveries", () => {
     );
   });
 
+  it("an unset secret (process.env.X not loaded) is named as such, not 'secret is not iterable'", async () => {
+    const r = receiver.received[0] as Received;
+    for (const unset of [undefined, null, 42]) {
+      await expect(verifyWebhook(r.raw, r.headers, unset as never)).rejects.toThrow(
+        /the webhook secret is required \(got (undefined|object|number)\)/,
+      );
+    }
+  });
+
   it("refuses a stale timestamp, and a fresh timestamp put on an old delivery", async () => {
     const r = receiver.received[0] as Received;
     const ts = Number(r.headers["webhook-timestamp"]);

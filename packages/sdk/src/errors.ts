@@ -56,17 +56,26 @@ export interface FieldError {
   message: string;
 }
 
-/** 400 VALIDATION_ERROR: `fields` says which input was refused and why. */
+function fieldsOf(details: Record<string, unknown> | undefined): FieldError[] {
+  const raw = details?.fields;
+  return Array.isArray(raw)
+    ? raw
+        .filter((f): f is Record<string, unknown> => typeof f === "object" && f !== null)
+        .map((f) => ({ field: String(f.field ?? ""), message: String(f.message ?? "") }))
+    : [];
+}
+
+/**
+ * 400 VALIDATION_ERROR: `fields` says which input was refused and why; so does the message
+ * ("Validation failed: currencyType must be one of: …"), for a log line or an uncaught error.
+ */
 export class ValidationError extends StablegateError {
   readonly fields: FieldError[];
   constructor(init: StablegateErrorInit) {
-    super(init);
-    const raw = this.details.fields;
-    this.fields = Array.isArray(raw)
-      ? raw
-          .filter((f): f is Record<string, unknown> => typeof f === "object" && f !== null)
-          .map((f) => ({ field: String(f.field ?? ""), message: String(f.message ?? "") }))
-      : [];
+    const fields = fieldsOf(init.details);
+    const reasons = fields.map((f) => `${f.field} ${f.message}`).join("; ");
+    super({ ...init, message: reasons ? `${init.message.replace(/\.$/, "")}: ${reasons}` : init.message });
+    this.fields = fields;
   }
 }
 
@@ -179,7 +188,8 @@ export function errorFromResponse(
     code,
     status,
     details,
-    requestId: headers.get("x-request-id") ?? undefined,
+    requestId:
+      headers.get("x-request-id") ?? (typeof error?.requestId === "string" ? error.requestId : undefined),
     headers,
   };
   if (status === 429 || code === "RATE_LIMITED") return new RateLimitError({ ...init, retryAfter });

@@ -66,9 +66,12 @@ export async function verifyWebhook(
   options: VerifyWebhookOptions = {},
 ): Promise<WebhookEvent> {
   const body = toBytes(rawBody);
-  const secrets = typeof secret === "string" ? [secret] : [...secret];
+  // An unset secret (an environment variable not loaded) says so, not "secret is not iterable".
+  const secrets = typeof secret === "string" ? [secret] : Array.isArray(secret) ? [...secret] : [];
   if (secrets.length === 0 || secrets.some((s) => typeof s !== "string" || s === "")) {
-    throw new TypeError("verifyWebhook: the webhook secret is required");
+    throw new TypeError(
+      `verifyWebhook: the webhook secret is required (got ${secret === undefined ? "undefined" : typeof secret}); pass your endpoint's whsec_… secret`,
+    );
   }
   const id = header(headers, "webhook-id");
   const timestamp = header(headers, "webhook-timestamp");

@@ -47,6 +47,12 @@ export class ListenError extends Error {
 }
 
 const SEEN_LIMIT = 10_000;
+/**
+ * Failed attempts before the first connection after which `listen` gives up: a gateway that was
+ * never reached is most likely a wrong `--base-url` or a gateway not started, not a blip (issue
+ * #35: it used to retry forever in silence). Once connected, a lost stream is retried forever.
+ */
+export const FIRST_CONNECT_ATTEMPTS = 4;
 /** `connectOnce`'s answer for a stream ended by its maximum lifetime. */
 const LIFETIME = "\0lifetime";
 
@@ -87,6 +93,7 @@ export async function listen(o: ListenOptions): Promise<void> {
   let serverRetry: number | undefined;
   const seen = new Set<string>();
   let first = true;
+  let failedFirstAttempts = 0;
   while (!o.signal.aborted) {
     let reason: string;
     const connected = Date.now();
@@ -98,6 +105,11 @@ export async function listen(o: ListenOptions): Promise<void> {
       reason = describe(err);
     }
     if (o.signal.aborted) return;
+    if (first && ++failedFirstAttempts >= FIRST_CONNECT_ATTEMPTS) {
+      throw new ListenError(
+        `cannot reach the gateway at ${o.baseUrl} (${reason}) after ${failedFirstAttempts} attempts: is it running, and is --base-url (or STABLEGATE_BASE_URL) its URL?`,
+      );
+    }
     if (reason === LIFETIME) {
       // A planned end (the stream's maximum lifetime): reconnect at once, resuming exactly; with
       // the backoff only when lifetimes are so short that this would be a busy loop.
@@ -145,6 +157,14 @@ export async function listen(o: ListenOptions): Promise<void> {
         ? `Ready: forwarding ${o.environment} webhooks from ${o.baseUrl} to ${o.forwardTo} (Ctrl-C to stop)`
         : `reconnected${lastEventId ? ` after ${lastEventId}` : ""}`,
     );
+    if (first) {
+      // Where the signature comes from: a developer's first question once events arrive (#35).
+      o.onStatus(
+        "Each delivery keeps the gateway's signature headers: verify it with your webhook secret " +
+          "(whsec_…, shown in full only when made or rotated; POST /api/v1/webhook/secret/rotate makes a new one), " +
+          "e.g. verifyWebhook(rawBody, headers, secret) from @stablegate/sdk",
+      );
+    }
     first = false;
     backoff = o.backoffMs; // a good connection resets the backoff
     const parser = new SseParser();
