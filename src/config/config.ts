@@ -299,7 +299,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       INTERNAL_SHARED_SECRET: e.INTERNAL_SHARED_SECRET,
     },
     docs: { user: e.DOCS_USER, password: e.DOCS_PASSWORD },
-    corsOrigins: e.CORS_ORIGINS ?? [productionBaseUrl, sandboxBaseUrl],
+    corsOrigins:
+      e.CORS_ORIGINS ??
+      (production
+        ? [productionBaseUrl, sandboxBaseUrl]
+        : withLoopbackTwins([productionBaseUrl, sandboxBaseUrl])),
     otpTtlSeconds: e.OTP_TTL_SECONDS,
     fees,
     metricsToken: e.METRICS_TOKEN,
@@ -345,4 +349,24 @@ function stripSlash(u: string): string {
 function usdtUnits(text: string): bigint {
   const [whole = "0", fraction = ""] = text.split(".");
   return BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, "0") || "0");
+}
+
+/**
+ * Outside production mode, each loopback base URL also in its other spellings: a developer opens
+ * whichever the terminal printed or the browser kept (`localhost`, `127.0.0.1`, `[::1]`), and
+ * signing up at `http://127.0.0.1:8081` was refused by the Origin check (issue #35).
+ */
+function withLoopbackTwins(urls: string[]): string[] {
+  const loopback = ["localhost", "127.0.0.1", "[::1]"];
+  const out = new Set<string>();
+  for (const raw of urls) {
+    out.add(raw);
+    const u = new URL(raw);
+    if (!loopback.includes(u.hostname)) continue;
+    for (const host of loopback) {
+      u.hostname = host;
+      out.add(u.toString().replace(/\/+$/, ""));
+    }
+  }
+  return [...out];
 }

@@ -21,6 +21,14 @@ describe("configuration", () => {
     expect(c.http).toMatchObject({ port: 8080, sandboxPort: 8081, host: "127.0.0.1", trustProxy: false });
     expect(c.http.productionBaseUrl).toBe("http://localhost:8080");
     expect(c.http.sandboxBaseUrl).toBe("http://localhost:8081");
+    // Outside production mode the dashboard's Origin check takes every loopback spelling (#35).
+    expect(c.corsOrigins).toEqual(
+      expect.arrayContaining(["http://localhost:8081", "http://127.0.0.1:8081", "http://[::1]:8081"]),
+    );
+    expect(parseConfig({ NODE_ENV: "production" }).corsOrigins).toEqual([
+      "http://localhost:8080",
+      "http://localhost:8081",
+    ]);
     expect(c.rateLimit.windowMs).toBe(900_000);
     expect(c.rateLimit.limits).toEqual({
       auth: 15,
