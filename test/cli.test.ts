@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -109,6 +110,27 @@ describe("stablegate command line", CLI_TIMEOUT, () => {
     const r = await run(["serve"], { RATE_LIMIT_AUTH: "lots" });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/RATE_LIMIT_AUTH/);
+  });
+
+  it("a port in use is one line naming the port and the variable, exit 2, no stack trace", async () => {
+    const taken = net.createServer();
+    const port = await new Promise<number>((resolve) =>
+      taken.listen(0, "127.0.0.1", () => resolve((taken.address() as net.AddressInfo).port)),
+    );
+    const other = await mkdtemp(path.join(tmpdir(), "sg-cli-port-"));
+    try {
+      const r = await run(["serve"], { DATA_DIR: other, SANDBOX_PORT: String(port), HOST: "127.0.0.1" });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `stablegate: port ${port} on 127.0.0.1 \\(the sandbox listener\\) is in use .*SANDBOX_PORT`,
+        ),
+      );
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      taken.close();
+      await rm(other, { recursive: true, force: true });
+    }
   });
 
   it("refuses the api and worker roles on the single-process embedded database", async () => {

@@ -16,6 +16,13 @@ export interface Listeners {
   close(timeoutMs: number): Promise<void>;
 }
 
+/** A listener's port is taken (or not ours to take): the operator fixes it, one line, no stack. */
+export class ListenPortError extends Error {
+  override name = "ListenPortError";
+}
+
+const PORT_VARIABLE: Record<Environment, string> = { production: "PORT", sandbox: "SANDBOX_PORT" };
+
 /**
  * Two listeners of one application (CONTRACT §1): the environment of a request is the base URL
  * (listener) that received it. One Fastify instance routes both through `app.routing`.
@@ -34,18 +41,33 @@ export async function listen(app: App, host: string, ports: Record<Environment, 
   };
   const production = make("production");
   const sandbox = make("sandbox");
-  const start = (server: http.Server, port: number) =>
+  const start = (server: http.Server, port: number, env: Environment) =>
     new Promise<number>((resolve, reject) => {
-      server.once("error", reject);
+      server.once("error", (err: NodeJS.ErrnoException) => {
+        const why =
+          err.code === "EADDRINUSE"
+            ? "is in use by another process"
+            : err.code === "EACCES"
+              ? "needs privileges this process does not have"
+              : null;
+        reject(
+          why
+            ? new ListenPortError(
+                `port ${port} on ${host} (the ${env} listener) ${why}: stop it, or set ${PORT_VARIABLE[env]} to a free port`,
+                { cause: err },
+              )
+            : err,
+        );
+      });
       server.listen(port, host, () => {
         server.off("error", reject);
         resolve((server.address() as AddressInfo).port);
       });
     });
-  const prodPort = await start(production, ports.production);
+  const prodPort = await start(production, ports.production, "production");
   let sandboxPort: number;
   try {
-    sandboxPort = await start(sandbox, ports.sandbox);
+    sandboxPort = await start(sandbox, ports.sandbox, "sandbox");
   } catch (err) {
     production.close();
     throw err;

@@ -4,7 +4,7 @@ import { configForRole } from "../config/secrets.js";
 import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
-import { type Listeners, listen } from "../http/listeners.js";
+import { ListenPortError, type Listeners, listen } from "../http/listeners.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { startControlServer } from "../operator/control-server.js";
 import { createRuntime, openRoleDatabase, type Runtime, type RuntimeOptions } from "../runtime.js";
@@ -116,6 +116,9 @@ export async function startRole(
       listeners = await listen(app, config.http.host, {
         production: config.http.port,
         sandbox: config.http.sandboxPort,
+      }).catch((err: unknown) => {
+        // A port in use is one line for the operator (`main.ts`: exit 2), not a stack trace.
+        throw err instanceof ListenPortError ? new StartupError(err.message, { cause: err }) : err;
       });
       log.info(
         {
@@ -124,6 +127,7 @@ export async function startRole(
         },
         "stablegate listening",
       );
+      if (!config.production && process.stderr.isTTY) process.stderr.write(developmentBanner(config));
     }
     const worker = role === "serve" || role === "worker" ? startWorker(runtime, role) : undefined;
     const control = runtime.controlSocket
@@ -157,4 +161,29 @@ export async function startRole(
     await runtime.close();
     throw err;
   }
+}
+
+/**
+ * What a developer needs after `npm start`, in words (issue #35): where the dashboard is, how to
+ * get keys, the docs and the mail outbox. Outside production mode and on a terminal only; the log
+ * lines stay JSON for machines.
+ */
+function developmentBanner(config: Config): string {
+  const sandbox = config.http.sandboxBaseUrl;
+  const production = config.http.productionBaseUrl;
+  const docs =
+    config.docs.user && config.docs.password
+      ? `${sandbox}/docs`
+      : "set DOCS_USER and DOCS_PASSWORD to open /docs";
+  return [
+    "",
+    "  stablegate is running (development mode)",
+    `  Dashboard, sandbox:     ${sandbox}/   sign up, then "API keys" for your sandbox pair`,
+    `  Dashboard, production:  ${production}/`,
+    `  API reference:          ${docs}`,
+    `  Mail (codes, invites):  ${sandbox}/mail  (the local outbox: no mail leaves this machine)`,
+    "  Stop with Ctrl-C.",
+    "",
+    "",
+  ].join("\n");
 }
