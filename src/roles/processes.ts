@@ -4,7 +4,7 @@ import { configForRole } from "../config/secrets.js";
 import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
-import { ListenPortError, type Listeners, listen } from "../http/listeners.js";
+import { type Listeners, ListenPortError, listen } from "../http/listeners.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { startControlServer } from "../operator/control-server.js";
 import { createRuntime, openRoleDatabase, type Runtime, type RuntimeOptions } from "../runtime.js";
