@@ -386,7 +386,8 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       const log = page.getByRole("table", { name: "Webhook events" });
       await pwExpect(log).toContainText("deposit · confirmed");
       await log.getByRole("button", { name: /^View/ }).first().click();
-      await pwExpect(detail).toContainText("failed");
+      // The detail loads the event and its attempts: slower than a step on a loaded runner.
+      await pwExpect(detail).toContainText("failed", { timeout: 30_000 });
       await detail.getByRole("button", { name: "Retry now" }).click();
       await pwExpect(detail).toContainText("Retry: delivered (HTTP 200)");
       expect(received.some((b) => b.includes('"type":"deposit"'))).toBe(true);
