@@ -94,4 +94,5 @@ it.skipIf(!onPostgres)(
     expect(bad.out).toContain(`balance_mismatch: ${m} sandbox USDT-TRC20 available`);
     expect(bad.out).toContain("stored 5000000, journal 4000000");
   },
+  120_000, // two CLI processes compiled by tsx: tens of seconds on a loaded runner
 );
