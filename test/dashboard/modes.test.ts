@@ -172,6 +172,20 @@ describe("development mode without SMTP_URL", () => {
     expect(page.text).toContain("/docs/openapi.json");
     const js = await call(svc.urls.production, "/docs/js/scalar.js", { headers: auth });
     expect(js.status).toBe(200);
+    // Nothing from another host: Scalar's CDN fonts are off (its page names no other origin).
+    expect(page.text).toMatch(/"withDefaultFonts":\s*false/);
+    expect(page.text).not.toMatch(/https?:\/\/(?!127\.0\.0\.1|localhost)[a-z0-9.-]+\.[a-z]{2,}\//i);
+  });
+
+  it("/docs/openapi.json lists first the server of the listener it was read from", async () => {
+    const auth = { authorization: `Basic ${Buffer.from("docs:docs-pass-123").toString("base64")}` };
+    for (const env of ["sandbox", "production"] as const) {
+      const doc = await call(svc.urls[env], "/docs/openapi.json", { headers: auth });
+      expect(doc.status).toBe(200);
+      expect(doc.body.servers.map((s: { description: string }) => s.description.split(" ")[0])).toEqual(
+        env === "sandbox" ? ["sandbox", "production"] : ["production", "sandbox"],
+      );
+    }
   });
 
   it("/docs answers 404 when not configured", async () => {

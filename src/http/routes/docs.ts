@@ -20,7 +20,16 @@ export function docsRoutes(app: App, { config }: RouteDeps) {
       schema: { hide: true, response: { 200: Type.Object({}, { additionalProperties: true }) } },
       onRequest: basicAuth,
     },
-    async () => app.swagger() as unknown as Record<string, unknown>,
+    async (request) => {
+      // The server the reader came through is listed first, so "Try it" from the sandbox's /docs
+      // sends to the sandbox (a reference tool picks the first server by default).
+      const doc = app.swagger() as unknown as { servers?: { url: string }[] } & Record<string, unknown>;
+      const own =
+        request.environment === "sandbox" ? config.http.sandboxBaseUrl : config.http.productionBaseUrl;
+      const mine = (s: { url: string }) => s.url === own;
+      const servers = doc.servers ?? [];
+      return { ...doc, servers: [...servers.filter(mine), ...servers.filter((s) => !mine(s))] };
+    },
   );
 
   if (!user || !password) return; // `/docs` stays unrouted: 404
@@ -37,6 +46,8 @@ export function docsRoutes(app: App, { config }: RouteDeps) {
         url: "/docs/openapi.json",
         pageTitle: "stablegate API reference",
         hideClientButton: false,
+        // Scalar's default fonts come from its own CDN: the reference loads nothing from another host.
+        withDefaultFonts: false,
       },
       logLevel: "warn",
     });
