@@ -11,6 +11,7 @@ import { dashboardReadRoutes } from "./dashboard-reads.js";
 import { dashboardSettingsRoutes } from "./dashboard-settings.js";
 import { disabledRoutes } from "./disabled.js";
 import { docsRoutes } from "./docs.js";
+import { downloadRoutes } from "./downloads.js";
 import { exportRoutes } from "./exports.js";
 import { guidesRoutes } from "./guides.js";
 import { healthRoutes } from "./health.js";
@@ -29,6 +30,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   healthRoutes,
   docsRoutes,
   guidesRoutes,
+  downloadRoutes,
   disabledRoutes,
   accountRoutes,
   authRoutes,
