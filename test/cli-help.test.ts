@@ -8,7 +8,8 @@ import { runToEnd } from "./support/processes.js";
 
 /** The operator commands and the options each one's usage must name. */
 const COMMANDS: Record<string, string[]> = {
-  "merchant create": ["--email", "--company", "--json"],
+  "merchant create": ["--email", "--company", "--password-stdin", "--json"],
+  "mail list": ["--to", "--limit", "--json"],
   "admin create": ["--email", "--password-stdin"],
   "ledger verify": ["--json"],
   "signer export-xpubs": [],

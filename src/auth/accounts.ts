@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { DashboardUser, TokenDelivery } from "../db/tables/dashboard.js";
 import { AppError, type FieldError } from "../domain/errors.js";
@@ -5,6 +6,7 @@ import { newId } from "../domain/ids.js";
 import { type CreatedMerchant, createMerchantWithKeys, findMerchantById } from "../merchants/index.js";
 import type { AuthKit } from "./kit.js";
 import { recordFailure, recordSuccess, type ThrottleKeys, throttledForMs, throttleKeys } from "./lockout.js";
+import { issuePasswordToken } from "./password-tokens.js";
 import { burnPasswordCheck, hashPassword, validatePassword, verifyPassword } from "./passwords.js";
 import { createSession, type NewSession } from "./sessions.js";
 import { acceptTotp } from "./totp.js";
@@ -171,4 +173,42 @@ export async function createAdmin(
     throw err;
   }
   return { id, email, role: "admin" };
+}
+
+/** How long the link printed by `merchant create` sets the owner's first password. */
+export const OWNER_PASSWORD_LINK_TTL_MS = 72 * 60 * 60_000;
+
+/**
+ * Operator command (`stablegate merchant create`): a merchant with its key pairs and its owner's
+ * dashboard login, like a registration (the pairs act for the owner, CONTRACT §6). With `password`
+ * the owner signs in with it; without, the login has no usable password and `passwordToken` sets
+ * the first one (`/reset-password`, valid 72 h): the operator hands the link to the merchant.
+ */
+export async function createMerchantWithOwner(
+  db: Db,
+  input: { email: string; companyName: string; password?: string },
+  now: Date,
+): Promise<{ merchant: CreatedMerchant; ownerId: string; passwordToken: string | null }> {
+  if (input.password !== undefined) {
+    const errors = validatePassword(input.password);
+    if (errors.length > 0) throw AppError.validation(errors);
+  }
+  // No password given: a hash of 32 random bytes nobody knows, so the login is unusable until set.
+  const passwordHash = await hashPassword(input.password ?? randomBytes(32).toString("base64url"));
+  const ownerId = newId("usr");
+  let passwordToken: string | null = null;
+  const merchant = await createMerchantWithKeys(db, input, async (trx, merchantId) => {
+    await insertUser(trx, {
+      id: ownerId,
+      merchantId,
+      email: input.email.trim(),
+      passwordHash,
+      role: "merchant",
+      memberRole: "owner",
+      now,
+    });
+    if (input.password === undefined)
+      passwordToken = await issuePasswordToken(trx, ownerId, now, OWNER_PASSWORD_LINK_TTL_MS);
+  });
+  return { merchant, ownerId, passwordToken };
 }

@@ -7,10 +7,12 @@ export type { DashboardRole, DashboardUser, OtpPurpose, TokenDelivery } from "..
 export { ACCESS_TOKEN_TTL_SECONDS, type AccessClaims } from "./access-tokens.js";
 export {
   createAdmin,
+  createMerchantWithOwner,
   currentUser,
   LOGIN_FAILED,
   LOGIN_THROTTLED,
   login,
+  OWNER_PASSWORD_LINK_TTL_MS,
   register,
   type SignedIn,
   type UserProfile,

@@ -1,9 +1,9 @@
-import { createHash, randomBytes } from "node:crypto";
 import { AppError } from "../domain/errors.js";
 import { assertNotThrottled } from "./accounts.js";
 import { consumeOtp } from "./codes.js";
 import type { AuthKit } from "./kit.js";
 import { clearAccount, recordFailure, throttleKeys } from "./lockout.js";
+import { issuePasswordToken, sha256 } from "./password-tokens.js";
 import { hashPassword, validatePassword, verifyPassword } from "./passwords.js";
 import { revokeUserSessions } from "./sessions.js";
 import { findUserByEmail, findUserById, setPassword } from "./users.js";
@@ -11,10 +11,6 @@ import { findUserByEmail, findUserById, setPassword } from "./users.js";
 /** Password reset by an e-mailed token, and password change of a signed-in user (CONTRACT §6). */
 
 export const PASSWORD_RESET_TTL_MS = 60 * 60_000;
-
-function sha256(text: string): Buffer {
-  return createHash("sha256").update(text).digest();
-}
 
 /** Always succeeds, whether or not the e-mail has an account (no account enumeration). */
 export async function forgotPassword(
@@ -24,18 +20,7 @@ export async function forgotPassword(
 ): Promise<void> {
   const user = await findUserByEmail(kit.db, email);
   if (!user) return;
-  const token = `prt_${randomBytes(32).toString("base64url")}`;
-  const now = kit.now();
-  await kit.db
-    .insertInto("dashboard_password_resets")
-    .values({
-      token_hash: sha256(token),
-      user_id: user.id,
-      expires_at: new Date(now.getTime() + PASSWORD_RESET_TTL_MS),
-      used_at: null,
-      created_at: now,
-    })
-    .execute();
+  const token = await issuePasswordToken(kit.db, user.id, kit.now(), PASSWORD_RESET_TTL_MS);
   // Sent in the background: the response time must not depend on whether the account exists.
   kit.mailer
     .send({

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Config } from "../config/config.js";
 import type { LedgerReport } from "../ledger/index.js";
-import type { CreatedMerchant } from "../merchants/index.js";
 import type { RescanResult } from "../watcher/index.js";
 import { type CliOptions, type Flags, UsageError } from "./args.js";
+import type { Outbox } from "./mail-list.js";
+import type { CreatedMerchantWithOwner } from "./merchant-create.js";
 
 /**
  * One operator command line (`stablegate <group> <name> [options]`): its usage (built from
@@ -32,10 +33,13 @@ const str = (v: string | boolean | undefined) => (typeof v === "string" ? v : ""
  */
 export const CLI_COMMANDS: Record<string, CliCommand> = {
   "merchant create": {
-    summary: "create a merchant and print one API key pair per environment",
+    summary:
+      "create a merchant, its owner's dashboard login and one API key pair per environment;\n" +
+      "without --password-stdin it prints a link that sets the owner's password (72 h)",
     options: {
       email: { type: "string", value: "email", required: true, help: "the merchant's sign-in e-mail" },
       company: { type: "string", value: "name", required: true, help: "the merchant's company name" },
+      "password-stdin": { type: "boolean", help: "read the owner's password from standard input" },
       json: { type: "boolean", help: "print the merchant and its keys as JSON" },
     },
     async run(config, flags) {
@@ -43,7 +47,8 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
       const created = (await runOperator(config, "merchant.create", {
         email: str(flags.email),
         companyName: str(flags.company),
-      })) as CreatedMerchant;
+        ...(flags["password-stdin"] ? { password: (await readStdin()).replace(/\r?\n$/, "") } : {}),
+      })) as CreatedMerchantWithOwner;
       process.stdout.write(
         `${flags.json ? JSON.stringify(created, null, 2) : printCreatedMerchant(created, config)}\n`,
       );
@@ -72,6 +77,35 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
       process.stdout.write(
         `Admin ${admin.id} created for ${admin.email} (read-only dashboard access to /api/v1/admin/*).\n` +
           (generated ? `Password (shown only now): ${password}\n` : ""),
+      );
+      return 0;
+    },
+  },
+
+  "mail list": {
+    summary:
+      "development only: the local outbox (mails kept when SMTP_URL is unset), every\n" +
+      "recipient's, newest first: invitations, password resets, codes",
+    options: {
+      to: { type: "string", value: "email", help: "only the mails to this address" },
+      limit: { type: "string", value: "n", help: "how many (default 20, at most 200)" },
+      json: { type: "boolean", help: "print the mails as JSON" },
+    },
+    async run(config, flags) {
+      if (config.production) {
+        process.stderr.write(
+          "mail list: production mode sends mail through SMTP_URL; there is no local outbox\n",
+        );
+        return 2;
+      }
+      const { runOperator } = await import("./merchant-create.js");
+      const { formatOutbox } = await import("./mail-list.js");
+      const r = (await runOperator(config, "mail.list", {
+        to: str(flags.to),
+        limit: str(flags.limit) || "20",
+      })) as Outbox;
+      process.stdout.write(
+        `${flags.json ? JSON.stringify(r, null, 2) : formatOutbox(r, Boolean(config.smtpUrl))}\n`,
       );
       return 0;
     },

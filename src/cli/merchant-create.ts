@@ -58,9 +58,19 @@ export function operatorContext(config: Config, db: Db): OperatorContext {
   };
 }
 
-export function printCreatedMerchant(m: CreatedMerchant, config: Config): string {
+/** What `merchant.create` answers: the merchant, its pairs, its owner's login. */
+export type CreatedMerchantWithOwner = CreatedMerchant & { ownerId: string; passwordToken: string | null };
+
+export function printCreatedMerchant(m: CreatedMerchantWithOwner, config: Config): string {
+  // The dashboard's address, as the reset mails give it (the first allowed origin, else production).
+  const dashboard = config.corsOrigins[0] ?? config.http.productionBaseUrl;
   const lines = [
     `Merchant ${m.id} created for ${m.email} (${m.companyName}).`,
+    "",
+    m.passwordToken
+      ? `Dashboard: the owner ${m.email} sets a password within 72 hours here (single use), then signs in:\n` +
+        `  ${dashboard}/reset-password#token=${encodeURIComponent(m.passwordToken)}`
+      : `Dashboard: the owner ${m.email} signs in at ${dashboard}/login with the password given.`,
     "",
     "API key pairs — the secrets are shown only now; store them in your server's secret store:",
   ];

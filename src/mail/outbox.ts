@@ -33,15 +33,18 @@ export class OutboxMailer implements Mailer {
   async close(): Promise<void> {}
 }
 
+/** The outbox's mails to `recipient` (any case), or every mail when it is undefined (the operator's view). */
 export async function listOutbox(
   db: Db,
-  recipient: string,
+  recipient: string | undefined,
   limit: number,
   offset: number,
 ): Promise<{ rows: MailOutboxRow[]; total: number }> {
-  const where = db
-    .selectFrom("mail_outbox")
-    .where((eb) => eb(eb.fn("lower", ["recipient"]), "=", recipient.toLowerCase()));
+  const all = db.selectFrom("mail_outbox");
+  const where =
+    recipient === undefined
+      ? all
+      : all.where((eb) => eb(eb.fn("lower", ["recipient"]), "=", recipient.toLowerCase()));
   return paginate(where, { limit, offset }, (q) =>
     q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
   );

@@ -1,11 +1,11 @@
-import { createAdmin } from "../auth/index.js";
+import { createAdmin, createMerchantWithOwner } from "../auth/index.js";
 import type { ChainRegistry } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
-import { createMerchantWithKeys } from "../merchants/index.js";
+import { listOutbox } from "../mail/index.js";
 import { custodialChains, reconcileReserves, recordReserveCheck } from "../reserves/index.js";
 import { rescanRange } from "../watcher/index.js";
 
@@ -27,10 +27,35 @@ const int = (v: unknown): number =>
   typeof v === "number" ? v : typeof v === "string" && /^\d+$/.test(v) ? Number(v) : Number.NaN;
 
 export const operatorCommands = {
-  "merchant.create": async ({ db }: OperatorContext, args: Record<string, unknown>) => {
+  /** A merchant, its key pairs and its owner's login (a password, or a link that sets the first one). */
+  "merchant.create": async ({ db, clock }: OperatorContext, args: Record<string, unknown>) => {
     const email = typeof args.email === "string" ? args.email : "";
     const companyName = typeof args.companyName === "string" ? args.companyName : "";
-    return createMerchantWithKeys(db, { email, companyName });
+    const password = typeof args.password === "string" ? args.password : undefined;
+    const { merchant, ownerId, passwordToken } = await createMerchantWithOwner(
+      db,
+      { email, companyName, password },
+      new Date(clock.now()),
+    );
+    return { ...merchant, ownerId, passwordToken };
+  },
+  /** Development only: the local outbox (every recipient's mails, newest first). */
+  "mail.list": async ({ db }: OperatorContext, args: Record<string, unknown>) => {
+    const to = typeof args.to === "string" && args.to !== "" ? args.to : undefined;
+    const limit = Math.min(Math.max(int(args.limit ?? 20), 1), 200);
+    if (Number.isNaN(limit))
+      throw AppError.validation([{ field: "limit", message: "must be a whole number" }]);
+    const { rows, total } = await listOutbox(db, to, limit, 0);
+    return {
+      total,
+      mails: rows.map((m) => ({
+        id: m.id,
+        to: m.recipient,
+        subject: m.subject,
+        text: m.body,
+        createdAt: new Date(m.created_at).toISOString(),
+      })),
+    };
   },
   "admin.create": async ({ db }: OperatorContext, args: Record<string, unknown>) => {
     const email = typeof args.email === "string" ? args.email : "";

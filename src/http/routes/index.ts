@@ -9,6 +9,7 @@ import { dashboardApiKeyRoutes } from "./dashboard-api-keys.js";
 import { dashboardMailRoutes } from "./dashboard-mail.js";
 import { dashboardReadRoutes } from "./dashboard-reads.js";
 import { dashboardSettingsRoutes } from "./dashboard-settings.js";
+import { devMailRoutes } from "./dev-mail.js";
 import { disabledRoutes } from "./disabled.js";
 import { docsRoutes } from "./docs.js";
 import { downloadRoutes } from "./downloads.js";
@@ -38,6 +39,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   dashboardApiKeyRoutes,
   dashboardSettingsRoutes,
   dashboardMailRoutes,
+  devMailRoutes,
   dashboardReadRoutes,
   auditLogRoutes,
   memberRoutes,

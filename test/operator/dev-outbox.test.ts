@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatOutbox, type Outbox } from "../../src/cli/mail-list.js";
+import { printCreatedMerchant } from "../../src/cli/merchant-create.js";
+import { parseConfig } from "../../src/config/config.js";
+import { runOperatorCommand } from "../../src/operator/commands.js";
+import { call, startTestService, type TestService } from "../support/harness.js";
+
+// Issue 35, item 4: no dead end in local mail. A merchant made with `merchant create` gets an owner
+// who can reach the dashboard (a single-use link sets the first password, or --password-stdin),
+// and the operator reads the whole development outbox: `stablegate mail list` and `/dev/mail` on
+// this machine (never in production mode, never to another machine: it holds live sign-in links).
+
+const systemClock = { now: () => Date.now() };
+
+let svc: TestService;
+beforeAll(async () => {
+  // TRUST_PROXY=1: the X-Forwarded-For entry stands for a client on another machine.
+  svc = await startTestService({ env: { TRUST_PROXY: "1" } });
+});
+afterAll(() => svc?.close());
+
+const ctx = () => ({
+  db: svc.database.db,
+  clock: systemClock,
+  chains: () => {
+    throw new Error("no chains here");
+  },
+});
+
+async function signIn(email: string, password: string) {
+  return call(svc.urls.sandbox, "/api/v1/auth/login", { json: { email, password } });
+}
+
+describe("merchant create gives the owner a way into the dashboard", () => {
+  it("without a password: no sign-in works until the printed link sets one, once; the pairs act for the owner", async () => {
+    const created = (await runOperatorCommand(ctx(), "merchant.create", {
+      email: "linked@example.com",
+      companyName: "Linked Ltd",
+    })) as { ownerId: string; passwordToken: string; keys: { createdBy: string | null }[] } & Parameters<
+      typeof printCreatedMerchant
+    >[0];
+    expect(created.passwordToken).toMatch(/^prt_/);
+    expect(created.ownerId).toMatch(/^usr_/);
+    expect(created.keys.map((k) => k.createdBy)).toEqual([created.ownerId, created.ownerId]);
+
+    const printed = printCreatedMerchant(
+      created,
+      parseConfig({ PRODUCTION_BASE_URL: "http://localhost:8080" }),
+    );
+    expect(printed).toContain(`/reset-password#token=${created.passwordToken}`);
+    expect(printed).toMatch(/within 72 hours/);
+
+    // The unusable placeholder password is refused like any wrong one.
+    expect((await signIn("linked@example.com", "")).status).toBe(400);
+    expect((await signIn("linked@example.com", "x".repeat(20))).status).toBe(401);
+
+    const set = await call(svc.urls.sandbox, "/api/v1/auth/password/reset", {
+      json: { token: created.passwordToken, newPassword: "a long first passphrase 123" },
+    });
+    expect(set.status, set.text).toBe(200);
+    const login = await signIn("linked@example.com", "a long first passphrase 123");
+    expect(login.status, login.text).toBe(200);
+    // Single use.
+    const again = await call(svc.urls.sandbox, "/api/v1/auth/password/reset", {
+      json: { token: created.passwordToken, newPassword: "an attacker passphrase 456" },
+    });
+    expect(again.status).toBe(400);
+  });
+
+  it("with a password: the owner signs in with it; a weak one is refused before anything is created", async () => {
+    const weak = runOperatorCommand(ctx(), "merchant.create", {
+      email: "weak@example.com",
+      companyName: "Weak Ltd",
+      password: "short",
+    });
+    await expect(weak).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
+    const none = await svc.database.db
+      .selectFrom("merchants")
+      .select("id")
+      .where("email", "=", "weak@example.com")
+      .execute();
+    expect(none).toEqual([]);
+
+    const created = (await runOperatorCommand(ctx(), "merchant.create", {
+      email: "given@example.com",
+      companyName: "Given Ltd",
+      password: "a long given passphrase 789",
+    })) as { passwordToken: string | null };
+    expect(created.passwordToken).toBeNull();
+    expect((await signIn("given@example.com", "a long given passphrase 789")).status).toBe(200);
+  });
+});
+
+describe("the operator reads the whole development outbox", () => {
+  it("mail list and /dev/mail show every recipient's mails, newest first, links clickable and escaped", async () => {
+    await call(svc.urls.sandbox, "/api/v1/auth/password/forgot", { json: { email: "given@example.com" } });
+    await svc.database.db
+      .insertInto("mail_outbox")
+      .values({
+        id: "mail_hostile",
+        recipient: "invitee@example.com",
+        subject: "<script>alert(1)</script> invitation",
+        body: 'Join: http://localhost:8081/accept-invite#token=abc"><img src=x onerror=alert(1)>',
+        created_at: new Date(Date.now() + 1000),
+      })
+      .execute();
+
+    const listed = (await runOperatorCommand(ctx(), "mail.list", { limit: "10" })) as Outbox;
+    expect(listed.mails[0]?.to).toBe("invitee@example.com"); // newest first, any recipient
+    const reset = listed.mails.find((m) => m.to === "given@example.com");
+    expect(reset?.subject).toBe("Reset your stablegate password");
+    const text = formatOutbox(listed, false);
+    expect(text).toMatch(/^The local outbox \(SMTP_URL is unset/);
+    expect(text).toContain("To:      given@example.com");
+    const only = (await runOperatorCommand(ctx(), "mail.list", { to: "GIVEN@example.com" })) as Outbox;
+    expect(only.mails.map((m) => m.to)).toEqual(only.mails.map(() => "given@example.com"));
+    expect(only.mails.length).toBeGreaterThan(0);
+    await expect(runOperatorCommand(ctx(), "mail.list", { limit: "lots" })).rejects.toMatchObject({
+      code: "VALIDATION_ERROR",
+    });
+
+    const page = await call(svc.urls.sandbox, "/dev/mail");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/text\/html/);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(page.headers.get("cache-control")).toBe("no-store");
+    expect(page.text).toContain("Reset your stablegate password");
+    expect(page.text).toContain("given@example.com");
+    expect(page.text).toMatch(/<a href="http:\/\/[^"]+\/reset-password#token=prt_/);
+    expect(page.text).not.toContain("<script>alert(1)</script>");
+    expect(page.text).not.toContain("<img src=x");
+    expect(page.text).toContain("&lt;script&gt;alert(1)&lt;/script&gt; invitation");
+  });
+
+  it("/dev/mail answers 404 to a client on another machine", async () => {
+    const far = await call(svc.urls.sandbox, "/dev/mail", { headers: { "x-forwarded-for": "203.0.113.9" } });
+    expect(far.status).toBe(404);
+    expect(far.body.error.code).toBe("NOT_FOUND");
+    expect(far.text).not.toContain("prt_");
+  });
+
+  it("/dev/mail does not exist in production mode", async () => {
+    const prod = await startTestService({
+      env: {
+        NODE_ENV: "production",
+        SECRET_ENCRYPTION_KEY: "a".repeat(64),
+        JWT_SECRET: "j".repeat(40),
+        INTERNAL_SHARED_SECRET: "i".repeat(40),
+        METRICS_TOKEN: "m".repeat(32),
+        MASTER_MNEMONIC:
+          "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
+      },
+    });
+    try {
+      const r = await call(prod.urls.sandbox, "/dev/mail");
+      expect(r.status).toBe(404);
+    } finally {
+      await prod.close();
+    }
+  });
+});
