@@ -29,7 +29,7 @@ beforeAll(async () => {
   };
   svc = await startTestService({ clock, env });
   second = await startTestService({ clock, env, database: svc.database, role: "api" });
-});
+}, 180_000); // two services started one after the other: over 60 s once on a loaded runner
 afterAll(async () => {
   await second?.close();
   await svc?.close();
