@@ -10,6 +10,7 @@ import { runToEnd } from "./support/processes.js";
 const COMMANDS: Record<string, string[]> = {
   "merchant create": ["--email", "--company", "--password-stdin", "--json"],
   "mail list": ["--to", "--limit", "--json"],
+  "config check": [],
   "admin create": ["--email", "--password-stdin"],
   "ledger verify": ["--json"],
   "signer export-xpubs": [],

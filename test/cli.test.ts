@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -110,6 +110,37 @@ describe("stablegate command line", CLI_TIMEOUT, () => {
     const r = await run(["serve"], { RATE_LIMIT_AUTH: "lots" });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/RATE_LIMIT_AUTH/);
+  });
+
+  it("config check: OK in one line; a bad variable named with exit 2", async () => {
+    const ok = await run(["config", "check"]);
+    expect(ok.stderr).toBe("");
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^configuration OK: development mode, embedded PGlite in /);
+    const bad = await run(["config", "check"], { RATE_LIMIT_AUTH: "lots" });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/RATE_LIMIT_AUTH/);
+    const prod = await run(["config", "check"], { NODE_ENV: "production" });
+    expect(prod.code).toBe(2);
+    expect(prod.stderr).toMatch(/JWT_SECRET: required in production mode/);
+  });
+
+  it("npm start checks the configuration before building anything", async () => {
+    const state = path.join(ROOT, "dist", ".build-state.json");
+    const before = existsSync(state) ? readFileSync(state, "utf8") : undefined;
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [path.join(ROOT, "scripts", "start.mjs")],
+        { env: env({ RATE_LIMIT_AUTH: "lots" }), cwd: ROOT, timeout: 60_000 },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === "number" ? err.code : null) : 0, stdout, stderr }),
+      );
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/RATE_LIMIT_AUTH/);
+    expect(r.stdout).not.toMatch(/building/);
+    expect(existsSync(state) ? readFileSync(state, "utf8") : undefined).toBe(before);
   });
 
   it("a port in use is one line naming the port and the variable, exit 2, no stack trace", async () => {

@@ -111,6 +111,28 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     },
   },
 
+  "config check": {
+    summary:
+      "validate the configuration as `serve` would read it (every variable, the secrets of\n" +
+      "the mode) without starting anything; exit 2 naming each bad variable",
+    options: {},
+    custodyRole: "serve",
+    async run(loaded) {
+      // As the serve role reads it: its secrets (in production mode, required ones are missing
+      // → ConfigError naming them, exit 2).
+      const { configForRole } = await import("../config/secrets.js");
+      const { config } = configForRole(loaded, "serve");
+      const database = config.database.url
+        ? "PostgreSQL (DATABASE_URL)"
+        : `embedded PGlite in ${config.dataDir}`;
+      process.stdout.write(
+        `configuration OK: ${config.production ? "production" : "development"} mode, ${database}, ` +
+          `production ${config.http.productionBaseUrl}, sandbox ${config.http.sandboxBaseUrl}\n`,
+      );
+      return 0;
+    },
+  },
+
   "ledger verify": {
     summary:
       "recompute every balance from the journal and check every posting balances;\n" +
