@@ -15,7 +15,7 @@ import { acquireEmbeddedLock } from "./db/embedded-lock.js";
 import { createDepositHandler } from "./deposits/index.js";
 import type { RouteDeps } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
-import { createLogger, type Logger } from "./observability/logger.js";
+import { createProcessLogger, type Logger } from "./observability/logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import type { ReadinessCheck } from "./observability/readiness.js";
 import {
@@ -122,7 +122,7 @@ export async function openRoleDatabase(
 }
 
 export async function createRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createProcessLogger(config);
   const clock = options.clock ?? systemClock;
   const secrets = await resolveSecrets(config, options.role);
   // CONTRACT §9 key custody: production refuses the mnemonic where it is not needed.

@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.js";
-import { createLogger } from "../observability/logger.js";
+import { createProcessLogger } from "../observability/logger.js";
 import { tightenDataDir } from "../roles/data-dir.js";
 import { type RunningProcess, runMigrations, startRole } from "../roles/processes.js";
 import { StartupError } from "../roles/startup-error.js";
@@ -12,7 +12,7 @@ import type { RoleName } from "./usage.js";
  */
 export async function runRole(role: RoleName, config: Config): Promise<number> {
   if (role === "signer") {
-    const logger = createLogger(config.logLevel);
+    const logger = createProcessLogger(config);
     await tightenDataDir(config.dataDir, logger);
     const signer = await startSignerRole(config, { logger }).catch((err: unknown) => {
       // The same operator-fixable refusal as the other roles' (`main.ts` prints it: exit 2, no stack trace).

@@ -1,12 +1,12 @@
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify from "fastify";
+import Fastify, { LogController } from "fastify";
 import { newId } from "../domain/ids.js";
 import type { App, RouteDeps } from "./app-types.js";
 import { trustProxyOption } from "./client-ip.js";
 import { LISTENER_ENV, type RawWithListener } from "./context.js";
 import { environmentResolver } from "./environment.js";
-import { frameworkErrorHandler, makeErrorHandler, notFoundHandler } from "./errors.js";
+import { frameworkErrorHandler, makeErrorHandler, notFoundHandler, rejectionOf } from "./errors.js";
 import { registerLosslessJson } from "./json-body.js";
 import { swaggerOptions } from "./openapi/document.js";
 import { registerAudit } from "./plugins/audit.js";
@@ -42,6 +42,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : newId("req");
     },
     return503OnClosing: true,
+    // One log line per request, written when it is answered (the hook below), not Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // The router's own refusals (a path that is not valid percent-encoding, a path parameter
     // over the limit) answer in the contract's envelope like every other bad input.
@@ -70,6 +72,17 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
     reply.header("X-Request-Id", request.id);
     reply.header("X-Content-Type-Options", "nosniff");
     request.environment = resolveEnvironment(request.host, (request.raw as RawWithListener)[LISTENER_ENV]);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info(
+      {
+        req: request,
+        res: { statusCode: reply.statusCode },
+        responseTime: Math.round(reply.elapsedTime),
+        rejected: rejectionOf(request),
+      },
+      "request completed",
+    );
   });
   registerRateLimit(app, config, deps.rateLimitStore, deps.clock);
   // Dashboard channel: CORS + Origin check of writes, cookies and the JWT verifier (before auth).

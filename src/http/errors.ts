@@ -3,6 +3,13 @@ import { isTransientDatabaseError } from "../db/transient.js";
 import { AppError, type ErrorCode, type FieldError } from "../domain/errors.js";
 import { rateLimitedBody } from "./plugins/rate-limit.js";
 
+/** Why a request was refused (4xx), for its one log line (`app.ts`, "request completed"). */
+const rejections = new WeakMap<FastifyRequest, { code: string; message: string }>();
+
+export function rejectionOf(request: FastifyRequest): { code: string; message: string } | undefined {
+  return rejections.get(request);
+}
+
 /** `Retry-After` of a 503 SERVICE_UNAVAILABLE: a failover or a reconnect takes about this long. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
@@ -132,7 +139,8 @@ export function makeErrorHandler(bodyLimit: number) {
     } else if (status >= 500) {
       request.log.error({ err, code: appErr.code }, "request failed");
     } else {
-      request.log.info({ code: appErr.code, msg: appErr.message }, "request rejected");
+      // Not a line of its own: the request's one "request completed" line carries it.
+      rejections.set(request, { code: appErr.code, message: appErr.message });
     }
     if (appErr.code === "RATE_LIMITED") {
       // A 429 has the contract's own body (`message`, plus the shared `error` object) and Retry-After.

@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from "pino";
+import pretty from "pino-pretty";
 
 /**
  * JSON logs. Credentials never reach the log: request headers are not logged at all by the
@@ -51,7 +52,7 @@ interface LoggedRequest {
 }
 
 /**
- * The `req` serializer of every request log line (Fastify's "incoming request" and anything that
+ * The `req` serializer of every request log line (the one "request completed" line and anything that
  * logs `{ req }`): Fastify's own fields, with the URL's query cut. It replaces Fastify's default
  * serializer (Fastify merges a logger instance's serializers over its own).
  */
@@ -66,15 +67,36 @@ function serializeRequest(req: LoggedRequest) {
 }
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(loggerOptions(level), destination);
+}
+
+function loggerOptions(level: string) {
+  return {
+    level,
+    base: { service: "stablegate" },
+    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    serializers: { req: serializeRequest },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+}
+
+/**
+ * The logger of a process: JSON lines on stdout, except in development on a terminal, where the
+ * same lines are printed readable (pino-pretty, in this thread: one short line per event, the
+ * fields after it). `LOG_FORMAT=json` keeps JSON on a terminal too.
+ */
+export function createProcessLogger(config: { logLevel: string; production: boolean }): Logger {
+  const readable = !config.production && process.stdout.isTTY === true && process.env.LOG_FORMAT !== "json";
+  if (!readable) return createLogger(config.logLevel);
   return pino(
-    {
-      level,
-      base: { service: "stablegate" },
-      redact: { paths: REDACT_PATHS, censor: "[redacted]" },
-      serializers: { req: serializeRequest },
-      timestamp: pino.stdTimeFunctions.isoTime,
-    },
-    destination,
+    loggerOptions(config.logLevel),
+    pretty({
+      sync: true,
+      colorize: true,
+      translateTime: "SYS:HH:MM:ss",
+      ignore: "pid,hostname,service",
+      singleLine: true,
+    }),
   );
 }
 

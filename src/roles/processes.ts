@@ -5,7 +5,7 @@ import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
 import { type Listeners, ListenPortError, listen } from "../http/listeners.js";
-import { createLogger, type Logger } from "../observability/logger.js";
+import { createProcessLogger, type Logger } from "../observability/logger.js";
 import { startControlServer } from "../operator/control-server.js";
 import { createRuntime, openRoleDatabase, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { accountXpubsOf, pinAccountKeys } from "../wallet/index.js";
@@ -28,7 +28,7 @@ export async function runMigrations(
 ): Promise<string[]> {
   const { config } = configForRole(configured, "migrate");
   keyMaterialForRole(config, "migrate");
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createProcessLogger(config);
   await tightenDataDir(config.dataDir, logger);
   const opened = await openRoleDatabase(config, "migrate");
   try {
@@ -71,7 +71,7 @@ export async function startRole(
         "run `serve` on embedded defaults or point every process at one PostgreSQL",
     );
   }
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createProcessLogger(config);
   if (ignored)
     logger.warn(
       { role },

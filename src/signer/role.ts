@@ -4,7 +4,7 @@ import { configForRole, resolveInternalSecret } from "../config/secrets.js";
 import { type Database, openDatabase } from "../db/database.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { type Clock, systemClock } from "../lib/clock.js";
-import { createLogger, type Logger } from "../observability/logger.js";
+import { createProcessLogger, type Logger } from "../observability/logger.js";
 import { Registry } from "../observability/metrics.js";
 import { accountXpubsOf, pinAccountKeys, resolveAccountKeys } from "../wallet/index.js";
 import { createLocalSigner, outflowCapped } from "./local-signer.js";
@@ -36,7 +36,7 @@ export async function startSignerRole(
   config: Config,
   options: SignerRoleOptions = {},
 ): Promise<RunningSignerServer> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createProcessLogger(config);
   const { config: roleConfig } = configForRole(config, "signer");
   keyMaterialForRole(roleConfig, "signer");
   // The outflow cap bounds what a compromise of api, worker and database together takes (CONTRACT

@@ -51,3 +51,21 @@ it("never writes credentials to the log", async () => {
     expect(out).not.toContain(needle);
   }
 });
+
+it("writes one line per request, when it is answered: status, time, request id", async () => {
+  const id = "req-logged-once-42";
+  const r = await call(svc.urls.sandbox, "/api/v1/public/account", { headers: { "x-request-id": id } });
+  expect(r.status).toBe(401);
+  await new Promise((res) => setTimeout(res, 50));
+  const lines = out.split("\n").filter((l) => l.includes(id));
+  expect(lines, lines.join("\n")).toHaveLength(1);
+  const line = JSON.parse(lines[0] as string);
+  expect(line).toMatchObject({
+    msg: "request completed",
+    reqId: id,
+    req: { method: "GET", url: "/api/v1/public/account" },
+    res: { statusCode: 401 },
+    rejected: { code: "INVALID_AUTH", message: expect.stringMatching(/^Missing API key/) },
+  });
+  expect(typeof line.responseTime).toBe("number");
+});

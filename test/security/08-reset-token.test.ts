@@ -86,7 +86,7 @@ describe("the reset token stays out of URLs and logs", () => {
     }
     await new Promise((r) => setTimeout(r, 100));
     const lines = log.split("\n").filter(Boolean);
-    const incoming = lines.filter((l) => l.includes('"incoming request"'));
+    const incoming = lines.filter((l) => l.includes('"request completed"'));
     expect(incoming.length).toBeGreaterThanOrEqual(targets.length); // the log did capture them
     expect(log).not.toContain(secret);
     expect(log).not.toContain("querysecret");
