@@ -1,3 +1,4 @@
+import { serverDelaySeconds } from "../retry.js";
 import { describe } from "./describe.js";
 import type { Connection } from "./options.js";
 import { SseParser } from "./sse.js";
@@ -94,9 +95,12 @@ export async function listen(o: ListenOptions): Promise<void> {
   const seen = new Set<string>();
   let first = true;
   let failedFirstAttempts = 0;
+  /** Set by a 429: how long the gateway asked to wait. */
+  let rateLimitedMs: number | undefined;
   while (!o.signal.aborted) {
     let reason: string;
     const connected = Date.now();
+    rateLimitedMs = undefined;
     try {
       reason = await connectOnce();
     } catch (err) {
@@ -105,6 +109,14 @@ export async function listen(o: ListenOptions): Promise<void> {
       reason = describe(err);
     }
     if (o.signal.aborted) return;
+    if (rateLimitedMs !== undefined) {
+      // The gateway answered: it is reachable, only busy. Wait as long as it says, and say so.
+      o.onStatus(
+        `rate limited by the gateway (${reason}); waiting ${Math.round(rateLimitedMs / 1000)} s (Retry-After) before reconnecting`,
+      );
+      await sleep(rateLimitedMs, o.signal);
+      continue;
+    }
     if (first && ++failedFirstAttempts >= FIRST_CONNECT_ATTEMPTS) {
       throw new ListenError(
         `cannot reach the gateway at ${o.baseUrl} (${reason}) after ${failedFirstAttempts} attempts: is it running, and is --base-url (or STABLEGATE_BASE_URL) its URL?`,
@@ -148,7 +160,12 @@ export async function listen(o: ListenOptions): Promise<void> {
       } catch {
         // not JSON
       }
-      if (res.status === 429 || res.status >= 500) return `HTTP ${res.status} ${message}`;
+      if (res.status === 429) {
+        const seconds = serverDelaySeconds(res.headers);
+        rateLimitedMs = Math.max(1, Math.ceil(seconds ?? 1)) * 1000;
+        return `HTTP 429 ${message}`;
+      }
+      if (res.status >= 500) return `HTTP ${res.status} ${message}`;
       throw new ListenError(`the gateway refused the stream: HTTP ${res.status} ${message}`);
     }
     if (!res.body) return "no body";

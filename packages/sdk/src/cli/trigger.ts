@@ -1,5 +1,6 @@
 import { Stablegate } from "../client.js";
 import { StablegateError } from "../errors.js";
+import { serverDelaySeconds } from "../retry.js";
 import type { RequestOptions } from "../transport.js";
 import type { BalanceEntry, CheckoutSession, Wallet, Withdrawal } from "../types.js";
 import { describeApiError } from "./describe.js";
@@ -71,6 +72,17 @@ export async function trigger(o: TriggerOptions): Promise<string> {
     environment: o.environment,
     baseUrl: o.baseUrl,
     fetch: o.fetch,
+    // A rate-limited call is retried after the gateway's wait: say so, rather than seem stuck.
+    onResponse: (info) => {
+      if (info.status !== 429) return;
+      const seconds = serverDelaySeconds(info.headers);
+      o.onLine(
+        `rate limited by the gateway (HTTP 429 on ${info.method} ${new URL(info.url).pathname}): ` +
+          (seconds === undefined
+            ? "retrying shortly"
+            : `waiting ${Math.ceil(seconds)} s (Retry-After), then retrying`),
+      );
+    },
   });
   // Ctrl-C also ends a request or a retry's wait; what each call retries is the SDK's decision
   // (creating POSTs carry an Idempotency-Key, sandbox pay/approve/reject are repeated on 429 only).
