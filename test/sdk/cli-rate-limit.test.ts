@@ -72,6 +72,6 @@ it("trigger says each time the gateway rate-limits a call and how long the SDK w
   expect(hits.length).toBeGreaterThanOrEqual(2);
   expect(lines.filter((l) => l.startsWith("rate limited"))).toHaveLength(hits.length);
   expect(lines[0]).toBe(
-    "rate limited by the gateway (HTTP 429 on POST /checkout/session): waiting 1 s (Retry-After), then retrying",
+    "rate limited by the gateway (HTTP 429 on POST /checkout/session): the SDK waits 1 s (Retry-After) before a retry",
   );
 }, 30_000);

@@ -79,8 +79,8 @@ export async function trigger(o: TriggerOptions): Promise<string> {
       o.onLine(
         `rate limited by the gateway (HTTP 429 on ${info.method} ${new URL(info.url).pathname}): ` +
           (seconds === undefined
-            ? "retrying shortly"
-            : `waiting ${Math.ceil(seconds)} s (Retry-After), then retrying`),
+            ? "the SDK retries shortly"
+            : `the SDK waits ${Math.ceil(seconds)} s (Retry-After) before a retry`),
       );
     },
   });
