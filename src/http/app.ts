@@ -14,7 +14,7 @@ import { registerAuth } from "./plugins/auth.js";
 import { registerCors } from "./plugins/cors.js";
 import { registerDashboardAuth, registerPermissions } from "./plugins/dashboard-auth.js";
 import { registerMetrics } from "./plugins/metrics.js";
-import { registerRateLimit } from "./plugins/rate-limit.js";
+import { registerKeyRateLimit, registerRateLimit } from "./plugins/rate-limit.js";
 import { registerSandboxOnly } from "./plugins/sandbox-only.js";
 import { registerStepUp } from "./plugins/step-up.js";
 import { routeModules } from "./routes/index.js";
@@ -90,6 +90,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   await registerDashboardAuth(app, deps.authKit);
   registerSandboxOnly(app);
   registerAuth(app, config, deps.database.db);
+  registerKeyRateLimit(app, config, deps.rateLimitStore, deps.clock);
   // Every merchant route a dashboard session reaches declares its permission (onRoute check).
   registerPermissions(app);
   // Sensitive production writes need a fresh e-mailed code (+ TOTP); before the routes (onRoute check).

@@ -61,3 +61,40 @@ export function registerRateLimit(app: FastifyInstance, config: Config, store: R
     }
   });
 }
+
+/**
+ * The second count of an API-key request (issue #35): besides its client address, the key pair
+ * it authenticated with, per tier, with the same limit, whichever address it comes from. A key
+ * used from many addresses at once is limited as one client; keys of different merchants behind
+ * one address are not each other's limit beyond the address's own. Registered after
+ * authentication: a request whose key did not authenticate is counted for its address only, so
+ * nobody spends another's budget by sending a key they do not hold.
+ * The RateLimit-* headers show the tighter of the two counts.
+ */
+export function registerKeyRateLimit(
+  app: FastifyInstance,
+  config: Config,
+  store: RateLimitStore,
+  clock: Clock,
+) {
+  if (!config.rateLimit.enabled) return;
+  const windowMs = config.rateLimit.windowMs;
+  app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
+    const who = request.principal;
+    if (who?.channel !== "apiKey") return;
+    const tier = tierOf(request);
+    if (tier === false) return;
+    const limit = config.rateLimit.limits[tier];
+    const result = await store.hit(`${tier}:key:${who.apiKeyId}`, limit, windowMs, clock.now());
+    const remaining = Math.max(0, limit - result.count);
+    const shown = Number(reply.getHeader("RateLimit-Remaining") ?? Number.POSITIVE_INFINITY);
+    if (remaining < shown) {
+      reply.header("RateLimit-Remaining", String(remaining));
+      reply.header("RateLimit-Reset", String(Math.ceil(result.resetMs / 1000)));
+    }
+    if (!result.allowed) {
+      reply.header("Retry-After", String(Math.max(1, Math.ceil(result.resetMs / 1000))));
+      return reply.code(429).send(rateLimitedBody(RATE_LIMIT_MESSAGE, request.id, { scope: "apiKey" }));
+    }
+  });
+}
