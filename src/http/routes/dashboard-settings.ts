@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { CURRENCY_TYPES } from "../../domain/currency.js";
+import type { FeeRule, FeeSchedule } from "../../domain/fees.js";
 import { formatAmount } from "../../domain/money.js";
 import { getSettings, type MerchantSettings, updateSettings } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
@@ -9,6 +10,19 @@ import { StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, Nullable, ok } from "../schemas/common.js";
 
 const Amount = Type.Union([Type.Number(), Type.String()], { description: "USDT, at most 6 decimals" });
+
+const FeeRuleSchema = Type.Object(
+  {
+    fixed: Type.Number({ description: "USDT" }),
+    percent: Type.Number({ description: "percent of the amount" }),
+  },
+  { title: "FeeRule" },
+);
+const FeesOfCurrency = Type.Object({
+  deposit: FeeRuleSchema,
+  withdrawal: FeeRuleSchema,
+  payout: FeeRuleSchema,
+});
 
 const SettingsSchema = Type.Object(
   {
@@ -36,12 +50,33 @@ const SettingsSchema = Type.Object(
       description:
         "A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed",
     }),
+    fees: Type.Object(
+      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, FeesOfCurrency])) as Record<
+        string,
+        typeof FeesOfCurrency
+      >,
+      {
+        description:
+          "The gateway's fee schedule (set by the operator, read-only here): per currency type and kind, " +
+          "fee = fixed + amount × percent / 100 (the percentage part rounded up to the next base unit)",
+      },
+    ),
     updatedAt: Type.String({ format: "date-time" }),
   },
   { title: "Settings" },
 );
 
-function view(s: MerchantSettings) {
+function feeView(fees: FeeSchedule) {
+  const rule = (r: FeeRule) => ({ fixed: formatAmount(r.fixed), percent: Number(r.ppm) / 10_000 });
+  return Object.fromEntries(
+    Object.entries(fees).map(([c, k]) => [
+      c,
+      { deposit: rule(k.deposit), withdrawal: rule(k.withdrawal), payout: rule(k.payout) },
+    ]),
+  );
+}
+
+function view(s: MerchantSettings, fees: FeeSchedule) {
   return {
     environment: s.environment,
     autoWithdraw: s.autoWithdraw,
@@ -56,6 +91,7 @@ function view(s: MerchantSettings) {
     ),
     ipAllowlist: s.ipAllowlist,
     underpaymentTolerancePercent: s.underpaymentToleranceBp / 100,
+    fees: feeView(fees),
     updatedAt: s.updatedAt.toISOString(),
   };
 }
@@ -78,7 +114,10 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      return { success: true as const, data: view(await getSettings(db, p.merchantId, p.environment)) };
+      return {
+        success: true as const,
+        data: view(await getSettings(db, p.merchantId, p.environment), deps.config.fees),
+      };
     },
   );
 
@@ -115,9 +154,10 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     async (request) => {
       const p = dashboardPrincipal(request);
       const { otp: _otp, totp: _totp, ...patch } = request.body;
-      const before = view(await getSettings(db, p.merchantId, p.environment));
+      const before = view(await getSettings(db, p.merchantId, p.environment), deps.config.fees);
       const after = view(
         await updateSettings(db, p.merchantId, p.environment, patch, new Date(deps.clock.now())),
+        deps.config.fees,
       );
       auditDetails(request, { targetId: p.environment, details: { before, after } });
       return { success: true as const, data: after };

@@ -1829,6 +1829,13 @@ export type components = {
             data: components["schemas"]["DevMail"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** FeeRule */
+        FeeRule: {
+            /** @description USDT */
+            fixed: number;
+            /** @description percent of the amount */
+            percent: number;
+        };
         /**
          * FieldError
          * @description One refused field of a request
@@ -2276,6 +2283,19 @@ export type components = {
             ipAllowlist: string[];
             /** @description A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed */
             underpaymentTolerancePercent: number;
+            /** @description The gateway's fee schedule (set by the operator, read-only here): per currency type and kind, fee = fixed + amount × percent / 100 (the percentage part rounded up to the next base unit) */
+            fees: {
+                "USDT-TRC20": {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDT-ERC20": {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+            };
             /** Format: date-time */
             updatedAt: string;
         };
