@@ -31,7 +31,7 @@ export function TransactionTable({ rows, caption }: { rows: Transaction[]; capti
               </td>
               <td className="num">{formatAmount(t.amount)}</td>
               <td>{currencyLabel(t.currencyType)}</td>
-              <td>{t.orderId ?? t.reference ?? "—"}</td>
+              <td className="cell-break">{t.orderId ?? t.reference ?? "—"}</td>
               <td>
                 <Link to={`/transactions/${t.id}`} title={t.id}>
                   {shorten(t.id, 8, 4)}

@@ -1,11 +1,21 @@
 import { type ReactNode, type Ref, useEffect, useId, useRef, useState } from "react";
 import type { Pagination } from "../api/client";
 import { explain } from "../lib/errors";
+import type { FieldLabels } from "../lib/field-labels";
 
-export function ErrorNotice({ error, context }: { error: unknown; context?: "login" }) {
+export function ErrorNotice({
+  error,
+  context,
+  labels,
+}: {
+  error: unknown;
+  context?: "login";
+  /** The form's labels of the API's fields (`{ walletAddress: "Recipient wallet address" }`). */
+  labels?: FieldLabels;
+}) {
   // A step-up dialog the user cancelled is no error to show.
   if (!error || (error instanceof Error && error.name === "StepUpCancelled")) return null;
-  const e = explain(error, context);
+  const e = explain(error, context, labels);
   return (
     <div className="notice notice-error" role="alert">
       <p className="notice-title">{e.title}</p>
@@ -275,18 +285,28 @@ export function CodeField({
 export function Field({
   label,
   hint,
+  error,
   children,
 }: {
   label: string;
   hint?: ReactNode;
+  /** What is wrong with the value, checked in the form (shown under the field, announced). */
+  error?: ReactNode;
   children: (id: string, describedBy: string | undefined) => ReactNode;
 }) {
   const id = useId();
   const hintId = hint ? `${id}-hint` : undefined;
+  const errorId = error ? `${id}-error` : undefined;
+  const describedBy = [errorId, hintId].filter(Boolean).join(" ") || undefined;
   return (
-    <div className="field">
+    <div className={error ? "field has-error" : "field"}>
       <label htmlFor={id}>{label}</label>
-      {children(id, hintId)}
+      {children(id, describedBy)}
+      {error ? (
+        <p className="field-error" id={errorId} role="alert">
+          {error}
+        </p>
+      ) : null}
       {hint ? (
         <p className="hint" id={hintId}>
           {hint}

@@ -1,34 +1,5 @@
 import { ApiError } from "../api/client";
-
-const FIELD_NAMES: Record<string, string> = {
-  email: "E-mail",
-  password: "Password",
-  newPassword: "New password",
-  companyName: "Company name",
-  amount: "Amount",
-  currencyType: "Currency",
-  walletAddress: "Wallet address",
-  webhookUrl: "Webhook URL",
-  callbackUrl: "Callback URL",
-  ipAllowlist: "IP allowlist",
-  autoApproveThreshold: "Auto-approve threshold",
-  otp: "Code",
-  code: "Code",
-  totp: "Two-factor code",
-  token: "Link",
-  role: "Role",
-  memberId: "Member",
-  expiresInMinutes: "Expiry",
-  orderId: "Order ID",
-  from: "From date",
-  "X-Environment": "Environment",
-};
-
-export function fieldLabel(field: string): string {
-  const base = field.replace(/^(body|querystring|params)[./]/, "").replace(/^\//, "");
-  const top = base.split(/[./[]/)[0] ?? base;
-  return FIELD_NAMES[base] ?? FIELD_NAMES[top] ?? base;
-}
+import { type FieldLabels, fieldLabel, fieldMessage } from "./field-labels";
 
 export interface Explained {
   title: string;
@@ -38,13 +9,17 @@ export interface Explained {
 
 /**
  * An API error in words a merchant understands (issue #10): a plain headline per error code, the
- * server's own sentence when it adds something, and each invalid field by its label.
+ * server's own sentence when it adds something, and each invalid field by its label (the form's own
+ * `labels` first, issue #35), its message without the API's field name.
  */
-export function explain(error: unknown, context?: "login"): Explained {
+export function explain(error: unknown, context?: "login", labels?: FieldLabels): Explained {
   if (!(error instanceof ApiError)) {
     return { title: "Something went wrong in the dashboard. Reload the page and try again.", fields: [] };
   }
-  const fields = error.fields.map((f) => ({ label: fieldLabel(f.field), message: f.message }));
+  const fields = error.fields.map((f) => ({
+    label: fieldLabel(f.field, labels),
+    message: fieldMessage(f.field, f.message, labels),
+  }));
   const server = error.message;
   switch (error.code) {
     case "NETWORK":

@@ -65,17 +65,17 @@ export default function AuditLog() {
                       <br />
                       <code className="muted">{r.action}</code>
                     </td>
-                    <td>
+                    <td className="cell-break">
                       {r.actor.type === "api_key"
                         ? `API key ${shorten(r.actor.id)}`
                         : `${r.actor.email ?? "unknown"}${r.actor.role ? ` (${r.actor.role})` : ""}`}
                     </td>
                     <td>{r.environment ?? "account"}</td>
-                    <td title={r.target?.id ?? undefined}>
+                    <td className="cell-break" title={r.target?.id ?? undefined}>
                       {r.target ? `${r.target.type} ${shorten(r.target.id)}` : "—"}
                     </td>
                     <td title={r.userAgent ?? undefined}>{r.clientIp ?? "—"}</td>
-                    <td>
+                    <td className="cell-text">
                       {Object.keys(r.details).length > 0 ? <code>{JSON.stringify(r.details)}</code> : "—"}
                     </td>
                   </tr>

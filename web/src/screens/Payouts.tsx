@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useEffect, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import { get, getList, post } from "../api/client";
-import { type Balance, CURRENCIES, type CurrencyType, type Payout } from "../api/types";
+import { type Balance, CURRENCIES, type CurrencyType, type Payout, type Settings } from "../api/types";
 import {
   CodeField,
   Empty,
@@ -14,11 +14,20 @@ import {
   Pager,
   StatusBadge,
 } from "../components/ui";
+import { addressProblem } from "../lib/addresses";
+import { amountUnits, payoutQuote } from "../lib/fees";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
 import { useCan, useEnvKey, useSession } from "../session";
 
 type Step = "form" | "otp" | "done";
+
+/** The API's fields by this form's labels (in error messages). */
+const LABELS = {
+  amount: "Amount (USDT)",
+  currencyType: "Network",
+  walletAddress: "Recipient wallet address",
+};
 
 const FAILURE_ADDRESSES: Record<CurrencyType, string> = {
   "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
@@ -49,6 +58,10 @@ export default function Payouts() {
     queryKey: useEnvKey("balance"),
     queryFn: () => get<Balance[]>("/api/v1/dashboard/balance"),
   });
+  const settings = useQuery({
+    queryKey: useEnvKey("settings"),
+    queryFn: () => get<Settings>("/api/v1/dashboard/settings"),
+  });
   const payouts = useQuery({
     queryKey: useEnvKey("payouts", page),
     queryFn: () => getList<Payout>("/api/v1/dashboard/payouts", { page, limit: 10 }),
@@ -68,14 +81,34 @@ export default function Payouts() {
   });
   const result = useLiveStatus(send.data, (id) => `/api/v1/dashboard/payouts?id=${encodeURIComponent(id)}`);
   const available = balances.data?.find((b) => b.currencyType === form.currencyType)?.available;
+  // Checked in the form, before a code is e-mailed (shown once the merchant tried to continue).
+  const [checked, setChecked] = useState(false);
+  const units = amountUnits(form.amount);
+  // The gateway's own fee schedule (the settings read carries it): the fee shown is the one charged.
+  const rule = settings.data?.fees[form.currencyType]?.payout;
+  const quote = units === null || !rule ? null : payoutQuote(rule, units / 1_000_000);
+  const amountProblem =
+    units === null
+      ? "Enter an amount in USDT, such as 12.5 (at most 6 decimals)."
+      : quote && quote.net <= 0
+        ? `The amount must be more than the fee (${formatAmount(quote.fee)} USDT).`
+        : null;
+  const walletProblem = addressProblem(form.currencyType, form.walletAddress);
 
-  function restart() {
+  /** Back to the details, as entered. */
+  function back() {
     setStep("form");
     setOtp("");
     setTotp("");
-    setForm({ ...form, amount: "", walletAddress: "" });
     requestOtp.reset();
     send.reset();
+  }
+
+  /** A new payout: empty details. */
+  function restart() {
+    back();
+    setChecked(false);
+    setForm({ ...form, amount: "", walletAddress: "" });
   }
 
   return (
@@ -92,14 +125,18 @@ export default function Payouts() {
           {step === "form" ? (
             <form
               className="form-grid"
+              noValidate
               onSubmit={(e) => {
                 e.preventDefault();
+                setChecked(true);
+                if (amountProblem || walletProblem) return;
                 requestOtp.mutate();
               }}
             >
               <Field
                 label="Amount (USDT)"
                 hint={available !== undefined ? `Available: ${formatAmount(available)}` : undefined}
+                error={checked ? amountProblem : undefined}
               >
                 {(id, hint) => (
                   <input
@@ -107,6 +144,7 @@ export default function Payouts() {
                     required
                     inputMode="decimal"
                     aria-describedby={hint}
+                    aria-invalid={checked && amountProblem ? true : undefined}
                     value={form.amount}
                     onChange={(e) => setForm({ ...form, amount: e.target.value })}
                   />
@@ -134,6 +172,7 @@ export default function Payouts() {
                     ? `Sandbox tip: ${FAILURE_ADDRESSES[form.currencyType]} always fails, to test the failed path.`
                     : "Double-check it: a blockchain transfer can't be reversed."
                 }
+                error={checked ? walletProblem : undefined}
               >
                 {(id, hint) => (
                   <input
@@ -142,17 +181,31 @@ export default function Payouts() {
                     spellCheck={false}
                     autoComplete="off"
                     aria-describedby={hint}
+                    aria-invalid={checked && walletProblem ? true : undefined}
                     value={form.walletAddress}
                     onChange={(e) => setForm({ ...form, walletAddress: e.target.value.trim() })}
                   />
                 )}
               </Field>
+              <p className="fee-line" data-testid="payout-fee" aria-live="polite">
+                {quote && quote.net > 0 ? (
+                  <>
+                    Fee {formatAmount(quote.fee)} USDT: the recipient gets{" "}
+                    <strong>{formatAmount(quote.net)} USDT</strong>.
+                  </>
+                ) : rule ? (
+                  <>
+                    Fee {formatAmount(rule.fixed)} USDT{rule.percent ? ` + ${rule.percent} %` : ""} per payout
+                    on {currencyLabel(form.currencyType)}: the recipient gets the amount minus the fee.
+                  </>
+                ) : null}
+              </p>
               <div className="form-actions">
                 <button type="submit" className="btn btn-primary" disabled={requestOtp.isPending}>
                   {requestOtp.isPending ? "Sending code…" : "Continue: e-mail me a code"}
                 </button>
               </div>
-              <ErrorNotice error={requestOtp.error} />
+              <ErrorNotice error={requestOtp.error} labels={LABELS} />
             </form>
           ) : null}
           {step === "otp" ? (
@@ -168,6 +221,13 @@ export default function Payouts() {
                   {form.amount} {currencyLabel(form.currencyType)}
                 </strong>{" "}
                 to <code className="break">{form.walletAddress}</code>.
+                {quote ? (
+                  <>
+                    {" "}
+                    Fee {formatAmount(quote.fee)} USDT: the recipient gets{" "}
+                    <strong>{formatAmount(quote.net)} USDT</strong>.
+                  </>
+                ) : null}
               </p>
               <CodeField
                 label="6-digit code"
@@ -186,9 +246,9 @@ export default function Payouts() {
                 onChange={setOtp}
               />
               {needsTotp ? <CodeField label="Authenticator code" value={totp} onChange={setTotp} /> : null}
-              <ErrorNotice error={send.error} />
+              <ErrorNotice error={send.error} labels={LABELS} />
               <div className="form-actions">
-                <button type="button" className="btn" onClick={restart}>
+                <button type="button" className="btn" onClick={back}>
                   Back
                 </button>
                 <button type="submit" className="btn btn-primary" disabled={send.isPending}>

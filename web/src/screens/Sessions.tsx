@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { get, getList, post } from "../api/client";
 import { type CheckoutSession, CURRENCIES, type CurrencyType, type Transaction } from "../api/types";
 import { TransactionTable } from "../components/TransactionTable";
@@ -16,20 +16,59 @@ import {
 import { currencyLabel, formatAmount, formatDate } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
 
+const UNIT = 1_000_000;
+/** USDT (at most 6 decimals) as integer base units: sums and differences without float error. */
+const toUnits = (n: number) => Math.round(n * UNIT);
+
 function SessionCard({ id }: { id: string }) {
   const { environment } = useSession();
   const canPay = useCan()("sandbox:pay");
   const client = useQueryClient();
   const [payAmount, setPayAmount] = useState("");
+  const sessionKey = useEnvKey("checkout-session", id);
+  // While the session is pending, its hosted page's event stream says when it changes (one
+  // long-lived request, not a read every second and a half: issue #35, the dashboard's polling
+  // emptied a developer's rate limit). Without the stream (the session belongs to the other
+  // listener's environment, or the stream failed) it is re-read every 10 s.
+  const [streaming, setStreaming] = useState(false);
   const session = useQuery({
-    queryKey: useEnvKey("checkout-session", id),
+    queryKey: sessionKey,
     queryFn: () => get<CheckoutSession>(`/checkout/session/${encodeURIComponent(id)}`),
-    refetchInterval: (q) => (q.state.data?.status === "pending" ? 1500 : false),
+    refetchInterval: (q) => (q.state.data?.status === "pending" && !streaming ? 10_000 : false),
   });
+  const pending = session.data?.status === "pending";
+  // The query key is a new array each render: the effect reads the current one.
+  const sessionKeyRef = useRef(sessionKey);
+  sessionKeyRef.current = sessionKey;
+  useEffect(() => {
+    if (!pending) return;
+    const events = new EventSource(`/pay/${encodeURIComponent(id)}/events`);
+    events.addEventListener("status", () => {
+      setStreaming(true);
+      void client.invalidateQueries({ queryKey: sessionKeyRef.current });
+    });
+    events.onerror = () => {
+      if (events.readyState === EventSource.CLOSED) setStreaming(false);
+    };
+    return () => {
+      events.close();
+      setStreaming(false);
+    };
+  }, [pending, id, client]);
+  const data = session.data;
+  // What has arrived so far (mined, confirmed or still confirming), and what is left to pay.
+  const paidUnits = data ? toUnits(Math.max(data.actualBalance, data.detectedAmount)) : 0;
+  const remainingUnits = data ? Math.max(0, toUnits(data.amount) - paidUnits) : 0;
+  const partial = data !== undefined && paidUnits > 0 && remainingUnits > 0;
   const pay = useMutation({
+    // Empty: the rest of the amount (the simulator's own default is the full amount, again).
     mutationFn: () =>
-      post(`/api/v1/sandbox/checkout/${encodeURIComponent(id)}/pay`, payAmount ? { amount: payAmount } : {}),
+      post(
+        `/api/v1/sandbox/checkout/${encodeURIComponent(id)}/pay`,
+        payAmount ? { amount: payAmount } : partial ? { amount: String(remainingUnits / UNIT) } : {},
+      ),
     onSuccess: async () => {
+      setPayAmount("");
       await client.invalidateQueries({ queryKey: [environment] });
     },
   });
@@ -44,8 +83,23 @@ function SessionCard({ id }: { id: string }) {
       <p aria-live="polite">
         Status: <StatusBadge status={s.status} />
         {s.status === "confirmed" ? " — the payment arrived and your balance is credited." : null}
-        {s.status === "pending" && s.detectedAt === null ? " — waiting for the customer's payment." : null}
-        {s.status === "pending" && s.detectedAt !== null
+        {s.status === "pending" && s.detectedAt === null && !partial
+          ? " — waiting for the customer's payment."
+          : null}
+        {s.status === "pending" && partial ? (
+          <>
+            {" — "}
+            <strong>
+              partially paid {formatAmount(paidUnits / UNIT)} / {formatAmount(s.amount)} USDT
+            </strong>
+            , waiting for the remaining {formatAmount(remainingUnits / UNIT)} USDT
+            {s.confirmations.current < s.confirmations.required
+              ? ` (confirming ${s.confirmations.current} of ${s.confirmations.required})`
+              : ""}
+            .
+          </>
+        ) : null}
+        {s.status === "pending" && s.detectedAt !== null && !partial
           ? ` — payment detected (${formatAmount(s.detectedAmount)}), confirming ${s.confirmations.current} of ${s.confirmations.required}.`
           : null}
       </p>
@@ -92,13 +146,17 @@ function SessionCard({ id }: { id: string }) {
         >
           <Field
             label="Simulate a payment"
-            hint="Leave empty to pay the full amount; enter less to test a partial payment."
+            hint={
+              partial
+                ? `Leave empty to pay the remaining ${formatAmount(remainingUnits / UNIT)} USDT; enter less to test another partial payment.`
+                : "Leave empty to pay the full amount; enter less to test a partial payment."
+            }
           >
             {(fid, hint) => (
               <input
                 id={fid}
                 inputMode="decimal"
-                placeholder={String(s.amount)}
+                placeholder={String(partial ? remainingUnits / UNIT : s.amount)}
                 aria-describedby={hint}
                 value={payAmount}
                 onChange={(e) => setPayAmount(e.target.value)}
@@ -110,10 +168,18 @@ function SessionCard({ id }: { id: string }) {
           </button>
         </form>
       ) : null}
-      <ErrorNotice error={pay.error} />
+      <ErrorNotice error={pay.error} labels={{ amount: "Simulate a payment" }} />
     </section>
   );
 }
+
+/** The API's fields by the create form's labels (in error messages). */
+const CREATE_LABELS = {
+  amount: "Amount (USDT)",
+  currencyType: "Network",
+  orderId: "Order ID (optional)",
+  expiresInMinutes: "Expires in (minutes)",
+};
 
 export default function Sessions() {
   const { environment } = useSession();
@@ -221,7 +287,7 @@ export default function Sessions() {
             </div>
           </form>
         ) : null}
-        <ErrorNotice error={create.error} />
+        <ErrorNotice error={create.error} labels={CREATE_LABELS} />
         <form
           className="inline-form"
           onSubmit={(e) => {

@@ -231,8 +231,12 @@ export default function Webhooks() {
           <section className="card" aria-labelledby="secret-title">
             <h2 id="secret-title">Signing secret</h2>
             <p className="muted">
-              Verify the <code>X-Webhook-Signature</code> header (HMAC-SHA256 of the raw body) with this
-              secret.
+              Every event carries the Standard Webhooks headers <code>webhook-id</code>,{" "}
+              <code>webhook-timestamp</code> and <code>webhook-signature</code> (<code>v1,</code> + base64
+              HMAC-SHA256 of <code>id.timestamp.body</code>, keyed with this secret). Verify the signature on
+              the raw body, refuse a timestamp more than 5 minutes old so a captured request can't be replayed
+              (<code>verifyWebhook</code> of <code>@stablegate/sdk</code> checks both), and use{" "}
+              <code>webhook-id</code> to drop duplicates: a retry keeps it.
             </p>
             {secret.isPending ? <Loading /> : null}
             <ErrorNotice error={secret.error} />
@@ -272,6 +276,23 @@ export default function Webhooks() {
           </section>
         </>
       ) : null}
+
+      <section className="card" aria-labelledby="local-title">
+        <h2 id="local-title">Test on your machine</h2>
+        <p className="muted">
+          Your development server on localhost can't be reached from here. Forward this environment's events
+          to it, with the exact body and signed headers of a real delivery, from the command line of{" "}
+          <code>@stablegate/sdk</code>:
+        </p>
+        <pre className="code-block">
+          <code>npx stablegate-dev listen --forward-to http://localhost:3000/webhooks</code>
+        </pre>
+        <p className="hint">
+          It reads the key pair from <code>STABLEGATE_API_KEY</code> and <code>STABLEGATE_API_SECRET</code> (a{" "}
+          {environment === "sandbox" ? "sandbox" : "production"} pair from API keys).{" "}
+          <code>npx stablegate-dev trigger deposit.confirmed</code> makes one happen in the sandbox.
+        </p>
+      </section>
 
       <section aria-labelledby="log-title">
         <div className="section-header">
@@ -333,7 +354,7 @@ export default function Webhooks() {
                         <StatusBadge status={e.deliveryStatus} />
                       </td>
                       <td className="num">{e.attempts}</td>
-                      <td>
+                      <td className="cell-text">
                         {e.lastResponseStatus !== null
                           ? `HTTP ${e.lastResponseStatus}`
                           : (e.lastError ?? "—")}

@@ -184,7 +184,7 @@ export default function Withdrawals() {
                     <td>
                       <code title={r.walletAddress}>{shorten(r.walletAddress)}</code>
                     </td>
-                    <td>{r.externalUserId ?? r.reference ?? "—"}</td>
+                    <td className="cell-break">{r.externalUserId ?? r.reference ?? "—"}</td>
                     <td>
                       <StatusBadge status={r.status} />
                       {r.rejectionReason ? <span className="muted"> {r.rejectionReason}</span> : null}
