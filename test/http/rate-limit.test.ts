@@ -134,19 +134,29 @@ describe("rate limits, in memory", () => {
     expect((await login(svc)).status).toBe(429);
   });
 
-  it("counts an API-key request per key as well as per address; a key it does not hold costs nobody else", async () => {
+  it("counts a request with the key pair per key as well as per address; the key alone or a wrong secret costs the key nothing", async () => {
     // TRUST_PROXY=1: X-Forwarded-For names the client, so one key can come from several addresses.
     const svc = await start({ env: { RATE_LIMIT_STANDARD: "3", TRUST_PROXY: "1" } });
     const k = keysOf(await svc.createMerchant(), "sandbox");
     const other = keysOf(await svc.createMerchant(), "sandbox");
-    const from = (ip: string, key = k.apiKey) =>
-      call(svc.urls.sandbox, "/api/v1/public/account", { headers: { apikey: key, "x-forwarded-for": ip } });
+    const from = (ip: string, pair = k) =>
+      call(svc.urls.sandbox, "/api/v1/public/account", {
+        headers: { apikey: pair.apiKey, "x-api-secret": pair.apiSecret, "x-forwarded-for": ip },
+      });
     // Guesses with the victim's key and a wrong secret fail authentication: the key is not counted.
     for (let i = 0; i < 3; i++) {
       const guess = await call(svc.urls.sandbox, "/api/v1/public/account", {
         headers: { apikey: k.apiKey, "x-api-secret": "sk_test_wrong", "x-forwarded-for": "198.51.100.66" },
       });
       expect(guess.status).toBe(401);
+    }
+    // The apikey alone (public enough to sit in a front-end) authorizes this read, from anywhere:
+    // counted per address only, never against the key's budget.
+    for (let i = 0; i < 3; i++) {
+      const keyOnly = await call(svc.urls.sandbox, "/api/v1/public/account", {
+        headers: { apikey: k.apiKey, "x-forwarded-for": "198.51.100.77" },
+      });
+      expect(keyOnly.status).toBe(200);
     }
     // Three addresses, one key: three requests pass, the fourth (a fresh address) is refused.
     expect((await from("203.0.113.1")).status).toBe(200);
@@ -159,7 +169,7 @@ describe("rate limits, in memory", () => {
     expect(fourth.body.error).toMatchObject({ code: "RATE_LIMITED", details: { scope: "apiKey" } });
     expect(Number(fourth.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // Another merchant's key from one of those addresses has its own count.
-    expect((await from("203.0.113.4", other.apiKey)).status).toBe(200);
+    expect((await from("203.0.113.4", other)).status).toBe(200);
   });
 });
 

@@ -67,8 +67,10 @@ export function registerRateLimit(app: FastifyInstance, config: Config, store: R
  * it authenticated with, per tier, with the same limit, whichever address it comes from. A key
  * used from many addresses at once is limited as one client; keys of different merchants behind
  * one address are not each other's limit beyond the address's own. Registered after
- * authentication: a request whose key did not authenticate is counted for its address only, so
- * nobody spends another's budget by sending a key they do not hold.
+ * authentication, and only for a request that sent the right secret: one without it (the `apikey`
+ * alone authorizes reads and checkout creation, and may be embedded in a front-end) or whose key did
+ * not authenticate is counted for its address only, so nobody spends a merchant's key budget
+ * without its secret.
  * The RateLimit-* headers show the tighter of the two counts.
  */
 export function registerKeyRateLimit(
@@ -81,7 +83,9 @@ export function registerKeyRateLimit(
   const windowMs = config.rateLimit.windowMs;
   app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
     const who = request.principal;
-    if (who?.channel !== "apiKey") return;
+    // Only a request that proved the secret: the `apikey` alone is public enough (a front-end may
+    // embed it) that counting it per key would let anyone who saw it spend the merchant's budget.
+    if (who?.channel !== "apiKey" || !who.secretVerified) return;
     const tier = tierOf(request);
     if (tier === false) return;
     const limit = config.rateLimit.limits[tier];
