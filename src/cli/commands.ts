@@ -100,12 +100,16 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
       }
       const { runOperator } = await import("./merchant-create.js");
       const { formatOutbox } = await import("./mail-list.js");
+      const { resolveSecrets } = await import("../config/secrets.js");
+      const { devOutboxKey } = await import("../mail/index.js");
+      const key = devOutboxKey((await resolveSecrets(config, "mail list")).JWT_SECRET);
+      const pageUrl = `${config.http.sandboxBaseUrl}/dev/mail?key=${key}`;
       const r = (await runOperator(config, "mail.list", {
         to: str(flags.to),
         limit: str(flags.limit) || "20",
       })) as Outbox;
       process.stdout.write(
-        `${flags.json ? JSON.stringify(r, null, 2) : formatOutbox(r, Boolean(config.smtpUrl))}\n`,
+        `${flags.json ? JSON.stringify(r, null, 2) : formatOutbox(r, Boolean(config.smtpUrl), pageUrl)}\n`,
       );
       return 0;
     },

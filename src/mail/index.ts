@@ -7,6 +7,7 @@ import type { Mail, Mailer } from "./mailer.js";
 import { OutboxMailer } from "./outbox.js";
 import { SmtpMailer } from "./smtp.js";
 
+export { devOutboxKey, isDevOutboxKey } from "./dev-outbox-key.js";
 export type { Mail, Mailer } from "./mailer.js";
 export { listOutbox } from "./outbox.js";
 

@@ -5,6 +5,7 @@ import { migrate, pendingMigrations } from "../db/migrate.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
 import { type Listeners, ListenPortError, listen } from "../http/listeners.js";
+import { devOutboxKey } from "../mail/index.js";
 import { createProcessLogger, type Logger } from "../observability/logger.js";
 import { startControlServer } from "../operator/control-server.js";
 import { createRuntime, openRoleDatabase, type Runtime, type RuntimeOptions } from "../runtime.js";
@@ -127,7 +128,7 @@ export async function startRole(
         },
         "stablegate listening",
       );
-      if (!config.production && process.stderr.isTTY) process.stderr.write(developmentBanner(config));
+      if (!config.production && process.stderr.isTTY) process.stderr.write(developmentBanner(config, devOutboxKey(runtime.secrets.JWT_SECRET)));
     }
     const worker = role === "serve" || role === "worker" ? startWorker(runtime, role) : undefined;
     const control = runtime.controlSocket
@@ -168,7 +169,7 @@ export async function startRole(
  * get keys, the docs and the mail outbox. Outside production mode and on a terminal only; the log
  * lines stay JSON for machines.
  */
-function developmentBanner(config: Config): string {
+function developmentBanner(config: Config, outboxKey: string): string {
   const sandbox = config.http.sandboxBaseUrl;
   const production = config.http.productionBaseUrl;
   const docs =
@@ -181,7 +182,8 @@ function developmentBanner(config: Config): string {
     `  Dashboard, sandbox:     ${sandbox}/   sign up, then "API keys" for your sandbox pair`,
     `  Dashboard, production:  ${production}/`,
     `  API reference:          ${docs}`,
-    `  Mail (codes, invites):  ${sandbox}/mail  (the local outbox: no mail leaves this machine)`,
+    `  Your mail (codes):      ${sandbox}/mail  (the local outbox: no mail leaves this machine)`,
+    `  Everyone's mail:        ${sandbox}/dev/mail?key=${outboxKey}  (invites, resets; this machine only)`,
     "  Stop with Ctrl-C.",
     "",
     "",

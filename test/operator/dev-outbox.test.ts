@@ -1,7 +1,9 @@
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatOutbox, type Outbox } from "../../src/cli/mail-list.js";
 import { printCreatedMerchant } from "../../src/cli/merchant-create.js";
 import { parseConfig } from "../../src/config/config.js";
+import { devOutboxKey } from "../../src/mail/index.js";
 import { runOperatorCommand } from "../../src/operator/commands.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 
@@ -11,11 +13,13 @@ import { call, startTestService, type TestService } from "../support/harness.js"
 // this machine (never in production mode, never to another machine: it holds live sign-in links).
 
 const systemClock = { now: () => Date.now() };
+const JWT = "dev-outbox-test-jwt-secret-0123456789abcdef";
+const KEY = devOutboxKey(JWT);
 
 let svc: TestService;
 beforeAll(async () => {
   // TRUST_PROXY=1: the X-Forwarded-For entry stands for a client on another machine.
-  svc = await startTestService({ env: { TRUST_PROXY: "1" } });
+  svc = await startTestService({ env: { TRUST_PROXY: "1", JWT_SECRET: JWT } });
 });
 afterAll(() => svc?.close());
 
@@ -26,6 +30,21 @@ const ctx = () => ({
     throw new Error("no chains here");
   },
 });
+
+/** A GET with an explicit Host header (fetch does not let a caller set it). */
+function rawGet(base: string, pathname: string, host: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(base + pathname, { headers: { host } }, (res) => {
+      let text = "";
+      res.on("data", (c) => {
+        text += c;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 async function signIn(email: string, password: string) {
   return call(svc.urls.sandbox, "/api/v1/auth/login", { json: { email, password } });
@@ -119,7 +138,7 @@ describe("the operator reads the whole development outbox", () => {
       code: "VALIDATION_ERROR",
     });
 
-    const page = await call(svc.urls.sandbox, "/dev/mail");
+    const page = await call(svc.urls.sandbox, `/dev/mail?key=${KEY}`);
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toMatch(/text\/html/);
     expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
@@ -130,10 +149,58 @@ describe("the operator reads the whole development outbox", () => {
     expect(page.text).not.toContain("<script>alert(1)</script>");
     expect(page.text).not.toContain("<img src=x");
     expect(page.text).toContain("&lt;script&gt;alert(1)&lt;/script&gt; invitation");
+    // Only this gateway's links are clickable: a mail's text may carry anyone's URL.
+    expect(page.text).not.toMatch(/<a href="http:\/\/localhost:8081\/accept-invite/);
+    expect(page.text).toContain("http://localhost:8081/accept-invite#token=abc&quot;&gt;");
+
+    // The terminal view prints a mail's control characters as escapes (a company name is user input).
+    const rigged = formatOutbox(
+      {
+        total: 1,
+        mails: [
+          {
+            id: "m",
+            to: "a@example.com",
+            subject: "Join \u001b]0;pwned\u0007 Co",
+            text: "x\u009by",
+            createdAt: "t",
+          },
+        ],
+      },
+      false,
+    );
+    expect([...rigged].filter((ch) => ch === "\u001b" || ch === "\u0007" || ch === "\u009b")).toEqual([]);
+    expect(rigged).toContain("Join \\u001b]0;pwned\\u0007 Co");
   });
 
-  it("/dev/mail answers 404 to a client on another machine", async () => {
-    const far = await call(svc.urls.sandbox, "/dev/mail", { headers: { "x-forwarded-for": "203.0.113.9" } });
+  it("/dev/mail without the key, through a proxy or under another host name answers as an unknown path does", async () => {
+    const unknown = await call(svc.urls.sandbox, "/dev/nothing-here");
+    const same = (r: { status: number; body: any }) => {
+      expect(r.status).toBe(404);
+      expect({ ...r.body, error: { ...r.body.error, message: "", requestId: "" } }).toEqual({
+        ...unknown.body,
+        error: { ...unknown.body.error, message: "", requestId: "" },
+      });
+    };
+    same(await call(svc.urls.sandbox, "/dev/mail"));
+    same(await call(svc.urls.sandbox, "/dev/mail?key=wrong"));
+    same(await call(svc.urls.sandbox, `/dev/mail?key=${KEY.slice(0, -1)}x`));
+    same(await call(svc.urls.sandbox, "/dev/mail?key=a&key=b"));
+    // A proxy in between (a tunnel relaying the internet from 127.0.0.1), whatever the header says.
+    for (const header of ["x-forwarded-for", "x-real-ip", "forwarded"])
+      same(await call(svc.urls.sandbox, `/dev/mail?key=${KEY}`, { headers: { [header]: "127.0.0.1" } }));
+    // A page that rebinds its own name to 127.0.0.1 sends its own Host.
+    const rebound = await rawGet(svc.urls.sandbox, `/dev/mail?key=${KEY}`, "attacker.example:80");
+    same({ status: rebound.status, body: JSON.parse(rebound.text) });
+    const ok = await rawGet(svc.urls.sandbox, `/dev/mail?key=${KEY}`, "localhost:8081");
+    expect(ok.status).toBe(200);
+    expect(ok.text).toMatch(/^<!doctype html>/);
+  });
+
+  it("/dev/mail answers 404 to a client on another machine, key or not", async () => {
+    const far = await call(svc.urls.sandbox, `/dev/mail?key=${KEY}`, {
+      headers: { "x-forwarded-for": "203.0.113.9" },
+    });
     expect(far.status).toBe(404);
     expect(far.body.error.code).toBe("NOT_FOUND");
     expect(far.text).not.toContain("prt_");
@@ -152,7 +219,7 @@ describe("the operator reads the whole development outbox", () => {
       },
     });
     try {
-      const r = await call(prod.urls.sandbox, "/dev/mail");
+      const r = await call(prod.urls.sandbox, `/dev/mail?key=${devOutboxKey("j".repeat(40))}`);
       expect(r.status).toBe(404);
     } finally {
       await prod.close();

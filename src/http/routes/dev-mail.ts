@@ -1,45 +1,65 @@
-import { AppError } from "../../domain/errors.js";
 import { isLoopbackAddress } from "../../lib/loopback.js";
 import { escapeHtml } from "../../lib/markdown-html.js";
-import { listOutbox } from "../../mail/index.js";
+import { isDevOutboxKey, listOutbox } from "../../mail/index.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { clientIp } from "../client-ip.js";
 
 /**
- * `GET /dev/mail`: the whole local outbox (development without SMTP_URL) for the operator on this
- * machine: invitations, password resets and codes to every address, newest first, so that a
+ * `GET /dev/mail?key=…`: the whole local outbox (development without SMTP_URL) for the operator on
+ * this machine: invitations, password resets and codes to every address, newest first, so that a
  * flow whose mail goes to someone not signed in (an invitee, a forgotten password) is not a dead
  * end. The dashboard's Mail screen shows only the signed-in user's own mails.
  *
- * It holds live sign-in links, so it answers only outside production mode and only to a client
- * on this machine (a loopback address, after TRUST_PROXY): anyone else gets the 404 of an unknown
- * path. `stablegate mail list` prints the same from a terminal.
+ * It holds live sign-in links, so every one of these must hold, else it answers exactly as an
+ * unknown path does (the same 404, the same rate-limit tier: it cannot be told apart):
+ * - outside production mode (in production mode it is not routed at all);
+ * - the key of this installation (`devOutboxKey`, derived from the JWT secret in DATA_DIR's 0600
+ *   secrets file): the start-up banner and `stablegate mail list` print the URL with it, so another
+ *   user of a shared machine, a local tunnel or reverse proxy relaying the internet from 127.0.0.1,
+ *   or a page rebinding its DNS name to 127.0.0.1 gets nothing without it;
+ * - a connection from a loopback address (the socket's own peer, never a forwarded header) with
+ *   no forwarding header at all (X-Forwarded-For, Forwarded, X-Real-IP: a proxy is in between);
+ * - a loopback Host (`localhost`, `127.0.0.1`, `[::1]`, any port): a rebound name is refused.
  */
-export function devMailRoutes(app: App, { config, database }: RouteDeps) {
+export function devMailRoutes(app: App, { config, database, secrets }: RouteDeps) {
   if (config.production) return; // unrouted
-  app.get("/dev/mail", { config: { tier: "dashboard" }, schema: { hide: true } }, async (request, reply) => {
-    if (!isLoopbackAddress(clientIp(request))) throw AppError.notFound();
-    const { rows, total } = await listOutbox(database.db, undefined, 100, 0);
-    const items = rows
-      .map(
-        (m) => `<article><h2>${escapeHtml(m.subject)}</h2>
+  // Only links to this gateway become clickable (a mail's text may carry anyone's URL).
+  const ownOrigins = [config.http.sandboxBaseUrl, config.http.productionBaseUrl, ...config.corsOrigins];
+  const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+  app.get(
+    "/dev/mail",
+    // No querystring schema: a malformed query must get the same 404 as a wrong key, not a 400.
+    { config: { tier: "standard" }, schema: { hide: true } },
+    async (request, reply) => {
+      const h = request.headers;
+      const allowed =
+        isDevOutboxKey(secrets.JWT_SECRET, (request.query as { key?: unknown }).key) &&
+        isLoopbackAddress(request.socket.remoteAddress ?? "") &&
+        h["x-forwarded-for"] === undefined &&
+        h.forwarded === undefined &&
+        h["x-real-ip"] === undefined &&
+        LOOPBACK_HOST.test(h.host ?? "");
+      if (!allowed) return reply.callNotFound();
+      const { rows, total } = await listOutbox(database.db, undefined, 100, 0);
+      const items = rows
+        .map(
+          (m) => `<article><h2>${escapeHtml(m.subject)}</h2>
 <p class="meta">To <b>${escapeHtml(m.recipient)}</b> · ${escapeHtml(new Date(m.created_at).toISOString())} · ${escapeHtml(m.id)}</p>
-<pre>${linkify(m.body)}</pre></article>`,
-      )
-      .join("\n");
-    const note = config.smtpUrl
-      ? "SMTP_URL is set: new mails go out through SMTP; this outbox holds only earlier ones."
-      : "SMTP_URL is unset: every mail the gateway sends is kept here, nothing leaves this machine.";
-    reply
-      .type("text/html; charset=utf-8")
-      .header("cache-control", "no-store")
-      .header("x-content-type-options", "nosniff")
-      .header("referrer-policy", "no-referrer")
-      .header(
-        "content-security-policy",
-        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-      );
-    return reply.send(`<!doctype html><html lang="en"><head><meta charset="utf-8">
+<pre>${linkify(m.body, ownOrigins)}</pre></article>`,
+        )
+        .join("\n");
+      const note = config.smtpUrl
+        ? "SMTP_URL is set: new mails go out through SMTP; this outbox holds only earlier ones."
+        : "SMTP_URL is unset: every mail the gateway sends is kept here, nothing leaves this machine.";
+      reply
+        .type("text/html; charset=utf-8")
+        .header("cache-control", "no-store")
+        .header("x-content-type-options", "nosniff")
+        .header("referrer-policy", "no-referrer")
+        .header(
+          "content-security-policy",
+          "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        );
+      return reply.send(`<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>Development outbox · stablegate</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:1.5rem auto;padding:0 1rem;color:#1b1b1b}
 article{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}h2{font-size:1.05rem;margin:.4rem 0}
@@ -47,10 +67,13 @@ article{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0
 <body><h1>Development outbox</h1><p>${escapeHtml(note)} ${rows.length} of ${total} mail(s), newest first.
 Also in a terminal: <code>npm run stablegate -- mail list</code>.</p>
 ${items || "<p>No mail yet.</p>"}</body></html>`);
-  });
+    },
+  );
 }
 
-/** Escapes a mail body and makes its http(s) links clickable (the escaped text is the link). */
-function linkify(text: string): string {
-  return escapeHtml(text).replace(/https?:\/\/[^\s<>"']+/g, (url) => `<a href="${url}">${url}</a>`);
+/** Escapes a mail body and makes its links to this gateway clickable (the escaped text is the link). */
+function linkify(text: string, origins: readonly string[]): string {
+  return escapeHtml(text).replace(/https?:\/\/[^\s<>"']+/g, (url) =>
+    origins.some((o) => url === o || url.startsWith(`${o}/`)) ? `<a href="${url}">${url}</a>` : url,
+  );
 }
