@@ -273,7 +273,16 @@ export class ProviderPool implements ChainAdapter {
    */
   disagreed(
     index: number,
-    event: { subject: DisagreementSubject; detail: string; confirmers: string[]; block?: number },
+    event: {
+      subject: DisagreementSubject;
+      detail: string;
+      confirmers: string[];
+      /** The block the answer was about, or the range of a transfers read. */
+      block?: number;
+      range?: { fromBlock: number; toBlock: number };
+      /** A transfers read: what the provider reported that no majority did. */
+      unconfirmed?: TokenTransfer[];
+    },
   ): void {
     const s = this.states[index];
     if (!s) return;
@@ -284,9 +293,9 @@ export class ProviderPool implements ChainAdapter {
       network: this.network,
       provider: s.name,
       confirmers: event.confirmers,
-      fromBlock: event.block ?? 0,
-      toBlock: event.block ?? 0,
-      unconfirmed: [],
+      fromBlock: event.range?.fromBlock ?? event.block ?? 0,
+      toBlock: event.range?.toBlock ?? event.block ?? 0,
+      unconfirmed: event.unconfirmed ?? [],
       subject: event.subject,
       detail: event.detail,
     });
@@ -488,19 +497,31 @@ export class ProviderPool implements ChainAdapter {
       .slice(0, 2)
       .map((s) => s.order);
     const first = await this.gather(ask, () => false, 0, pair);
-    faults(first);
+    const firstErrors = faults(first);
     const two = answered(first);
     if (two.length === 2 && sameTransfers(two[0]?.transfers ?? [], two[1]?.transfers ?? []))
       return two[0]?.transfers ?? [];
 
-    // Two differing answers decide nothing: a third (at least) must break the tie.
-    const all = await this.gather(
-      ask,
-      (a) => answered(a).length >= 3 && decideTransfers(answered(a)).undecided === 0,
-      300,
-    );
-    const errors = faults(all);
-    const answers = answered(all);
+    // Two differing answers (or fewer than two) decide nothing: the others, not in back-off, are
+    // asked too (the pair's answers stand), until three at least decide every transfer.
+    const now = this.now();
+    const others = this.states
+      .filter((s) => !pair.includes(s.order) && s.downUntil <= now)
+      .map((s) => s.order);
+    const more =
+      others.length === 0
+        ? []
+        : await this.gather(
+            ask,
+            (a) => {
+              const soFar = [...two, ...answered(a)];
+              return soFar.length >= 3 && decideTransfers(soFar).undecided === 0;
+            },
+            300,
+            others,
+          );
+    const errors = [...firstErrors, ...faults(more)];
+    const answers = [...two, ...answered(more)];
     if (answers.length < 2) {
       throw new ChainUnavailableError(
         this.network,
@@ -511,27 +532,14 @@ export class ProviderPool implements ChainAdapter {
     const decision = decideTransfers(answers);
     const names = (indexes: number[]) => indexes.map((i) => this.states[i]?.name ?? "");
     for (const [index, wrong] of decision.minority) {
-      const s = this.states[index] as State;
-      const confirmers = names(answers.map((a) => a.index).filter((i) => i !== index));
-      s.disagreements += 1;
-      s.suspectUntil = this.now() + this.suspectMs;
-      s.lastError =
-        `${wrong.forged.length} transfer(s) no majority reported, ${wrong.hidden.length} left out that a majority reported (blocks ${range})`.slice(
-          0,
-          200,
-        );
-      this.onDisagreement?.({
-        network: this.network,
-        provider: s.name,
-        confirmers,
-        fromBlock: query.fromBlock,
-        toBlock: query.toBlock,
-        unconfirmed: wrong.forged,
+      this.disagreed(index, {
         subject: "transfers",
-        detail: `reported ${wrong.forged.length} transfer(s) no majority reported; left out ${wrong.hidden.length} a majority reported`,
+        detail: `reported ${wrong.forged.length} transfer(s) no majority reported; left out ${wrong.hidden.length} a majority reported (blocks ${range})`,
+        confirmers: names(answers.map((a) => a.index).filter((i) => i !== index)),
+        range: { fromBlock: query.fromBlock, toBlock: query.toBlock },
+        unconfirmed: wrong.forged,
       });
     }
-    if (decision.minority.size > 0) this.onHealth?.(this.health());
     if (decision.undecided > 0) {
       throw new ChainUnavailableError(
         this.network,
