@@ -8,7 +8,7 @@
 // (tsc, Vite, npm pack), and what is needed is only "has any input changed".
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -22,13 +22,13 @@ const PARTS = [
     name: "server",
     inputs: ["src", "tsconfig.json", "tsconfig.build.json", "package-lock.json"],
     output: "dist/main.js",
-    build: ["npx", ["tsc", "-p", "tsconfig.build.json"]],
+    build: [path.join(root, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.build.json"]],
   },
   {
     name: "dashboard",
     inputs: ["web", "vite.config.ts", "tsconfig.web.json", "package-lock.json"],
     output: "dist/web/index.html",
-    build: ["npx", ["vite", "build", "--logLevel", "warn"]],
+    build: [path.join(root, "node_modules", ".bin", "vite"), ["build", "--logLevel", "warn"]],
   },
   {
     name: "SDK",
@@ -48,7 +48,7 @@ const PARTS = [
 function files(entry) {
   const full = path.join(root, entry);
   if (!existsSync(full)) return [];
-  const info = statSync(full);
+  const info = lstatSync(full); // a symbolic link is an input as itself, never followed (no loops)
   if (!info.isDirectory()) return [[entry, info]];
   return readdirSync(full, { withFileTypes: true }).flatMap((d) => files(path.join(entry, d.name)));
 }
