@@ -16,11 +16,17 @@ work="$(mktemp -d -t sg-newcomer-XXXXXX)"
 server_pid=""
 listen_pid=""
 endpoint_pid=""
+# Each background process runs in its own session (setsid), so stopping it stops what it started
+# (npm → node, npx → the CLI): the whole process group is signalled.
 cleanup() {
   for pid in "$listen_pid" "$endpoint_pid" "$server_pid"; do
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    [ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null || true
   done
-  wait 2>/dev/null || true
+  for pid in "$listen_pid" "$endpoint_pid" "$server_pid"; do
+    [ -n "$pid" ] || continue
+    for _ in $(seq 1 40); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -54,7 +60,7 @@ S="http://localhost:$SANDBOX_PORT"
 if [ "$PORT" != 8080 ] || [ "$SANDBOX_PORT" != 8081 ]; then
   export PRODUCTION_BASE_URL="$P" SANDBOX_BASE_URL="$S"
 fi
-npm start >"$work/server.log" 2>&1 &
+setsid npm start >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
   grep -q '"stablegate listening"' "$work/server.log" 2>/dev/null && break
@@ -152,10 +158,10 @@ http
   })
   .listen(Number(process.env.HOOK_PORT), "127.0.0.1");
 EOF
-(cd "$work/shop-module" && WEBHOOK_SECRET=$WEBHOOK_SECRET HOOK_PORT=$HOOK_PORT node endpoint.mjs >"$work/endpoint.log" 2>&1) &
+(cd "$work/shop-module" && WEBHOOK_SECRET=$WEBHOOK_SECRET HOOK_PORT=$HOOK_PORT exec setsid node endpoint.mjs >"$work/endpoint.log" 2>&1) &
 endpoint_pid=$!
 export STABLEGATE_API_KEY=$KEY STABLEGATE_API_SECRET=$SECRET STABLEGATE_BASE_URL=$S
-(cd "$work/shop-module" && npx stablegate-dev listen --forward-to "http://127.0.0.1:$HOOK_PORT/hooks" >"$work/listen.log" 2>&1) &
+(cd "$work/shop-module" && exec setsid npx stablegate-dev listen --forward-to "http://127.0.0.1:$HOOK_PORT/hooks" >"$work/listen.log" 2>&1) &
 listen_pid=$!
 for _ in $(seq 1 120); do grep -q "^Ready" "$work/listen.log" 2>/dev/null && break; sleep 0.5; done
 grep -q "^Ready" "$work/listen.log" || fail "listen did not connect: $(cat "$work/listen.log")"
