@@ -187,12 +187,26 @@ describe("the operator reads the whole development outbox", () => {
     same(await call(svc.urls.sandbox, `/dev/mail?key=${KEY.slice(0, -1)}x`));
     same(await call(svc.urls.sandbox, "/dev/mail?key=a&key=b"));
     // A proxy in between (a tunnel relaying the internet from 127.0.0.1), whatever the header says.
-    for (const header of ["x-forwarded-for", "x-real-ip", "forwarded"])
+    for (const header of [
+      "x-forwarded-for",
+      "x-real-ip",
+      "forwarded",
+      "via",
+      "x-forwarded-host",
+      "true-client-ip",
+      "cf-connecting-ip",
+    ])
       same(await call(svc.urls.sandbox, `/dev/mail?key=${KEY}`, { headers: { [header]: "127.0.0.1" } }));
     // A page that rebinds its own name to 127.0.0.1 sends its own Host.
     const rebound = await rawGet(svc.urls.sandbox, `/dev/mail?key=${KEY}`, "attacker.example:80");
     same({ status: rebound.status, body: JSON.parse(rebound.text) });
-    const ok = await rawGet(svc.urls.sandbox, `/dev/mail?key=${KEY}`, "localhost:8081");
+    const otherPort = await rawGet(svc.urls.sandbox, `/dev/mail?key=${KEY}`, "localhost:1");
+    same({ status: otherPort.status, body: JSON.parse(otherPort.text) });
+    const ok = await rawGet(
+      svc.urls.sandbox,
+      `/dev/mail?key=${KEY}`,
+      `localhost:${new URL(svc.urls.sandbox).port}`,
+    );
     expect(ok.status).toBe(200);
     expect(ok.text).toMatch(/^<!doctype html>/);
   });

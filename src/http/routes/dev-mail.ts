@@ -17,27 +17,31 @@ import type { App, RouteDeps } from "../app-types.js";
  *   user of a shared machine, a local tunnel or reverse proxy relaying the internet from 127.0.0.1,
  *   or a page rebinding its DNS name to 127.0.0.1 gets nothing without it;
  * - a connection from a loopback address (the socket's own peer, never a forwarded header) with
- *   no forwarding header at all (X-Forwarded-For, Forwarded, X-Real-IP: a proxy is in between);
- * - a loopback Host (`localhost`, `127.0.0.1`, `[::1]`, any port): a rebound name is refused.
+ *   no header a proxy adds (Forwarded, Via, X-Forwarded-*, X-Real-IP, CDN client-IP headers);
+ * - a loopback Host (`localhost`, `127.0.0.1`, `[::1]`) naming this listener's port, if any: a
+ *   rebound name is refused.
  */
 export function devMailRoutes(app: App, { config, database, secrets }: RouteDeps) {
   if (config.production) return; // unrouted
   // Only links to this gateway become clickable (a mail's text may carry anyone's URL).
   const ownOrigins = [config.http.sandboxBaseUrl, config.http.productionBaseUrl, ...config.corsOrigins];
   const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+  // Any header a proxy or CDN adds on the way: a request that carries one did not start here.
+  const PROXY_HEADER =
+    /^(forwarded|via|x-forwarded-.*|x-real-ip|x-client-ip|x-cluster-client-ip|x-original-forwarded-for|true-client-ip|cf-connecting-ip|fastly-client-ip|x-appengine-user-ip)$/;
   app.get(
     "/dev/mail",
     // No querystring schema: a malformed query must get the same 404 as a wrong key, not a 400.
     { config: { tier: "standard" }, schema: { hide: true } },
     async (request, reply) => {
       const h = request.headers;
+      const host = LOOPBACK_HOST.exec(h.host ?? "");
       const allowed =
         isDevOutboxKey(secrets.JWT_SECRET, (request.query as { key?: unknown }).key) &&
         isLoopbackAddress(request.socket.remoteAddress ?? "") &&
-        h["x-forwarded-for"] === undefined &&
-        h.forwarded === undefined &&
-        h["x-real-ip"] === undefined &&
-        LOOPBACK_HOST.test(h.host ?? "");
+        !Object.keys(h).some((name) => PROXY_HEADER.test(name)) &&
+        host !== null &&
+        (host[2] === undefined || Number(host[2].slice(1)) === request.socket.localPort);
       if (!allowed) return reply.callNotFound();
       const { rows, total } = await listOutbox(database.db, undefined, 100, 0);
       const items = rows
