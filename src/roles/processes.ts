@@ -128,7 +128,8 @@ export async function startRole(
         },
         "stablegate listening",
       );
-      if (!config.production && process.stderr.isTTY) process.stderr.write(developmentBanner(config, devOutboxKey(runtime.secrets.JWT_SECRET)));
+      if (!config.production && process.stderr.isTTY)
+        process.stderr.write(developmentBanner(config, devOutboxKey(runtime.secrets.JWT_SECRET)));
     }
     const worker = role === "serve" || role === "worker" ? startWorker(runtime, role) : undefined;
     const control = runtime.controlSocket
