@@ -79,17 +79,8 @@ export async function register(
   const merchant = await createMerchantWithKeys(
     kit.db,
     input,
-    (trx, merchantId) =>
-      insertUser(trx, {
-        id: userId,
-        merchantId,
-        email: input.email.trim(),
-        passwordHash,
-        role: "merchant",
-        // Whoever registers a merchant owns it (issue #21).
-        memberRole: "owner",
-        now,
-      }),
+    // Whoever registers a merchant owns it (issue #21).
+    (trx, merchantId) => insertOwner(trx, { id: userId, merchantId, email: input.email, passwordHash, now }),
     // The webhook secret of each environment is created (sealed) at registration (SPEC §2.1).
     kit.box,
   );
@@ -198,17 +189,17 @@ export async function createMerchantWithOwner(
   const ownerId = newId("usr");
   let passwordToken: string | null = null;
   const merchant = await createMerchantWithKeys(db, input, async (trx, merchantId) => {
-    await insertUser(trx, {
-      id: ownerId,
-      merchantId,
-      email: input.email.trim(),
-      passwordHash,
-      role: "merchant",
-      memberRole: "owner",
-      now,
-    });
+    await insertOwner(trx, { id: ownerId, merchantId, email: input.email, passwordHash, now });
     if (input.password === undefined)
       passwordToken = await issuePasswordToken(trx, ownerId, now, OWNER_PASSWORD_LINK_TTL_MS);
   });
   return { merchant, ownerId, passwordToken };
+}
+
+/** The owner's login of a merchant being created (registration and `merchant create`). */
+function insertOwner(
+  trx: Db,
+  u: { id: string; merchantId: string; email: string; passwordHash: string; now: Date },
+): Promise<void> {
+  return insertUser(trx, { ...u, email: u.email.trim(), role: "merchant", memberRole: "owner" });
 }

@@ -31,6 +31,8 @@ export interface Config {
   mode: Mode;
   production: boolean;
   logLevel: string;
+  /** `json`: JSON lines even on a development terminal. */
+  logFormat: "auto" | "json";
   http: {
     host: string;
     port: number;
@@ -239,6 +241,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     mode: e.NODE_ENV,
     production,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     http: {
       host: e.HOST,
       port: e.PORT,

@@ -59,6 +59,8 @@ const trustProxy = z.string().transform((raw, ctx): false | number | string[] =>
 export const envSchema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** `json` keeps JSON lines on a development terminal too (readable lines otherwise there). */
+  LOG_FORMAT: z.enum(["auto", "json"]).default("auto"),
 
   PORT: port.default(8080),
   SANDBOX_PORT: port.default(8081),

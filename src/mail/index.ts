@@ -9,7 +9,7 @@ import { SmtpMailer } from "./smtp.js";
 
 export { devOutboxKey, isDevOutboxKey } from "./dev-outbox-key.js";
 export type { Mail, Mailer } from "./mailer.js";
-export { listOutbox } from "./outbox.js";
+export { listOutbox, mailView } from "./outbox.js";
 
 /** Production mode without SMTP_URL: nothing can be mailed (the outbox is for development only). */
 class NoMailer implements Mailer {

@@ -49,3 +49,20 @@ export async function listOutbox(
     q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
   );
 }
+
+/** A mail of the outbox as the dashboard and the operator command show it. */
+export function mailView(m: MailOutboxRow): {
+  id: string;
+  to: string;
+  subject: string;
+  text: string;
+  createdAt: string;
+} {
+  return {
+    id: m.id,
+    to: m.recipient,
+    subject: m.subject,
+    text: m.body,
+    createdAt: new Date(m.created_at).toISOString(),
+  };
+}

@@ -85,8 +85,12 @@ function loggerOptions(level: string) {
  * same lines are printed readable (pino-pretty, in this thread: one short line per event, the
  * fields after it). `LOG_FORMAT=json` keeps JSON on a terminal too.
  */
-export function createProcessLogger(config: { logLevel: string; production: boolean }): Logger {
-  const readable = !config.production && process.stdout.isTTY === true && process.env.LOG_FORMAT !== "json";
+export function createProcessLogger(config: {
+  logLevel: string;
+  logFormat: "auto" | "json";
+  production: boolean;
+}): Logger {
+  const readable = !config.production && process.stdout.isTTY === true && config.logFormat !== "json";
   if (!readable) return createLogger(config.logLevel);
   return pino(
     loggerOptions(config.logLevel),

@@ -5,7 +5,7 @@ import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
-import { listOutbox } from "../mail/index.js";
+import { listOutbox, mailView } from "../mail/index.js";
 import { custodialChains, reconcileReserves, recordReserveCheck } from "../reserves/index.js";
 import { rescanRange } from "../watcher/index.js";
 
@@ -46,16 +46,7 @@ export const operatorCommands = {
     if (Number.isNaN(limit))
       throw AppError.validation([{ field: "limit", message: "must be a whole number" }]);
     const { rows, total } = await listOutbox(db, to, limit, 0);
-    return {
-      total,
-      mails: rows.map((m) => ({
-        id: m.id,
-        to: m.recipient,
-        subject: m.subject,
-        text: m.body,
-        createdAt: new Date(m.created_at).toISOString(),
-      })),
-    };
+    return { total, mails: rows.map(mailView) };
   },
   "admin.create": async ({ db }: OperatorContext, args: Record<string, unknown>) => {
     const email = typeof args.email === "string" ? args.email : "";

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
-import { listOutbox } from "../../mail/index.js";
+import { listOutbox, mailView } from "../../mail/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { dashboardSession } from "../plugins/dashboard-auth.js";
@@ -44,13 +44,7 @@ export function dashboardMailRoutes(app: App, { config, database }: RouteDeps) {
       );
       return {
         success: true as const,
-        data: rows.map((m) => ({
-          id: m.id,
-          to: m.recipient,
-          subject: m.subject,
-          text: m.body,
-          createdAt: new Date(m.created_at).toISOString(),
-        })),
+        data: rows.map(mailView),
         pagination: pagination(params, total),
       };
     },
