@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The newcomer's first hour, replayed on a fresh clone (issue #35, "Must show"): install, start on
-# embedded defaults, the README tour's core, the SDK installed from the gateway into an empty ESM
+# embedded defaults, the README's tour with every command as written, the SDK installed from the gateway into an empty ESM
 # and an empty CommonJS project, then `stablegate-dev listen` + `trigger` with the delivery verified
 # by the SDK in a local endpoint. Only what the README and docs/merchants/ say to run; no network
 # beyond the npm registry (offline once installed). Prints each step's time, and the minutes from
@@ -47,14 +47,15 @@ git clone -q "$repo" "$work/stablegate"
 cd "$work/stablegate"
 step "fresh clone"
 
-# README, command 1: install and start.
+# README, command 1: install and start (METRICS_TOKEN set when starting, as the tour says, for
+# /readyz's detail and /metrics).
 npm ci --no-audit --no-fund --loglevel error >"$work/install.log" 2>&1 || fail "npm ci failed (see above)"
 step "npm ci"
 
 PORT=$(free_port 8080)
 SANDBOX_PORT=$(free_port 8081)
 [ "$PORT" = "$SANDBOX_PORT" ] && SANDBOX_PORT=$(free_port 0)
-export PORT SANDBOX_PORT DATA_DIR="$work/data"
+export PORT SANDBOX_PORT DATA_DIR="$work/data" METRICS_TOKEN=newcomer-metrics-token-0123456789
 P="http://localhost:$PORT"
 S="http://localhost:$SANDBOX_PORT"
 if [ "$PORT" != 8080 ] || [ "$SANDBOX_PORT" != 8081 ]; then
@@ -70,46 +71,15 @@ done
 grep -q '"stablegate listening"' "$work/server.log" || fail "npm start did not listen within 5 min"
 step "npm start (first start: config check, build, listen)"
 
-# The tour: a merchant and its sandbox pair, from the operator command.
-created=$(npm run --silent stablegate -- merchant create --email you@example.com --company "Your Shop" --json)
-KEY=$(printf '%s' "$created" | json keys.1.apiKey)
-SECRET=$(printf '%s' "$created" | json keys.1.apiSecret)
-case "$KEY" in ak_test_*) ;; *) fail "merchant create gave no sandbox key: $created" ;; esac
-keys_at=$(date +%s)
-step "merchant create (sandbox keys in hand)"
-
-curl -fsS "$S/api/v1/public/account" -H "apikey: $KEY" -H "x-api-secret: $SECRET" | grep -q '"environment":"sandbox"' ||
-  fail "account read"
-session=$(curl -fsS "$S/checkout/session" -H "apikey: $KEY" -H 'content-type: application/json' \
-  -H "Idempotency-Key: order-1001" -d '{"amount":25,"currencyType":"USDT-TRC20","orderId":"1001"}')
-SESSION=$(printf '%s' "$session" | json data.id)
-curl -fsS -X POST "$S/api/v1/sandbox/checkout/$SESSION/pay" -H "apikey: $KEY" >/dev/null
-for _ in $(seq 1 120); do
-  status=$(curl -fsS "$S/checkout/session/$SESSION" -H "apikey: $KEY" | json data.status)
-  [ "$status" = confirmed ] && break
-  sleep 0.5
-done
-[ "$status" = confirmed ] || fail "checkout session $SESSION is $status, not confirmed"
-step "tour: account, checkout session, simulated payment, confirmed"
-
-wallet=$(curl -fsS "$S/wallet/generate" -H "apikey: $KEY" -H 'content-type: application/json' \
-  -d '{"currencyType":"USDT-TRC20","label":"treasury top-up"}')
-ADDRESS=$(printf '%s' "$wallet" | json data.walletAddress)
-curl -fsS -X POST "$S/api/v1/sandbox/wallet/$ADDRESS/pay" -H "apikey: $KEY" \
-  -H 'content-type: application/json' -d '{"amount":1500,"currencyType":"USDT-TRC20"}' >/dev/null
-for _ in $(seq 1 120); do
-  available=$(curl -fsS "$S/api/v1/public/balance" -H "apikey: $KEY" | json data.0.available)
-  [ "${available%%.*}" -ge 1500 ] 2>/dev/null && break
-  sleep 0.5
-done
-withdrawal=$(curl -fsS "$S/api/v1/public/withdrawal-requests" -H "apikey: $KEY" -H "x-api-secret: $SECRET" \
-  -H 'content-type: application/json' \
-  -d '{"amount":1200,"currencyType":"USDT-TRC20","walletAddress":"TJCnKsPa7y5okkXvQAidZBzqx3QyQ6sxMW"}')
-[ "$(printf '%s' "$withdrawal" | json data.status)" = pending ] || fail "the withdrawal is not pending: $withdrawal"
-WITHDRAWAL=$(printf '%s' "$withdrawal" | json data.id)
-curl -fsS -X POST "$S/api/v1/public/withdrawal-requests/$WITHDRAWAL/approve" -H "apikey: $KEY" \
-  -H "x-api-secret: $SECRET" | grep -q '"success":true' || fail "approve"
-step "tour: funds, a withdrawal over the threshold pending, approved"
+# The README's tour, every command as written (scripts/replay-readme.mjs says what it fills in and
+# what it checks): a merchant and its keys, reads, a checkout paid by the simulator, funds and a
+# pending withdrawal approved, `stablegate-dev listen` from the gateway, the dashboard channel,
+# health and metrics, the step-up example.
+node scripts/replay-readme.mjs --out "$work/tour.json" || fail "the README tour (above)"
+KEY=$(json KEY <"$work/tour.json")
+SECRET=$(json SECRET <"$work/tour.json")
+keys_at=$(json KEYS_AT <"$work/tour.json")
+step "README tour: every command as written"
 
 # The SDK, installed from the gateway as docs/merchants/README.md says, in two empty projects.
 for kind in module commonjs; do
