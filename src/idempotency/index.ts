@@ -11,6 +11,7 @@ export {
   releaseIdempotencyKey,
   renewIdempotencyClaim,
 } from "./keys.js";
+export { idempotencyPurgeJob } from "./purge-job.js";
 export {
   IDEMPOTENCY_RETENTION_MS,
   type IdempotencyContext,

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder } from "kysely";
+import { type ExpressionBuilder, sql } from "kysely";
 import type { Db } from "../db/database.js";
 import type { DB } from "../db/schema.js";
 import type { Environment } from "../domain/environment.js";
@@ -147,8 +147,21 @@ export async function releaseIdempotencyKey(db: Db, scope: IdempotencyScope, cla
     .execute();
 }
 
-/** Deletes records past their retention; returns how many. */
+/** Rows one purge statement removes at most: a long backlog goes in several short transactions. */
+const PURGE_BATCH = 5_000;
+
+/**
+ * Deletes records created before `olderThan` (their retention is over: a replay would claim them
+ * afresh anyway), in batches by the `created_at` index; returns how many.
+ */
 export async function purgeIdempotencyKeys(db: Db, olderThan: Date): Promise<number> {
-  const r = await db.deleteFrom("idempotency_keys").where("created_at", "<", olderThan).executeTakeFirst();
-  return Number(r.numDeletedRows ?? 0n);
+  let purged = 0;
+  for (;;) {
+    const r = await sql`delete from idempotency_keys where (merchant_id, environment, key) in (
+        select merchant_id, environment, key from idempotency_keys
+        where created_at < ${olderThan} order by created_at limit ${PURGE_BATCH})`.execute(db);
+    const n = Number(r.numAffectedRows ?? 0n);
+    purged += n;
+    if (n < PURGE_BATCH) return purged;
+  }
 }

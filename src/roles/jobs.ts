@@ -1,5 +1,6 @@
 import { auditRetentionJob, securityNotificationJob } from "../audit/index.js";
 import { sessionExpiryJob } from "../deposits/index.js";
+import { idempotencyPurgeJob } from "../idempotency/index.js";
 import { reserveJobs } from "../reserves/index.js";
 import type { Runtime } from "../runtime.js";
 import { senderJobs } from "../sender/index.js";
@@ -28,6 +29,7 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
       logger: runtime.logger,
       retentionDays: runtime.config.audit.retentionDays,
     }),
+    idempotencyPurgeJob({ db: runtime.database.db, clock: runtime.clock, logger: runtime.logger }),
     ...watcherJobs(
       {
         db: runtime.database.db,
