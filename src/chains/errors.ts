@@ -13,8 +13,8 @@ export class InvalidAddressError extends Error {
 
 /**
  * The chain endpoint failed or answered something unusable (timeout, HTTP error, inconsistent data).
- * Always retryable: the caller (a watcher job) tries again later; the HTTP layer maps it to
- * 503 `CHAIN_UNAVAILABLE`.
+ * Always retryable: a job (the watcher, the sender) tries again at its next run; under a request,
+ * `http/errors.ts` answers it as 503 `CHAIN_UNAVAILABLE`.
  */
 export class ChainUnavailableError extends Error {
   readonly retryable = true;

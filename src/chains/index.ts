@@ -46,7 +46,6 @@ export {
   CHAIN_RPC_TIMEOUT_MS,
   type ChainEntry,
   ChainRegistry,
-  chainUnavailable,
   createChainWriter,
   DEFAULT_CONFIRMATIONS,
   type ScanSettings,

@@ -4,7 +4,6 @@ import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
-import type { ChainUnavailableError } from "./errors.js";
 import {
   type AvailableChainOf,
   CHAIN_RPC_TIMEOUT_MS,
@@ -56,12 +55,10 @@ export class ChainRegistry {
   get(network: CurrencyType, environment: Environment): AvailableChain {
     const e = this.entry(network, environment);
     if (e.status !== "available") {
-      throw new AppError(
-        "CHAIN_UNAVAILABLE",
-        `${network} is not available in ${environment}.`,
-        { network, environment },
-        true,
-      );
+      throw new AppError("CHAIN_UNAVAILABLE", `${network} is not available in ${environment}.`, {
+        network,
+        environment,
+      });
     }
     return e;
   }
@@ -98,11 +95,6 @@ export class ChainRegistry {
   all(): ChainEntry[] {
     return [...this.entries.values()];
   }
-}
-
-/** `ChainUnavailableError` of an adapter as the API's 503. */
-export function chainUnavailable(err: ChainUnavailableError): AppError {
-  return new AppError("CHAIN_UNAVAILABLE", `${err.network} is not reachable; try again later.`, {}, true);
 }
 
 export interface BuildChainRegistryOptions {

@@ -35,8 +35,6 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details: Record<string, unknown> = {},
-    /** Whether a worker may retry the operation that raised it. */
-    readonly retryable = false,
   ) {
     super(message);
     this.name = "AppError";
@@ -59,12 +57,7 @@ export class AppError extends Error {
   }
 
   static serviceUnavailable(): AppError {
-    return new AppError(
-      "SERVICE_UNAVAILABLE",
-      "The service is briefly unavailable; retry shortly.",
-      {},
-      true,
-    );
+    return new AppError("SERVICE_UNAVAILABLE", "The service is briefly unavailable; retry shortly.");
   }
 
   static rateLimited(message: string, retryAfterSeconds: number): AppError {

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { ChainUnavailableError } from "../chains/index.js";
 import { isTransientDatabaseError } from "../db/transient.js";
 import { AppError, type ErrorCode, type FieldError } from "../domain/errors.js";
 import { rateLimitedBody } from "./plugins/rate-limit.js";
@@ -95,6 +96,10 @@ export function fieldErrors(issues: AjvIssue[], part: string | undefined): Field
 /** Translates anything thrown during a request into an AppError. Unknown errors become INTERNAL_ERROR. */
 export function toAppError(err: unknown, bodyLimit: number): AppError {
   if (err instanceof AppError) return err;
+  // A chain's endpoint failed under a request (a fee quote, a sandbox payment): the client may retry.
+  if (err instanceof ChainUnavailableError) {
+    return new AppError("CHAIN_UNAVAILABLE", `${err.network} is not reachable; try again later.`);
+  }
   // Retried already where that was safe (db/retrying-kysely.ts): the client may try again.
   if (isTransientDatabaseError(err)) return AppError.serviceUnavailable();
   const fe = err as Partial<FastifyError> & { validation?: AjvIssue[]; validationContext?: string };

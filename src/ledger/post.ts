@@ -28,10 +28,15 @@ export interface PostHooks {
   afterBalances?: () => Promise<void>;
 }
 
-/** A concurrent transaction posted the same business key first; the caller's transaction must roll back. */
-export class ConcurrentPostingError extends AppError {
-  constructor(key: string) {
-    super("INTERNAL_ERROR", `posting ${key} was written concurrently`, {}, true);
+/**
+ * A concurrent transaction posted the same business key first; the caller's transaction must roll
+ * back. An internal fault, not an answer: it is not an `AppError`, so a request that meets it gets
+ * the bare 500 `INTERNAL_ERROR` (the key stays in the log, never in the body).
+ */
+export class ConcurrentPostingError extends Error {
+  constructor(readonly businessKey: string) {
+    super(`posting ${businessKey} was written concurrently`);
+    this.name = "ConcurrentPostingError";
   }
 }
 
