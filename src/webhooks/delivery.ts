@@ -1,15 +1,12 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/database.js";
-import type { WebhookEventRow } from "../db/tables/webhooks.js";
-import type { Environment } from "../domain/environment.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { Attempts } from "./attempt.js";
-import { ManualDelivery } from "./manual.js";
 import { DeliveryPipeline } from "./pipeline.js";
-import { type Claimed, DeliveryQueue } from "./queue.js";
+import { DeliveryQueue } from "./queue.js";
 import { ResultWriter } from "./result-writer.js";
 import type { Resolve } from "./ssrf.js";
-import { type AttemptOutcome, WebhookTransport } from "./transport.js";
+import { WebhookTransport } from "./transport.js";
 
 /**
  * Delivery of webhook events (SPEC §6.5, CONTRACT §5), assembled for one worker from its parts:
@@ -18,8 +15,10 @@ import { type AttemptOutcome, WebhookTransport } from "./transport.js";
  * - `result-writer.ts`: the group-committed writer of attempt results (only while the claim holds);
  * - `attempt.ts`: one attempt (sign, POST, record) and the retry schedule;
  * - `transport.ts`: the HTTP POST through the SSRF-guarded agent;
- * - `pipeline.ts`: the delivery loop (drain with bounded concurrency, wake-up, next-due sleep);
- * - `manual.ts`: manual retry and test send.
+ * - `pipeline.ts`: the delivery loop (drain with bounded concurrency, wake-up, next-due sleep).
+ *
+ * The manual retry and test send of the HTTP routes (`manual.ts`) are built once per process by
+ * the runtime, on the same transport: a worker has no use for them.
  */
 
 export interface DeliveryOptions {
@@ -48,100 +47,43 @@ export interface DeliveryOptions {
   transport?: WebhookTransport;
 }
 
-export class WebhookDelivery {
-  readonly #transport: WebhookTransport;
-  readonly #ownsTransport: boolean;
-  readonly #queue: DeliveryQueue;
-  readonly #pipeline: DeliveryPipeline;
-  readonly #manual: ManualDelivery;
+/** One worker's delivery: the pipeline over its queue, result writer and attempts, on a transport. */
+export interface WorkerDelivery {
+  pipeline: DeliveryPipeline;
+  transport: WebhookTransport;
+  /** Closes the transport when it is the delivery's own. */
+  close(): Promise<void>;
+}
 
-  constructor(options: DeliveryOptions) {
-    const { db, logger } = options;
-    const workerId = options.workerId ?? `pid-${process.pid}`;
-    const leaseMs = options.leaseMs ?? options.timeoutMs + 5_000;
-    this.#ownsTransport = !options.transport;
-    this.#transport =
-      options.transport ??
-      new WebhookTransport({
-        timeoutMs: options.timeoutMs,
-        ssrfAllowCidrs: options.ssrfAllowCidrs,
-        allowedPorts: options.allowedPorts,
-        resolve: options.resolve,
-        concurrency: options.concurrency,
-      });
-    this.#queue = new DeliveryQueue({ db, logger, workerId, leaseMs });
-    const writer = new ResultWriter({ db, logger, workerId });
-    const attempts = new Attempts({
-      db,
-      box: options.box,
-      transport: this.#transport,
-      writer,
-      retryScheduleMs: options.retryScheduleMs,
-    });
-    this.#pipeline = new DeliveryPipeline({
-      queue: this.#queue,
-      writer,
-      attempts,
-      logger,
+export function assembleDelivery(options: DeliveryOptions): WorkerDelivery {
+  const { db, logger } = options;
+  const workerId = options.workerId ?? `pid-${process.pid}`;
+  const leaseMs = options.leaseMs ?? options.timeoutMs + 5_000;
+  const transport =
+    options.transport ??
+    new WebhookTransport({
+      timeoutMs: options.timeoutMs,
+      ssrfAllowCidrs: options.ssrfAllowCidrs,
+      allowedPorts: options.allowedPorts,
+      resolve: options.resolve,
       concurrency: options.concurrency,
-      claimBatch: options.claimBatch,
     });
-    this.#manual = new ManualDelivery({
-      db,
-      box: options.box,
-      logger,
-      transport: this.#transport,
-      retryScheduleMs: options.retryScheduleMs,
-      workerId,
-      leaseMs,
-    });
-  }
-
-  get leaseMs(): number {
-    return this.#queue.leaseMs;
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsTransport) await this.#transport.close();
-  }
-
-  /** See `DeliveryQueue.claimDue`. */
-  claimDue(limit: number): Promise<Claimed[]> {
-    return this.#queue.claimDue(limit);
-  }
-
-  /** See `DeliveryQueue.msUntilNextDue`. */
-  msUntilNextDue(): Promise<number> {
-    return this.#queue.msUntilNextDue();
-  }
-
-  /** See `DeliveryPipeline.notify`. */
-  notify(): boolean {
-    return this.#pipeline.notify();
-  }
-
-  /** See `DeliveryPipeline.round`. */
-  round(signal: AbortSignal, pollMs: number): Promise<number> {
-    return this.#pipeline.round(signal, pollMs);
-  }
-
-  /** See `DeliveryPipeline.drain`. */
-  drain(signal?: AbortSignal): Promise<number> {
-    return this.#pipeline.drain(signal);
-  }
-
-  /** See `ManualDelivery.retryNow`. */
-  retryNow(merchantId: string, environment: Environment, eventId: string): Promise<WebhookEventRow> {
-    return this.#manual.retryNow(merchantId, environment, eventId);
-  }
-
-  /** See `ManualDelivery.sendTest`. */
-  sendTest(merchantId: string, environment: Environment, url: string): Promise<WebhookEventRow> {
-    return this.#manual.sendTest(merchantId, environment, url);
-  }
-
-  /** See `WebhookTransport.post`. */
-  post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<AttemptOutcome> {
-    return this.#transport.post(url, body, headers);
-  }
+  const writer = new ResultWriter({ db, logger, workerId });
+  const attempts = new Attempts({
+    db,
+    box: options.box,
+    transport,
+    writer,
+    retryScheduleMs: options.retryScheduleMs,
+  });
+  const pipeline = new DeliveryPipeline({
+    queue: new DeliveryQueue({ db, logger, workerId, leaseMs }),
+    writer,
+    attempts,
+    logger,
+    concurrency: options.concurrency,
+    claimBatch: options.claimBatch,
+  });
+  const owned = !options.transport;
+  return { pipeline, transport, close: async () => (owned ? transport.close() : undefined) };
 }

@@ -5,7 +5,7 @@ import { SecretBox } from "../lib/secret-box.js";
 import type { Logger } from "../observability/logger.js";
 import { runNotifiedLoop } from "../worker/notified-loop.js";
 import type { Job } from "../worker/runner.js";
-import { WebhookDelivery } from "./delivery.js";
+import { assembleDelivery, type WorkerDelivery } from "./delivery.js";
 import { WEBHOOK_CHANNEL } from "./outbox.js";
 import type { WebhookTransport } from "./transport.js";
 
@@ -26,9 +26,9 @@ export interface WebhookJobDeps {
   webhookTransport?: WebhookTransport | undefined;
 }
 
-export function createDelivery(deps: WebhookJobDeps, workerId: string): WebhookDelivery {
+function createDelivery(deps: WebhookJobDeps, workerId: string): WorkerDelivery {
   const { config } = deps;
-  return new WebhookDelivery({
+  return assembleDelivery({
     db: deps.database.db,
     box: new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY),
     logger: deps.logger,
@@ -66,11 +66,11 @@ export function webhookDeliveryJob(
           channel: WEBHOOK_CHANNEL,
           logger: deps.logger,
           what: "webhook deliveries",
-          round: (s) => delivery.round(s, pollMs),
+          round: (s) => delivery.pipeline.round(s, pollMs),
           retryMs: pollMs,
           // A running drain claims again; an idle loop's sleep ends.
           onNotify: (wake) => {
-            if (!delivery.notify()) wake.notify();
+            if (!delivery.pipeline.notify()) wake.notify();
           },
         });
       } finally {

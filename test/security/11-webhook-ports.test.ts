@@ -1,13 +1,11 @@
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config.js";
 import type { Database } from "../../src/db/database.js";
-import { SecretBox } from "../../src/lib/secret-box.js";
 import type { CreatedMerchant } from "../../src/merchants/index.js";
-import { WebhookDelivery } from "../../src/webhooks/delivery.js";
 import { dnsServerResolve, validateWebhookUrl } from "../../src/webhooks/ssrf.js";
+import { WebhookTransport } from "../../src/webhooks/transport.js";
 import { openTestDatabase } from "../support/db.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { startDnsServer } from "../webhooks/dns-server.js";
@@ -253,7 +251,7 @@ describe("the SSRF guard on its own: the port rule is not bypassed by a half-exe
   let listener: Listener;
   let dns: Awaited<ReturnType<typeof startDnsServer>>;
   let database: Database;
-  const deliveries: WebhookDelivery[] = [];
+  const deliveries: WebhookTransport[] = [];
 
   beforeAll(async () => {
     database = await openTestDatabase(1);
@@ -275,11 +273,7 @@ describe("the SSRF guard on its own: the port rule is not bypassed by a half-exe
   });
 
   function delivery(allowCidrs: string[], allowedPorts?: number[]) {
-    const d = new WebhookDelivery({
-      db: database.db,
-      box: new SecretBox("07".repeat(32)),
-      logger: pino({ level: "silent" }),
-      retryScheduleMs: [1000],
+    const d = new WebhookTransport({
       timeoutMs: 2_000,
       ssrfAllowCidrs: allowCidrs,
       resolve: dnsServerResolve([dns.server]),

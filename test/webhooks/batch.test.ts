@@ -5,7 +5,8 @@ import type { Database } from "../../src/db/database.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { WebhookDelivery } from "../../src/webhooks/delivery.js";
+import { assembleDelivery } from "../../src/webhooks/delivery.js";
+import { ManualDelivery } from "../../src/webhooks/manual.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { setWebhookUrl } from "../../src/webhooks/secrets.js";
 import { openTestDatabase } from "../support/db.js";
@@ -26,16 +27,31 @@ let database: Database;
 let receiver: Receiver;
 let m: CreatedMerchant;
 
+/** A worker's delivery pipeline, and the manual sender of the HTTP routes on its transport. */
 function delivery(options: { concurrency: number; claimBatch: number; workerId: string }) {
-  return new WebhookDelivery({
+  const logger = createLogger("silent");
+  const worker = assembleDelivery({
     db: database.db,
     box,
-    logger: createLogger("silent"),
+    logger,
     retryScheduleMs: SCHEDULE_MS,
     timeoutMs: 2_000,
     ssrfAllowCidrs: ["127.0.0.0/8"],
     ...options,
   });
+  const manual = new ManualDelivery({
+    db: database.db,
+    box,
+    logger,
+    transport: worker.transport,
+    retryScheduleMs: SCHEDULE_MS,
+    workerId: options.workerId,
+  });
+  return {
+    drain: (signal?: AbortSignal) => worker.pipeline.drain(signal),
+    retryNow: manual.retryNow.bind(manual),
+    close: () => worker.close(),
+  };
 }
 
 /** Commits `n` events (50 per transaction); returns id → transaction id, in order. */

@@ -1,16 +1,14 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/database.js";
-import { SecretBox } from "../../src/lib/secret-box.js";
-import { WebhookDelivery } from "../../src/webhooks/delivery.js";
 import { dnsServerResolve, validateWebhookUrl } from "../../src/webhooks/ssrf.js";
+import { WebhookTransport } from "../../src/webhooks/transport.js";
 import { openTestDatabase } from "../support/db.js";
 import { startDnsServer } from "./dns-server.js";
 
 /**
- * One attempt's HTTP exchange (`WebhookDelivery.post`) against raw local servers: what is kept of an
+ * One attempt's HTTP exchange (`WebhookTransport.post`) against raw local servers: what is kept of an
  * answer, the overall deadline, and refusals at dial time. The schedule and recording are covered
  * by delivery.test.ts and batch.test.ts.
  */
@@ -22,15 +20,11 @@ let server: http.Server;
 let port: number;
 let received = 0;
 let dns: Awaited<ReturnType<typeof startDnsServer>>;
-const deliveries: WebhookDelivery[] = [];
+const deliveries: WebhookTransport[] = [];
 
 function delivery(allowCidrs: string[] = ["127.0.0.0/8"], allowedPorts?: number[]) {
-  const d = new WebhookDelivery({
+  const d = new WebhookTransport({
     ...(allowedPorts ? { allowedPorts } : {}),
-    db: database.db,
-    box: new SecretBox("07".repeat(32)),
-    logger: pino({ level: "silent" }),
-    retryScheduleMs: [1000],
     timeoutMs: TIMEOUT_MS,
     ssrfAllowCidrs: allowCidrs,
     resolve: dnsServerResolve([dns.server]),
