@@ -11,3 +11,4 @@ export {
 } from "./notifications.js";
 export { recordAudit, recordFailedSignIn } from "./record.js";
 export { auditRetentionJob, purgeAuditLog } from "./retention.js";
+export { type AuditFacts, type AuditRecorder, AuditTrail, audited } from "./trail.js";

@@ -163,7 +163,7 @@ export function isNotified(action: AuditAction): boolean {
   return NOTICES[action] !== undefined;
 }
 
-interface QueuedNotice {
+export interface QueuedNotice {
   id: string;
   recipient: string;
   subject: string;

@@ -1,7 +1,14 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.js";
+import { inTransaction } from "../db/transaction.js";
 import type { AuditEntry } from "../domain/audit.js";
-import { isNotified, type NoticeSending, queueNotices, sendClaimedNotices } from "./notifications.js";
+import {
+  isNotified,
+  type NoticeSending,
+  type QueuedNotice,
+  queueNotices,
+  sendClaimedNotices,
+} from "./notifications.js";
 
 /** A user agent longer than this is cut: it is client text, kept for reading, not for parsing. */
 const MAX_USER_AGENT = 512;
@@ -24,30 +31,41 @@ function row(e: AuditEntry) {
 }
 
 /**
+ * Appends one record inside the caller's transaction `trx`, with the notices of a security-relevant
+ * action queued in it; `claimed`: claimed for this process, which sends them after the commit
+ * (`sendClaimedNotices`), else left to the worker. Returns what was queued.
+ */
+export async function appendAudit(
+  trx: Db,
+  e: AuditEntry,
+  now: Date,
+  claimed: boolean,
+): Promise<QueuedNotice[]> {
+  if (!isNotified(e.action)) {
+    await trx
+      .insertInto("audit_log")
+      .values({ ...row(e), merchant_id: e.merchantId })
+      .execute();
+    return [];
+  }
+  const record = await trx
+    .insertInto("audit_log")
+    .values({ ...row(e), merchant_id: e.merchantId })
+    .returning(["id", "created_at"])
+    .executeTakeFirstOrThrow();
+  return queueNotices(trx, { id: record.id, createdAt: new Date(record.created_at) }, e, now, claimed);
+}
+
+/**
  * Appends one record. A security-relevant action (`notifications.ts`) also queues its e-mailed
  * notices in the same transaction; with `notify`, this process sends them at once, after the
  * commit (a failed send stays queued for the worker: never an error of the caller's).
  */
 export async function recordAudit(db: Db, e: AuditEntry, notify?: NoticeSending): Promise<void> {
-  if (!isNotified(e.action)) {
-    await db
-      .insertInto("audit_log")
-      .values({ ...row(e), merchant_id: e.merchantId })
-      .execute();
-    return;
-  }
   const now = new Date(notify ? notify.clock.now() : Date.now());
   // Inside a caller's transaction the rows commit with it, later: the worker sends them then.
   const inline = notify !== undefined && !db.isTransaction;
-  const write = async (trx: Db) => {
-    const record = await trx
-      .insertInto("audit_log")
-      .values({ ...row(e), merchant_id: e.merchantId })
-      .returning(["id", "created_at"])
-      .executeTakeFirstOrThrow();
-    return queueNotices(trx, { id: record.id, createdAt: new Date(record.created_at) }, e, now, inline);
-  };
-  const queued = db.isTransaction ? await write(db) : await db.transaction().execute(write);
+  const queued = await inTransaction(db, (trx) => appendAudit(trx, e, now, inline));
   if (!inline || queued.length === 0) return;
   try {
     await sendClaimedNotices(db, notify, queued);

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { AuditRecorder } from "../audit/index.js";
 import type { Db } from "../db/database.js";
 import type { DashboardUser, TokenDelivery } from "../db/tables/dashboard.js";
 import { AppError, type FieldError } from "../domain/errors.js";
@@ -55,8 +56,22 @@ export async function signIn(
   kit: AuthKit,
   user: DashboardUser,
   tokenDelivery: TokenDelivery,
+  audit?: AuditRecorder,
 ): Promise<SignedIn> {
-  const session = await createSession(kit.db, user.id, kit.now(), tokenDelivery);
+  // The sign-in's record names the user: the request had no principal yet.
+  const signedIn: AuditRecorder | undefined = audit && {
+    record: (trx) =>
+      audit.record(trx, {
+        actor: {
+          type: "user",
+          id: user.id,
+          email: user.email,
+          role: user.role === "admin" ? "platform_admin" : user.member_role,
+          merchantId: user.merchant_id,
+        },
+      }),
+  };
+  const session = await createSession(kit.db, user.id, kit.now(), tokenDelivery, signedIn);
   const accessToken = await kit.tokens.sign({
     userId: user.id,
     sessionId: session.sessionId,
@@ -107,6 +122,7 @@ export async function login(
   input: { email: string; password: string; totp?: string | undefined },
   ip: string,
   tokenDelivery: TokenDelivery = "cookie",
+  audit?: AuditRecorder,
 ): Promise<SignedIn> {
   const now = kit.now();
   const keys = throttleKeys(input.email, ip);
@@ -132,7 +148,7 @@ export async function login(
     }
   }
   await recordSuccess(kit.db, keys);
-  return signIn(kit, user, tokenDelivery);
+  return signIn(kit, user, tokenDelivery, audit);
 }
 
 /** Operator command: a platform admin (read-only dashboard role). */

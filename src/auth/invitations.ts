@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { AuditRecorder } from "../audit/index.js";
 import type { Db } from "../db/database.js";
 import { paginate } from "../db/paginate.js";
 import type { TokenDelivery } from "../db/tables/dashboard.js";
@@ -80,6 +81,7 @@ export async function inviteMember(
   actor: MemberActor,
   input: { email: string; role: AssignableRole },
   acceptUrl: (token: string) => string,
+  audit?: AuditRecorder,
 ): Promise<InvitationView> {
   if (!mayManage(actor.role, input.role)) throw AppError.forbidden(`A ${actor.role} cannot invite members.`);
   const email = input.email.trim();
@@ -96,7 +98,7 @@ export async function inviteMember(
       .where("accepted_at", "is", null)
       .where("revoked_at", "is", null)
       .execute();
-    return trx
+    const invited = await trx
       .insertInto("member_invitations")
       .values({
         id: newId("inv"),
@@ -113,6 +115,8 @@ export async function inviteMember(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await audit?.record(trx, { targetId: invited.id });
+    return invited;
   });
   const merchant = await findMerchantById(kit.db, actor.merchantId);
   const company = merchant?.company_name ?? "a merchant";
@@ -137,6 +141,7 @@ export async function revokeInvitation(
   kit: AuthKit,
   actor: MemberActor,
   id: string,
+  audit?: AuditRecorder,
 ): Promise<InvitationView> {
   const now = kit.now();
   return kit.db.transaction().execute(async (trx) => {
@@ -156,6 +161,7 @@ export async function revokeInvitation(
       .where("id", "=", id)
       .returningAll()
       .executeTakeFirstOrThrow();
+    await audit?.record(trx);
     return present(revoked, now);
   });
 }
@@ -170,6 +176,7 @@ export async function acceptInvitation(
   kit: AuthKit,
   input: { token: string; password: string },
   tokenDelivery: TokenDelivery,
+  audit?: AuditRecorder,
 ): Promise<SignedIn & { merchantId: string; invitationId: string }> {
   const errors = validatePassword(input.password);
   if (errors.length > 0) throw AppError.validation(errors);
@@ -247,6 +254,17 @@ export async function acceptInvitation(
       .set({ accepted_by: userId })
       .where("id", "=", inv.id)
       .execute();
+    await audit?.record(trx, {
+      targetId: inv.id,
+      details: { role: inv.member_role },
+      actor: {
+        type: "user",
+        id: userId,
+        email: inv.email,
+        role: inv.member_role,
+        merchantId: inv.merchant_id,
+      },
+    });
     return inv;
   });
   if (!accepted) throw invalid();

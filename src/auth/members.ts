@@ -1,3 +1,4 @@
+import type { AuditRecorder } from "../audit/index.js";
 import type { Db } from "../db/database.js";
 import { paginate } from "../db/paginate.js";
 import { AppError } from "../domain/errors.js";
@@ -100,6 +101,7 @@ export async function changeMemberRole(
   actor: MemberActor,
   memberId: string,
   role: AssignableRole,
+  audit?: AuditRecorder,
 ): Promise<{ member: MemberView; before: MemberRole }> {
   return kit.db.transaction().execute(async (trx) => {
     const target = await lockMember(trx, actor.merchantId, memberId);
@@ -112,6 +114,7 @@ export async function changeMemberRole(
       .execute();
     // A demoted member's pending invitations die with the right to grant them (issue #34).
     await revokeInvitationsSentBy(trx, actor.merchantId, memberId, role, now);
+    await audit?.record(trx, { details: { email: target.email, before: target.member_role, after: role } });
     return { member: present({ ...target, member_role: role }), before: target.member_role };
   });
 }
@@ -121,7 +124,12 @@ export async function changeMemberRole(
  * refused), the invitations it sent are revoked, and its key pairs stop. The row stays for the
  * audit log and the approvals that name it.
  */
-export async function removeMember(kit: AuthKit, actor: MemberActor, memberId: string): Promise<MemberView> {
+export async function removeMember(
+  kit: AuthKit,
+  actor: MemberActor,
+  memberId: string,
+  audit?: AuditRecorder,
+): Promise<MemberView> {
   return kit.db.transaction().execute(async (trx) => {
     const target = await lockMember(trx, actor.merchantId, memberId);
     assertMayManage(actor, target.member_role, "removed");
@@ -135,6 +143,7 @@ export async function removeMember(kit: AuthKit, actor: MemberActor, memberId: s
     // Its pending invitations too (issue #34). Its API key pairs stop by themselves: they act for
     // a removed member (403 `key_owner_removed`) until an owner or admin reassigns them.
     await revokeInvitationsSentBy(trx, actor.merchantId, memberId, null, now);
+    await audit?.record(trx, { details: { email: target.email, role: target.member_role } });
     return present(target);
   });
 }
@@ -147,6 +156,7 @@ export async function transferOwnership(
   kit: AuthKit,
   actor: MemberActor,
   memberId: string,
+  audit?: AuditRecorder,
 ): Promise<{ newOwner: MemberView; formerOwner: MemberView }> {
   if (actor.role !== "owner") throw AppError.forbidden("Only the owner transfers ownership.");
   if (memberId === actor.userId)
@@ -166,6 +176,7 @@ export async function transferOwnership(
       .set({ member_role: "owner", updated_at: now })
       .where("id", "=", target.id)
       .execute();
+    await audit?.record(trx, { details: { newOwner: target.email, formerOwner: me.email } });
     return {
       newOwner: present({ ...target, member_role: "owner" }),
       formerOwner: present({ ...me, member_role: "admin" }),
@@ -187,6 +198,7 @@ export async function reassignApiKey(
   actor: MemberActor,
   keyId: string,
   memberId: string,
+  audit?: AuditRecorder,
 ): Promise<{ pair: KeyPair; from: string | null }> {
   if (actor.role !== "owner" && actor.role !== "admin")
     throw AppError.forbidden("Only the owner or an admin takes over API key pairs.");
@@ -207,7 +219,11 @@ export async function reassignApiKey(
           ? "Only the owner takes over the owner's key pairs."
           : `A ${me.member_role} cannot take over this pair.`,
       );
-    return { pair: await setApiKeyHolder(trx, key.id, me.id), from: key.created_by };
+    const pair = await setApiKeyHolder(trx, key.id, me.id);
+    await audit?.record(trx, {
+      details: { from: key.created_by, to: pair.createdBy, environment: pair.environment, newSecret: true },
+    });
+    return { pair, from: key.created_by };
   });
 }
 

@@ -1,3 +1,4 @@
+import type { AuditRecorder } from "../audit/index.js";
 import { AppError } from "../domain/errors.js";
 import { assertNotThrottled } from "./accounts.js";
 import { consumeOtp } from "./codes.js";
@@ -45,6 +46,7 @@ export async function resetPassword(
   kit: AuthKit,
   token: string,
   newPassword: string,
+  audit?: AuditRecorder,
 ): Promise<{ userId: string; email: string | null; merchantId: string | null }> {
   const errors = validatePassword(newPassword, "newPassword");
   if (errors.length > 0) throw AppError.validation(errors);
@@ -67,6 +69,15 @@ export async function resetPassword(
     await revokeUserSessions(trx, row.user_id, "password_reset", now);
     const user = await findUserById(trx, row.user_id);
     if (user) await clearAccount(trx, user.email);
+    await audit?.record(trx, {
+      actor: {
+        type: "user",
+        id: row.user_id,
+        email: user?.email ?? null,
+        role: null,
+        merchantId: user?.merchant_id ?? null,
+      },
+    });
     return { userId: row.user_id, email: user?.email ?? null, merchantId: user?.merchant_id ?? null };
   });
 }
@@ -81,6 +92,7 @@ export async function changePassword(
   currentSessionId: string,
   input: { currentPassword: string; newPassword: string; otp: string },
   ip: string,
+  audit?: AuditRecorder,
 ): Promise<void> {
   const user = await findUserById(kit.db, userId);
   if (!user) throw AppError.invalidAuth();
@@ -100,5 +112,6 @@ export async function changePassword(
     // Every other sign-in ends; the one that changed the password (it proved the current
     // password and an e-mailed code) stays.
     await revokeUserSessions(trx, user.id, "password_change", now, currentSessionId);
+    await audit?.record(trx);
   });
 }

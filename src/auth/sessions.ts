@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { AuditRecorder } from "../audit/index.js";
 import type { Db } from "../db/database.js";
 import type { SessionRevokedReason, TokenDelivery } from "../db/tables/dashboard.js";
 import { newId } from "../domain/ids.js";
@@ -35,6 +36,7 @@ export async function createSession(
   userId: string,
   now: Date,
   tokenDelivery: TokenDelivery = "cookie",
+  audit?: AuditRecorder,
 ): Promise<NewSession> {
   const sessionId = newId("ses");
   const refreshToken = newToken();
@@ -55,6 +57,7 @@ export async function createSession(
       .insertInto("dashboard_refresh_tokens")
       .values({ token_hash: tokenHash(refreshToken), session_id: sessionId, created_at: now, used_at: null })
       .execute();
+    await audit?.record(trx);
   });
   return { sessionId, refreshToken, expiresAt };
 }

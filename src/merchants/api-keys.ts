@@ -5,6 +5,7 @@ import type { Db } from "../db/database.js";
 import { paginate } from "../db/paginate.js";
 import { PREPARED } from "../db/prepared.js";
 import type { ApiKeyRow } from "../db/schema.js";
+import { inTransaction } from "../db/transaction.js";
 import { formatCredential, hashSecret } from "../domain/api-key-format.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
@@ -278,7 +279,7 @@ export async function rotateApiKey(
   id: string,
   rotatedBy: string | null,
 ): Promise<KeyPair> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const old = await findOwnApiKey(trx, merchantId, id);
     if (old.status !== "active") throw new AppError("INVALID_STATE", "This API key pair is already revoked.");
     const pair = await issueKeyPair(trx, merchantId, old.environment, rotatedBy);

@@ -1,4 +1,5 @@
 import type { Db } from "../db/database.js";
+import { inTransaction } from "../db/transaction.js";
 import { MAX_UNDERPAYMENT_TOLERANCE_BP } from "../domain/checkout.js";
 import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -142,7 +143,7 @@ export async function updateSettings(
   }
   if (errors.length > 0) throw AppError.validation(errors);
 
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const current = await getSettings(trx, merchantId, environment);
     const merged: Record<string, string> = {};
     for (const c of CURRENCY_TYPES) merged[c] = String(thresholds[c] ?? current.autoApproveThreshold[c]);

@@ -1,5 +1,7 @@
+import type { AuditRecorder } from "../audit/index.js";
 import type { Config } from "../config/config.js";
 import type { Db } from "../db/database.js";
+import { inTransaction } from "../db/transaction.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { SecretBox } from "../lib/secret-box.js";
@@ -23,6 +25,7 @@ export async function setEndpointUrl(
   merchantId: string,
   environment: Environment,
   webhookUrl: string,
+  audit?: AuditRecorder,
 ): Promise<void> {
   const errors = await validateWebhookUrl(webhookUrl, {
     environment,
@@ -30,7 +33,10 @@ export async function setEndpointUrl(
     allowedPorts: deps.webhooks.allowedPorts,
   });
   if (errors.length > 0) throw AppError.validation(errors);
-  await setWebhookUrl(deps.db, deps.box, merchantId, environment, webhookUrl);
+  await inTransaction(deps.db, async (trx) => {
+    await setWebhookUrl(trx, deps.box, merchantId, environment, webhookUrl);
+    await audit?.record(trx);
+  });
 }
 
 /** The current secret, all `*` but its last 8 characters. */
@@ -47,6 +53,11 @@ export function rotateEndpointSecret(
   deps: Pick<EndpointDeps, "db" | "box">,
   merchantId: string,
   environment: Environment,
+  audit?: AuditRecorder,
 ): Promise<string> {
-  return rotateWebhookSecret(deps.db, deps.box, merchantId, environment, new Date());
+  return inTransaction(deps.db, async (trx) => {
+    const secret = await rotateWebhookSecret(trx, deps.box, merchantId, environment, new Date());
+    await audit?.record(trx);
+    return secret;
+  });
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 import type { WebhookEndpointRow } from "../db/tables/webhooks.js";
+import { inTransaction } from "../db/transaction.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { SECRET_PREFIX } from "./signing.js";
@@ -123,7 +124,7 @@ export async function rotateWebhookSecret(
   now: Date,
 ): Promise<string> {
   await ensureEndpoint(db, box, merchantId, environment);
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const row = await trx
       .selectFrom("webhook_endpoints")
       .selectAll()

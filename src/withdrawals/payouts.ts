@@ -1,3 +1,4 @@
+import type { AuditRecorder } from "../audit/index.js";
 import { type AuthKit, checkOtp, spendCheckedOtp } from "../auth/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
@@ -28,6 +29,8 @@ export interface PayoutCall extends CreateCall {
    * checked code, or null when the channel asks none (sandbox: then `otp` is checked here).
    */
   stepUp: () => Promise<string | null>;
+  /** The payout's audit record, written in its transaction. */
+  audit?: AuditRecorder;
 }
 
 /**
@@ -58,6 +61,7 @@ export async function createPayout(
         currencyType: input.currencyType,
         walletAddress: input.walletAddress,
       });
+      await call.audit?.record(trx, { targetId: t.id });
       return call.answer(t);
     },
     {

@@ -1,3 +1,4 @@
+import type { AuditRecorder } from "../audit/index.js";
 import type { ChainRegistry } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
@@ -59,14 +60,24 @@ export async function requestWithdrawal(
   );
 }
 
-/** Approves a pending withdrawal request (executed once it has its approvals), in its own transaction. */
+/**
+ * Approves a pending withdrawal request (executed once it has its approvals), in its own
+ * transaction, with its audit record.
+ */
 export async function approveWithdrawalRequest(
   desk: WithdrawalDesk,
   scope: Scope,
   id: string,
   approver: Approver,
+  audit?: AuditRecorder,
 ) {
-  return desk.db.transaction().execute((trx) => approveWithdrawal(trx, desk, scope, id, approver));
+  return desk.db.transaction().execute(async (trx) => {
+    const r = await approveWithdrawal(trx, desk, scope, id, approver);
+    await audit?.record(trx, {
+      details: { approvals: r.approvals.length, approvalsRequired: r.required, status: r.record.status },
+    });
+    return r;
+  });
 }
 
 /** One withdrawal request of the merchant with its approvals (and how many it needs now), or 404. */
@@ -77,14 +88,19 @@ export async function getWithdrawalWithApprovals(db: Db, scope: Scope, id: strin
   return { record, approvals: await listApprovals(db, id), required };
 }
 
-/** Rejects a pending withdrawal request (its hold released), in its own transaction. */
+/** Rejects a pending withdrawal request (its hold released), in its own transaction, with its audit record. */
 export async function rejectWithdrawalRequest(
   desk: WithdrawalDesk,
   scope: Scope,
   id: string,
   reason: string | null,
+  audit?: AuditRecorder,
 ) {
-  return desk.db.transaction().execute((trx) => rejectWithdrawal(trx, desk, scope, id, reason));
+  return desk.db.transaction().execute(async (trx) => {
+    const t = await rejectWithdrawal(trx, desk, scope, id, reason);
+    await audit?.record(trx);
+    return t;
+  });
 }
 
 /** One transaction of the given kind, or 404 in the kind's words. */

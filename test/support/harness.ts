@@ -2,10 +2,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import type { DestinationStream } from "pino";
 import { type Config, parseConfig } from "../../src/config/config.js";
 import type { Database } from "../../src/db/database.js";
 import type { App, RouteDeps } from "../../src/http/app-types.js";
+import { LATE_AUDIT_RECORD } from "../../src/http/plugins/audit.js";
 import type { Clock } from "../../src/lib/clock.js";
 import { type CreatedMerchant, createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -51,7 +53,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     PORT: "0",
     SANDBOX_PORT: "0",
     HOST: "127.0.0.1",
-    LOG_LEVEL: options.logDestination ? "info" : "silent",
+    LOG_LEVEL: options.logDestination ? "info" : "error",
     DATA_DIR: dataDir,
     PRODUCTION_BASE_URL: "http://api.stablegate.test",
     SANDBOX_BASE_URL: "http://sandbox.stablegate.test",
@@ -60,11 +62,22 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...(ownsKeyMaterial(options.env) ? {} : { MASTER_MNEMONIC: TEST_MNEMONIC }),
     ...options.env,
   });
+  // Error lines are read for a defect no single test looks for: an audited route that wrote its
+  // record after its action's commit (http/plugins/audit.ts); closing the service then fails.
+  const late: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      const line = String(chunk);
+      if (line.includes(LATE_AUDIT_RECORD)) late.push(line);
+      options.logDestination?.write(line);
+      done();
+    },
+  });
   const ownDatabase = options.database ? undefined : await openTestDatabase();
   const database = options.database ?? (ownDatabase as Database);
   const proc = await startRole(options.role ?? "serve", config, {
     database,
-    logger: createLogger(config.logLevel, options.logDestination),
+    logger: createLogger(config.logLevel, sink),
     ...(options.clock ? { clock: options.clock } : {}),
     app: options.extraRoutes ? { extraRoutes: options.extraRoutes } : {},
   });
@@ -86,6 +99,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       await proc.stop();
       await ownDatabase?.close();
       await rm(dataDir, { recursive: true, force: true });
+      if (late.length > 0)
+        throw new Error(`an audited route wrote its record after the commit:\n${late.join("")}`);
     },
   };
 }

@@ -1,29 +1,32 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { recordAudit, recordFailedSignIn } from "../../audit/index.js";
+import { type AuditFacts, AuditTrail, recordAudit, recordFailedSignIn } from "../../audit/index.js";
 import type { AuditAction, AuditActor, AuditEntry } from "../../domain/audit.js";
 import type { RouteDeps } from "../app-types.js";
 import { clientIp } from "../client-ip.js";
 import { dashboardSession } from "./dashboard-auth.js";
 
 /**
- * The audit log's HTTP side (issue #21). A route that changes who can do what, or moves money,
- * declares its record in its own config (`config.audit`); this hook writes it once the route
- * answered 2xx — never for an `Idempotency-Key` replay (the action ran once, on the first
- * request) — with the actor from the route's authenticated principal, the client IP the rate
- * limiter and the allowlist use, the user agent and the request id. A route whose `failure` is set
- * (the sign-in) also records a refusal (401/403) as that action. What only the handler knows (the
- * target of a create, before/after of a settings change, the signed-in user) it adds with
- * `auditDetails`.
+ * The audit log's HTTP side (issues #21, #36). A route that changes who can do what, or moves
+ * money, declares its record in its own config (`config.audit`). Before the handler, this plugin
+ * gives the request an `AuditTrail` (`auditTrail(request)`) that knows the actor (the route's
+ * authenticated principal), the client IP the rate limiter and the allowlist use, the user agent
+ * and the request id. The handler hands the trail to its use case, which writes the record inside
+ * the action's own transaction, adding what only it knows (the target of a create, before/after of
+ * a settings change, the signed-in user): `audited(db, trail, trx => …)` for a use case that takes
+ * the database, or the trail as its last argument for one that opens its transaction itself. So a
+ * record that cannot be written rolls the action back and the request fails with 500. The notices
+ * of a security-relevant record are mailed after the commit, before the answer. An
+ * `Idempotency-Key` replay records nothing (the action ran once, on the first request).
  *
- * Written after the action's own transaction committed and before the answer is sent: if that
- * write fails, the answer stays the action's (it happened; a 500 would invite a repeat), the
- * failure is logged at error level with the request id, and that record is missing. Writing it
- * inside each use case's transaction would close that gap; see docs/decisions/team-accounts.md.
+ * Only reads (`read: true`: an export) and refusals (`failure`: a failed sign-in, 401/403) are
+ * recorded after the answer was made: they change nothing that could be rolled back. A route that
+ * declares a record and answers 2xx without writing it in its transaction gets it written after
+ * the commit, with an error logged: a defect of that route (`test/audit/audit-rollback.test.ts`).
  */
 
 export interface AuditSpec {
   action: AuditAction;
-  /** What the action is on (`api_key`, `withdrawal_request`, …); its id from `auditDetails`, else the `:id` parameter. */
+  /** What the action is on (`api_key`, `withdrawal_request`, …); its id from the action, else the `:id` parameter. */
   target?: string;
   /** Account-wide actions (sign-in, password, 2FA) are recorded without an environment. */
   accountWide?: boolean;
@@ -31,6 +34,8 @@ export interface AuditSpec {
   failure?: AuditAction;
   /** Fields of the validated body or query copied into the record's details (never secrets or codes). */
   fields?: { from: "body" | "query"; names: readonly string[] };
+  /** A read (an export): nothing to roll back, recorded once the answer is made. */
+  read?: true;
 }
 
 declare module "fastify" {
@@ -40,19 +45,17 @@ declare module "fastify" {
   }
 }
 
-interface HandlerFacts {
-  targetId?: string | null;
-  details?: Record<string, unknown>;
-  /** The actor when the route has no principal (sign-in, password reset by token). */
-  actor?: AuditActor & { merchantId: string | null };
-}
+const trails = new WeakMap<FastifyRequest, AuditTrail>();
 
-const facts = new WeakMap<FastifyRequest, HandlerFacts>();
+/** The error logged when a route left its record to after its action's commit (tests look for it). */
+export const LATE_AUDIT_RECORD =
+  "audit record written after its action's commit: the route does not record it in the action's transaction";
 
-/** What the handler adds to the route's audit record (merged with what it added before). */
-export function auditDetails(request: FastifyRequest, add: HandlerFacts): void {
-  const had = facts.get(request) ?? {};
-  facts.set(request, { ...had, ...add, details: { ...had.details, ...add.details } });
+/** The audit record of this request's action, to write in the action's transaction (`audited`). */
+export function auditTrail(request: FastifyRequest): AuditTrail {
+  const trail = trails.get(request);
+  if (!trail) throw new Error(`${request.routeOptions.url}: the route declares no audit record`);
+  return trail;
 }
 
 /**
@@ -69,7 +72,7 @@ function actingFor(request: FastifyRequest): Record<string, unknown> {
 
 function actorOf(
   request: FastifyRequest,
-  known: HandlerFacts,
+  known: AuditFacts,
 ): { actor: AuditActor; merchantId: string | null } | null {
   const p = request.principal;
   if (p?.channel === "apiKey")
@@ -134,37 +137,57 @@ export function registerAudit(
     logger: deps.logger,
   };
 
-  async function write(request: FastifyRequest, reply: FastifyReply, spec: AuditSpec, payload: unknown) {
-    const status = reply.statusCode;
-    const base = {
+  function baseOf(request: FastifyRequest, spec: AuditSpec) {
+    return {
       environment: spec.accountWide ? null : (request.principal?.environment ?? request.environment),
       clientIp: clientIp(request),
       userAgent: header(request, "user-agent"),
       requestId: request.id,
     };
-    const known = facts.get(request) ?? {};
+  }
+
+  /** The record of the route's action: the principal and the request, with what the action `known`. */
+  function entryOf(
+    request: FastifyRequest,
+    spec: AuditSpec,
+    known: AuditFacts,
+    payload?: unknown,
+  ): AuditEntry {
+    const who = actorOf(request, known);
+    if (!who)
+      throw new Error(`audit ${spec.action}: no actor (route without principal, action without an actor)`);
+    return {
+      ...baseOf(request, spec),
+      merchantId: who.merchantId,
+      actor: who.actor,
+      action: spec.action,
+      target: spec.target
+        ? { type: spec.target, id: known.targetId ?? targetIdOf(request, payload) }
+        : undefined,
+      details: { ...copiedFields(request, spec), ...actingFor(request), ...known.details },
+    };
+  }
+
+  async function write(request: FastifyRequest, reply: FastifyReply, spec: AuditSpec, payload: unknown) {
+    const status = reply.statusCode;
     if (status >= 200 && status < 300) {
       if (reply.getHeader("idempotent-replayed") === "true") return;
-      const who = actorOf(request, known);
-      if (!who) throw new Error(`audit ${spec.action}: no actor (route without principal or auditDetails)`);
-      const entry: AuditEntry = {
-        ...base,
-        merchantId: who.merchantId,
-        actor: who.actor,
-        action: spec.action,
-        target: spec.target
-          ? { type: spec.target, id: known.targetId ?? targetIdOf(request, payload) }
-          : undefined,
-        details: { ...copiedFields(request, spec), ...actingFor(request), ...known.details },
-      };
-      await recordAudit(db, entry, notify);
+      const trail = trails.get(request);
+      if (trail?.written) return trail.sendNotices(db);
+      if (!spec.read) {
+        deps.logger.error(
+          { reqId: request.id, action: spec.action, route: request.routeOptions.url },
+          LATE_AUDIT_RECORD,
+        );
+      }
+      await recordAudit(db, entryOf(request, spec, {}, payload), notify);
       return;
     }
     if (spec.failure && (status === 401 || status === 403)) {
       const body = request.body as { email?: unknown } | undefined;
       const email = typeof body?.email === "string" ? body.email : "";
       await recordFailedSignIn(db, email, {
-        ...base,
+        ...baseOf(request, spec),
         actor: { type: "user", id: null, email, role: null },
         action: spec.failure,
         details: { status },
@@ -182,10 +205,17 @@ export function registerAudit(
     }
     return payload;
   };
-  // Only the routes that declare a record get the hook: the hot paths (reads, checkout) pay nothing.
+  // Before the handler: the trail its action writes in its transaction.
+  const preHandler = async (request: FastifyRequest) => {
+    const spec = request.routeOptions.config?.audit;
+    if (spec) trails.set(request, new AuditTrail((given) => entryOf(request, spec, given), notify));
+  };
+  // Only the routes that declare a record get the hooks: the hot paths (reads, checkout) pay nothing.
   app.addHook("onRoute", (route) => {
     if (!route.config?.audit) return;
     const own = route.onSend;
     route.onSend = own === undefined ? [onSend] : [...(Array.isArray(own) ? own : [own]), onSend];
+    const pre = route.preHandler;
+    route.preHandler = pre === undefined ? [preHandler] : [...(Array.isArray(pre) ? pre : [pre]), preHandler];
   });
 }

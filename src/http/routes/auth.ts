@@ -18,7 +18,7 @@ import { permissionsOf } from "../../domain/permissions.js";
 import { clientKey } from "../../ratelimit/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { clientIp } from "../client-ip.js";
-import { auditDetails } from "../plugins/audit.js";
+import { auditTrail } from "../plugins/audit.js";
 import { allowedOrigins, assertWriteOrigin } from "../plugins/cors.js";
 import {
   clearSessionCookies,
@@ -119,17 +119,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       const asked = deliveryOf(request);
-      const r = await login(kit, request.body, throttleClient(request), asked);
-      const { user } = r.profile;
-      auditDetails(request, {
-        actor: {
-          type: "user",
-          id: user.id,
-          email: user.email,
-          role: user.role === "admin" ? "platform_admin" : user.member_role,
-          merchantId: user.merchant_id,
-        },
-      });
+      const r = await login(kit, request.body, throttleClient(request), asked, auditTrail(request));
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return {
         success: true as const,
@@ -277,16 +267,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      const whose = await resetPassword(kit, request.body.token, request.body.newPassword);
-      auditDetails(request, {
-        actor: {
-          type: "user",
-          id: whose.userId,
-          email: whose.email,
-          role: null,
-          merchantId: whose.merchantId,
-        },
-      });
+      await resetPassword(kit, request.body.token, request.body.newPassword, auditTrail(request));
       return {
         success: true as const,
         data: { message: "Password changed; sign in with the new password." },
@@ -357,6 +338,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
         dashboardSession(request).sessionId,
         request.body,
         throttleClient(request),
+        auditTrail(request),
       );
       return { success: true as const, data: { message: "Password changed." } };
     },

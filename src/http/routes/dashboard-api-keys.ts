@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { audited } from "../../audit/index.js";
 import { reassignApiKey } from "../../auth/index.js";
 import type { Environment } from "../../domain/environment.js";
 import { AppError } from "../../domain/errors.js";
@@ -12,7 +13,7 @@ import {
 } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
-import { auditDetails } from "../plugins/audit.js";
+import { auditTrail } from "../plugins/audit.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
@@ -133,7 +134,13 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
     },
     async (request, reply) => {
       const p = dashboardPrincipal(request);
-      const pair = await createApiKey(db, p.merchantId, request.body.environment ?? p.environment, p.userId);
+      const environment = request.body.environment ?? p.environment;
+      const pair = await audited(
+        db,
+        auditTrail(request),
+        (trx) => createApiKey(trx, p.merchantId, environment, p.userId),
+        (made) => ({ targetId: made.id }),
+      );
       return reply.code(201).send({ success: true as const, data: pair });
     },
   );
@@ -172,7 +179,9 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
       const p = dashboardPrincipal(request);
       return {
         success: true as const,
-        data: await rotateApiKey(db, p.merchantId, request.params.id, p.userId),
+        data: await audited(db, auditTrail(request), (trx) =>
+          rotateApiKey(trx, p.merchantId, request.params.id, p.userId),
+        ),
       };
     },
   );
@@ -192,7 +201,11 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
       const p = dashboardPrincipal(request);
       return {
         success: true as const,
-        data: view(await revokeOwnApiKey(db, p.merchantId, request.params.id)),
+        data: view(
+          await audited(db, auditTrail(request), (trx) =>
+            revokeOwnApiKey(trx, p.merchantId, request.params.id),
+          ),
+        ),
       };
     },
   );
@@ -255,10 +268,8 @@ export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: Rout
         { userId: p.userId, merchantId: p.merchantId, role: p.memberRole },
         request.params.id,
         request.body.memberId,
+        auditTrail(request),
       );
-      auditDetails(request, {
-        details: { from: r.from, to: r.pair.createdBy, environment: r.pair.environment, newSecret: true },
-      });
       return { success: true as const, data: r.pair };
     },
   );

@@ -1,10 +1,11 @@
 import { Type } from "@sinclair/typebox";
+import { audited } from "../../audit/index.js";
 import { CURRENCY_TYPES } from "../../domain/currency.js";
 import type { FeeRule, FeeSchedule } from "../../domain/fees.js";
 import { formatAmount } from "../../domain/money.js";
 import { getSettings, type MerchantSettings, updateSettings } from "../../merchants/index.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { auditDetails } from "../plugins/audit.js";
+import { auditTrail } from "../plugins/audit.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, Nullable, ok } from "../schemas/common.js";
@@ -154,12 +155,18 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     async (request) => {
       const p = dashboardPrincipal(request);
       const { otp: _otp, totp: _totp, ...patch } = request.body;
-      const before = view(await getSettings(db, p.merchantId, p.environment), deps.config.fees);
-      const after = view(
-        await updateSettings(db, p.merchantId, p.environment, patch, new Date(deps.clock.now())),
-        deps.config.fees,
+      const { after } = await audited(
+        db,
+        auditTrail(request),
+        async (trx) => ({
+          before: view(await getSettings(trx, p.merchantId, p.environment), deps.config.fees),
+          after: view(
+            await updateSettings(trx, p.merchantId, p.environment, patch, new Date(deps.clock.now())),
+            deps.config.fees,
+          ),
+        }),
+        (change) => ({ targetId: p.environment, details: change }),
       );
-      auditDetails(request, { targetId: p.environment, details: { before, after } });
       return { success: true as const, data: after };
     },
   );

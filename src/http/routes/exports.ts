@@ -30,6 +30,8 @@ const DESCRIPTION =
 const exportAudit = {
   action: "export.transactions",
   fields: { from: "query", names: Object.keys(TransactionFilterFields) },
+  // A read: nothing to roll back, recorded once the file's answer is made.
+  read: true,
 } as const;
 
 const csvResponse = {

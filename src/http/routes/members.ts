@@ -14,7 +14,7 @@ import { AppError } from "../../domain/errors.js";
 import { ASSIGNABLE_ROLES, MEMBER_ROLES } from "../../domain/permissions.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
-import { auditDetails } from "../plugins/audit.js";
+import { auditTrail } from "../plugins/audit.js";
 import { dashboardPrincipal, setSessionCookies } from "../plugins/dashboard-auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import {
@@ -124,8 +124,13 @@ export function memberRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      const r = await changeMemberRole(kit, actor(request), request.params.id, request.body.role);
-      auditDetails(request, { details: { email: r.member.email, before: r.before, after: r.member.role } });
+      const r = await changeMemberRole(
+        kit,
+        actor(request),
+        request.params.id,
+        request.body.role,
+        auditTrail(request),
+      );
       return { success: true as const, data: r.member };
     },
   );
@@ -147,8 +152,7 @@ export function memberRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      const removed = await removeMember(kit, actor(request), request.params.id);
-      auditDetails(request, { details: { email: removed.email, role: removed.role } });
+      const removed = await removeMember(kit, actor(request), request.params.id, auditTrail(request));
       return { success: true as const, data: removed };
     },
   );
@@ -175,8 +179,7 @@ export function memberRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      const r = await transferOwnership(kit, actor(request), request.params.id);
-      auditDetails(request, { details: { newOwner: r.newOwner.email, formerOwner: r.formerOwner.email } });
+      const r = await transferOwnership(kit, actor(request), request.params.id, auditTrail(request));
       return { success: true as const, data: r };
     },
   );
@@ -233,6 +236,7 @@ export function memberRoutes(app: App, deps: RouteDeps) {
         actor(request),
         { email: request.body.email, role: request.body.role },
         (t) => `${origin}/accept-invite#token=${encodeURIComponent(t)}`,
+        auditTrail(request),
       );
       return reply.code(201).send({ success: true as const, data: invitation });
     },
@@ -255,7 +259,10 @@ export function memberRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      return { success: true as const, data: await revokeInvitation(kit, actor(request), request.params.id) };
+      return {
+        success: true as const,
+        data: await revokeInvitation(kit, actor(request), request.params.id, auditTrail(request)),
+      };
     },
   );
 
@@ -280,19 +287,7 @@ export function memberRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       const asked = request.headers["x-token-delivery"] === "bearer" ? "bearer" : "cookie";
-      const r = await acceptInvitation(kit, request.body, asked);
-      const { user } = r.profile;
-      auditDetails(request, {
-        targetId: r.invitationId,
-        details: { role: user.member_role },
-        actor: {
-          type: "user",
-          id: user.id,
-          email: user.email,
-          role: user.member_role,
-          merchantId: r.merchantId,
-        },
-      });
+      const r = await acceptInvitation(kit, request.body, asked, auditTrail(request));
       setSessionCookies(reply, config, r.accessToken, kit.tokens.ttlSeconds, r.session.refreshToken);
       return {
         success: true as const,

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { disableTotp, enableTotp, setupTotp } from "../../auth/index.js";
 import type { App, RouteDeps } from "../app-types.js";
+import { auditTrail } from "../plugins/audit.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { Code, Done } from "../schemas/auth.js";
@@ -60,7 +61,7 @@ export function twoFactorRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      await enableTotp(kit, dashboardPrincipal(request).userId, request.body.code);
+      await enableTotp(kit, dashboardPrincipal(request).userId, request.body.code, auditTrail(request));
       return { success: true as const, data: { message: "Two-factor authentication enabled." } };
     },
   );
@@ -85,7 +86,7 @@ export function twoFactorRoutes(app: App, deps: RouteDeps) {
       },
     },
     async (request) => {
-      await disableTotp(kit, dashboardPrincipal(request).userId);
+      await disableTotp(kit, dashboardPrincipal(request).userId, auditTrail(request));
       return { success: true as const, data: { message: "Two-factor authentication disabled." } };
     },
   );

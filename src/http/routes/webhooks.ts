@@ -12,6 +12,7 @@ import {
 } from "../../webhooks/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
+import { auditTrail } from "../plugins/audit.js";
 import { principal } from "../plugins/auth.js";
 import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, documentedAs, ErrorEnvelope, list, Nullable, ok } from "../schemas/common.js";
@@ -163,7 +164,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     async (request) => {
       const p = principal(request);
       const { webhookUrl } = request.body;
-      await setEndpointUrl(endpoints, p.merchantId, p.environment, webhookUrl);
+      await setEndpointUrl(endpoints, p.merchantId, p.environment, webhookUrl, auditTrail(request));
       return { success: true as const, data: { webhookUrl } };
     },
   );
@@ -255,7 +256,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       const p = principal(request);
-      const secret = await rotateEndpointSecret(endpoints, p.merchantId, p.environment);
+      const secret = await rotateEndpointSecret(endpoints, p.merchantId, p.environment, auditTrail(request));
       reply.header("cache-control", "no-store");
       return { success: true as const, data: { webhookSecret: secret } };
     },

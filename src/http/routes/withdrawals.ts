@@ -22,7 +22,7 @@ import type { App, RouteDeps } from "../app-types.js";
 import type { AuthMode, Principal } from "../context.js";
 import { idempotentRequest, sendAnswer, serialize } from "../idempotency.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
-import { auditDetails } from "../plugins/audit.js";
+import { auditTrail } from "../plugins/audit.js";
 import { principal } from "../plugins/auth.js";
 import { dashboardSession } from "../plugins/dashboard-auth.js";
 import { checkStepUpOf } from "../plugins/step-up.js";
@@ -195,10 +195,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           who.channel === "apiKey"
             ? { type: "api_key", id: who.apiKeyId, member: who.member }
             : { type: "user", id: who.userId, email: dashboardSession(request).email };
-        const r = await approveWithdrawalRequest(desk, who, request.params.id, approver);
-        auditDetails(request, {
-          details: { approvals: r.approvals.length, approvalsRequired: r.required, status: r.record.status },
-        });
+        const r = await approveWithdrawalRequest(desk, who, request.params.id, approver, auditTrail(request));
         return {
           success: true as const,
           data: { ...presentWithdrawal(r.record), ...presentApprovals(r.approvals, r.required) },
@@ -232,7 +229,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       async (request) => {
         const who = writer(request);
         const reason = request.body?.reason ?? null;
-        const t = await rejectWithdrawalRequest(desk, who, request.params.id, reason);
+        const t = await rejectWithdrawalRequest(desk, who, request.params.id, reason, auditTrail(request));
         return { success: true as const, data: presentWithdrawal(t) };
       },
     );
@@ -325,6 +322,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           answer: (t) => serialize(reply, { success: true as const, data: presentPayout(t) }),
           // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (§4.3).
           stepUp: () => checkStepUpOf(request, kit),
+          audit: auditTrail(request),
         },
       );
       return sendAnswer(reply, answer);
