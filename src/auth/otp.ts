@@ -1,6 +1,7 @@
 import { createHmac, randomInt, timingSafeEqual } from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { OtpPurpose } from "../db/tables/dashboard.js";
+import { inTransaction } from "../db/transaction.js";
 import { newId } from "../domain/ids.js";
 
 /**
@@ -82,7 +83,7 @@ export class OtpService {
       const id = await this.#match(trx, holder, purpose, code, now);
       return id !== null && (await this.consume(trx, id, now));
     };
-    return db.isTransaction ? run(db) : db.transaction().execute(run);
+    return inTransaction(db, run);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "../../db/database.js";
+import { inTransaction } from "../../db/transaction.js";
 import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import { SIMULATOR_DEFINITION } from "./definition.js";
@@ -91,7 +92,7 @@ export async function withLockedSimChain<T>(
       .execute();
     return out;
   };
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+  return inTransaction(db, run);
 }
 
 /** Seals block `head + 1` (with `tx` or empty) on top of the current head; the caller holds the lock. */
