@@ -49,7 +49,6 @@ export {
   createChainWriter,
   DEFAULT_CONFIRMATIONS,
   type ScanSettings,
-  SIMULATOR_CONFIRMATIONS,
   type UnavailableChain,
 } from "./registry.js";
 export type {

@@ -13,7 +13,6 @@ import {
 } from "./module.js";
 import { NETWORK_CHAINS } from "./networks.js";
 import type { Disagreement } from "./provider-pool.js";
-import { SIMULATOR_DEFINITION } from "./simulator/definition.js";
 import { type SimulatedChain, simulatorChain } from "./simulator/index.js";
 import type { ChainWriter } from "./writer.js";
 
@@ -35,7 +34,6 @@ export const CHAIN_MODULES: readonly ChainModule<any, SimulatedChain>[] = [...NE
 export const DEFAULT_CONFIRMATIONS: Readonly<Record<CurrencyType, number>> = Object.fromEntries(
   NETWORK_CHAINS.map((m) => [m.network, m.definition.defaultConfirmations]),
 ) as Record<CurrencyType, number>;
-export const SIMULATOR_CONFIRMATIONS = SIMULATOR_DEFINITION.confirmations;
 
 /** Every (network, environment) chain of a deployment. */
 export class ChainRegistry {

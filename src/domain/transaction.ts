@@ -66,5 +66,3 @@ export function presentTransaction(t: TransactionRecord) {
     checkoutSessionId: t.checkoutSessionId,
   };
 }
-
-export type TransactionView = ReturnType<typeof presentTransaction>;

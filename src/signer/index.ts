@@ -13,7 +13,6 @@ export {
 } from "./local-signer.js";
 export {
   type EvmSignRequest,
-  isSignRequestNetwork,
   type SignContext,
   type SignedTransaction,
   type Signer,

@@ -1,6 +1,5 @@
 import type { SignRequest } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
 
 /**
  * The signer's protocol. What it signs (`SignRequest`: a transaction of one chain, for one
@@ -55,8 +54,4 @@ export class SignerUnavailableError extends Error {
     super(message, options);
     this.name = "SignerUnavailableError";
   }
-}
-
-export function isSignRequestNetwork(n: unknown): n is CurrencyType {
-  return n === "USDT-ERC20" || n === "USDT-TRC20";
 }

@@ -82,18 +82,3 @@ export function watchedAddressValues(
     watch_until: request.watchUntil ?? null,
   };
 }
-
-/** Changes how long an address stays watched (e.g. a session that expired: + the late-payment window). */
-export async function setWatchUntil(
-  trx: Db,
-  where: { network: CurrencyType; environment: Environment; address: string },
-  watchUntil: Date | null,
-): Promise<void> {
-  await trx
-    .updateTable("watched_addresses")
-    .set({ watch_until: watchUntil })
-    .where("network", "=", where.network)
-    .where("environment", "=", where.environment)
-    .where("address", "=", where.address)
-    .execute();
-}

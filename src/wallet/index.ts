@@ -10,7 +10,6 @@ export {
   type AllocatedAddress,
   allocateDepositAddress,
   nextDepositIndex,
-  setWatchUntil,
   watchedAddressValues,
 } from "./allocation.js";
 export {

@@ -335,8 +335,6 @@ export async function dueObservations(s: WatcherScope, safe: number, now: Date, 
     .execute();
 }
 
-export type DueObservation = Awaited<ReturnType<typeof dueObservations>>[number];
-
 /**
  * In one transaction: claims observation `id` (`observed` → `handed_off`, one more attempt) and runs
  * `handle` in that transaction. False when it was claimed by someone else already.

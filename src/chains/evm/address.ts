@@ -1,5 +1,4 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import { hexToBytes } from "@noble/hashes/utils.js";
 import { getAddress, isAddress, keccak256, toHex } from "viem";
 import { InvalidAddressError } from "../errors.js";
 
@@ -35,9 +34,4 @@ export function accountBytesFromPublicKey(publicKey: Uint8Array): Uint8Array {
       ? publicKey
       : secp256k1.Point.fromBytes(publicKey).toBytes(false);
   return keccak256(uncompressed.subarray(1), "bytes").subarray(12);
-}
-
-/** The 20 account bytes of a valid EVM address. */
-export function evmAddressToBytes(address: string): Uint8Array {
-  return hexToBytes(normalizeEvmAddress(address).slice(2));
 }

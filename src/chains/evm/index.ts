@@ -58,7 +58,6 @@ export {
   accountBytesFromPublicKey,
   type EvmAddress,
   evmAddressFromPublicKey,
-  evmAddressToBytes,
   isEvmAddress,
   normalizeEvmAddress,
 } from "./address.js";

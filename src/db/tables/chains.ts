@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Selectable } from "kysely";
+import type { ColumnType, Generated } from "kysely";
 import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import type { Timestamp } from "./common.js";
@@ -128,10 +128,6 @@ export interface ChainsTables {
   chain_providers: ChainProvidersTable;
   reserve_checks: ReserveChecksTable;
 }
-
-export type WatchedAddressRow = Selectable<WatchedAddressesTable>;
-export type ChainObservationRow = Selectable<ChainObservationsTable>;
-export type ChainCursorRow = Selectable<ChainCursorsTable>;
 
 /** Migration 0019: each chain provider's health as the watching process last saw it (issue #22). */
 export interface ChainProvidersTable {

@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from "kysely";
+import type { ColumnType } from "kysely";
 import type { CurrencyType } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import type { Timestamp } from "./common.js";
@@ -48,6 +48,3 @@ export interface DepositTables {
   deposit_wallets: DepositWalletsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
-
-export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
-export type DepositWalletRow = Selectable<DepositWalletsTable>;

@@ -35,4 +35,3 @@ export interface TeamTables {
 }
 
 export type MemberInvitation = Selectable<MemberInvitationsTable>;
-export type WithdrawalApproval = Selectable<WithdrawalApprovalsTable>;
