@@ -6,6 +6,12 @@ import { can, type Permission } from "./lib/permissions";
 
 const STORAGE_KEY = "stablegate.environment";
 
+/** The environments in words, in the switch's order (a new one fails the typecheck until it has one). */
+export const ENVIRONMENTS = { sandbox: "Sandbox", production: "Production" } satisfies Record<
+  Environment,
+  string
+>;
+
 interface SessionValue {
   me: Me | undefined;
   loading: boolean;
@@ -20,7 +26,7 @@ const SessionContext = createContext<SessionValue | null>(null);
 function storedEnvironment(): Environment | null {
   try {
     const v = localStorage.getItem(STORAGE_KEY);
-    return v === "sandbox" || v === "production" ? v : null;
+    return v !== null && Object.hasOwn(ENVIRONMENTS, v) ? (v as Environment) : null;
   } catch {
     return null;
   }

@@ -29,6 +29,7 @@ export {
   TimeoutError,
   ValidationError,
 } from "./errors.js";
+export * from "./generated/enums.js";
 export { iteratePages, MAX_PAGE_SIZE } from "./pagination.js";
 export type { RequestOptions, ResponseInfo } from "./transport.js";
 export type {

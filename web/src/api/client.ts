@@ -4,7 +4,9 @@
  * access token refreshed once (rotating refresh token) before the request is retried.
  */
 
-export type Environment = "sandbox" | "production";
+import type { components } from "../../../packages/sdk/src/generated/api";
+
+export type Environment = components["schemas"]["Account"]["environment"];
 
 export interface Pagination {
   page: number;

@@ -1,8 +1,18 @@
 /**
  * The dashboard's view of the API: the named schemas of the OpenAPI document, generated from the
- * route schemas (`npm run api:generate` → packages/sdk/src/generated/api.ts), never typed by hand.
+ * route schemas (`npm run api:generate` → packages/sdk/src/generated/api.ts), never typed by hand;
+ * the values of its enumerations likewise (→ packages/sdk/src/generated/enums.ts), never listed by
+ * hand: a caption per value is keyed by the generated type, so a new value fails the typecheck.
  */
 import type { components, paths } from "../../../packages/sdk/src/generated/api";
+
+export {
+  AUDIT_ACTIONS,
+  CURRENCY_TYPES,
+  TRANSACTION_STATUSES,
+  TRANSACTION_TYPES,
+  WITHDRAWAL_STATUSES,
+} from "../../../packages/sdk/src/generated/enums";
 
 type Schemas = components["schemas"];
 /** The `data` of an operation's 200 answer. */
@@ -12,51 +22,14 @@ type DataOf<P extends keyof paths, M extends "get" | "post"> = paths[P][M] exten
   ? D
   : never;
 
-export const CURRENCIES = ["USDT-TRC20", "USDT-ERC20"] as const satisfies readonly Schemas["CurrencyType"][];
 export type CurrencyType = Schemas["CurrencyType"];
-export const TX_TYPES = [
-  "deposit",
-  "withdrawal",
-  "payout",
-] as const satisfies readonly Schemas["TransactionType"][];
-export const TX_STATUSES = [
-  "pending",
-  "processing",
-  "confirmed",
-  "completed",
-  "failed",
-  "rejected",
-] as const satisfies readonly Schemas["TransactionStatus"][];
+export type TransactionStatus = Schemas["TransactionStatus"];
+export type WithdrawalStatus = Schemas["WithdrawalStatus"];
 
 export type AuditRecord = Schemas["AuditRecord"];
-export const AUDIT_ACTIONS = [
-  "auth.sign_in",
-  "auth.sign_in_failed",
-  "auth.password_change",
-  "auth.password_reset",
-  "auth.two_factor_enable",
-  "auth.two_factor_disable",
-  "api_key.create",
-  "api_key.rotate",
-  "api_key.reassign",
-  "api_key.revoke",
-  "settings.update",
-  "webhook.url_update",
-  "webhook.secret_rotate",
-  "payout.create",
-  "withdrawal.approve",
-  "withdrawal.reject",
-  "export.transactions",
-  "member.invite",
-  "member.invitation_revoke",
-  "member.join",
-  "member.role_change",
-  "member.remove",
-  "ownership.transfer",
-] as const satisfies readonly Schemas["AuditAction"][];
 export type AuditAction = Schemas["AuditAction"];
 /** Each action in words (the filter's options and the log's rows); the code stays visible too. */
-export const AUDIT_LABELS: Record<AuditAction, string> = {
+export const AUDIT_LABELS = {
   "auth.sign_in": "Signed in",
   "auth.sign_in_failed": "Failed sign-in",
   "auth.password_change": "Password changed",
@@ -80,7 +53,7 @@ export const AUDIT_LABELS: Record<AuditAction, string> = {
   "member.role_change": "Member's role changed",
   "member.remove": "Member removed",
   "ownership.transfer": "Ownership transferred",
-};
+} satisfies Record<AuditAction, string>;
 
 export type User = Schemas["User"];
 export type Me = DataOf<"/api/v1/auth/me", "get">;
@@ -94,6 +67,10 @@ export type Withdrawal = Schemas["Withdrawal"];
 export type Payout = Schemas["Payout"];
 export type WebhookEvent = Schemas["WebhookEvent"];
 export type DeliveryStatus = WebhookEvent["deliveryStatus"];
+/** The list order of the API's lists (`order` of their query). */
+export type SortOrder = NonNullable<
+  NonNullable<paths["/api/v1/dashboard/transactions"]["get"]["parameters"]["query"]>["order"]
+>;
 export type WebhookAttempt = Schemas["WebhookDeliveryAttempt"];
 export type Settings = Schemas["Settings"];
 export type Mail = Schemas["DevMail"];

@@ -3,7 +3,7 @@ import { type ReactNode, Suspense, useEffect, useRef, useState } from "react";
 import { NavLink, useLocation, useNavigate } from "react-router-dom";
 import { type Environment, isMissingRoute, post, request } from "../api/client";
 import { visibleNav } from "../lib/permissions";
-import { useSession } from "../session";
+import { ENVIRONMENTS, useSession } from "../session";
 import { Loading } from "./ui";
 
 /** The development outbox exists outside production mode only (404 there). */
@@ -26,10 +26,10 @@ function useHasOutbox() {
 
 export function EnvironmentSwitch() {
   const { environment, setEnvironment } = useSession();
-  const options: { value: Environment; label: string }[] = [
-    { value: "sandbox", label: "Sandbox" },
-    { value: "production", label: "Production" },
-  ];
+  const options = Object.entries(ENVIRONMENTS).map(([value, label]) => ({
+    value: value as Environment,
+    label,
+  }));
   return (
     <fieldset className={`env-switch env-${environment}`}>
       <legend className="visually-hidden">Environment</legend>

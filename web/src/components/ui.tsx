@@ -1,5 +1,14 @@
 import { type ReactNode, type Ref, useEffect, useId, useRef, useState } from "react";
 import type { Pagination } from "../api/client";
+import type {
+  ApiKey,
+  CheckoutSession,
+  DeliveryStatus,
+  Invitation,
+  Payout,
+  TransactionStatus,
+  WithdrawalStatus,
+} from "../api/types";
 import { explain } from "../lib/errors";
 import type { FieldLabels } from "../lib/field-labels";
 
@@ -64,7 +73,17 @@ export function Notice({
   );
 }
 
-const STATUS_TONE: Record<string, string> = {
+/** Every status a badge shows: of transactions, sessions, payouts, withdrawals, webhooks, keys, invitations. */
+type Status =
+  | TransactionStatus
+  | CheckoutSession["status"]
+  | Payout["status"]
+  | WithdrawalStatus
+  | DeliveryStatus
+  | ApiKey["status"]
+  | Invitation["status"];
+
+const STATUS_TONE = {
   confirmed: "good",
   completed: "good",
   delivered: "good",
@@ -75,9 +94,10 @@ const STATUS_TONE: Record<string, string> = {
   failed: "bad",
   rejected: "bad",
   revoked: "muted",
-};
+  expired: "muted",
+} satisfies Record<Status, "good" | "wait" | "bad" | "muted">;
 
-export function StatusBadge({ status }: { status: string }) {
+export function StatusBadge({ status }: { status: Status }) {
   return <span className={`badge badge-${STATUS_TONE[status] ?? "muted"}`}>{status}</span>;
 }
 

@@ -11,8 +11,14 @@ export function money(n: number, currency?: CurrencyType | string): string {
   return currency ? `${formatAmount(n)} ${currencyLabel(currency)}` : formatAmount(n);
 }
 
+/** Each currency type in words (a new one fails the typecheck until it has its label). */
+const CURRENCY_LABELS = {
+  "USDT-TRC20": "USDT (TRON)",
+  "USDT-ERC20": "USDT (Ethereum)",
+} satisfies Record<CurrencyType, string>;
+
 export function currencyLabel(c: string): string {
-  return c === "USDT-TRC20" ? "USDT (TRON)" : c === "USDT-ERC20" ? "USDT (Ethereum)" : c;
+  return Object.hasOwn(CURRENCY_LABELS, c) ? CURRENCY_LABELS[c as CurrencyType] : c;
 }
 
 const dateTime = new Intl.DateTimeFormat("en-GB", {

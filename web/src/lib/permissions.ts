@@ -3,30 +3,28 @@
  * shows. The server enforces every permission (403 `FORBIDDEN`); the dashboard only hides what
  * would be refused, from the `permissions` of `GET /api/v1/auth/me` (for the current environment).
  *
- * No React here (and type-only imports with an explicit extension): the tests import this file.
+ * No React here (and imports with an explicit extension): the tests import this file.
  */
 import type { components } from "../../../packages/sdk/src/generated/api.js";
+import { MEMBER_ROLES } from "../../../packages/sdk/src/generated/enums.js";
 
 export type Permission = components["schemas"]["Permission"];
 export type MemberRole = components["schemas"]["MemberRole"];
 export type AssignableRole = Exclude<MemberRole, "owner">;
 
 /** The roles an invitation or a role change can give (ownership only moves by transfer). */
-export const ASSIGNABLE_ROLES = [
-  "admin",
-  "developer",
-  "finance",
-  "viewer",
-] as const satisfies readonly AssignableRole[];
+export const ASSIGNABLE_ROLES: readonly AssignableRole[] = MEMBER_ROLES.filter(
+  (r): r is AssignableRole => r !== "owner",
+);
 
 /** One line per role, for the invite form and the Team screen. */
-export const ROLE_SUMMARY: Record<MemberRole, string> = {
+export const ROLE_SUMMARY = {
   owner: "everything, including handing ownership to another member",
   admin: "everything but transferring ownership",
   developer: "API keys and webhooks; reads money, moves it in the sandbox only",
   finance: "approves withdrawals, sends payouts, exports; no API keys or webhooks",
   viewer: "reads balances, transactions and settings; changes nothing",
-};
+} satisfies Record<MemberRole, string>;
 
 /**
  * Whether `permissions` include `permission`. `undefined` (a server that does not send them yet)

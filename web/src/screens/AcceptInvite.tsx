@@ -3,7 +3,8 @@ import { useEffect, useState } from "react";
 import { Link, useLocation, useNavigate } from "react-router-dom";
 import { post } from "../api/client";
 import type { User } from "../api/types";
-import { ErrorNotice, Field, Notice, PageHeader } from "../components/ui";
+import { Form, FormError, SubmitButton } from "../components/Form";
+import { Field, Notice, PageHeader } from "../components/ui";
 import { useSession } from "../session";
 
 /**
@@ -43,9 +44,9 @@ export default function AcceptInvite() {
             invitation.
           </Notice>
         ) : (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
+          <Form
+            submission={accept}
+            onSubmit={() => {
               const differ = password !== confirm;
               setMismatch(differ);
               if (!differ) accept.mutate();
@@ -88,11 +89,11 @@ export default function AcceptInvite() {
                 <p className="notice-title">The two passwords don't match.</p>
               </div>
             ) : null}
-            <ErrorNotice error={accept.error} />
-            <button type="submit" className="btn btn-primary btn-block" disabled={accept.isPending}>
-              {accept.isPending ? "Joining…" : "Join and sign in"}
-            </button>
-          </form>
+            <FormError />
+            <SubmitButton className="btn btn-primary btn-block" pendingLabel="Joining…">
+              Join and sign in
+            </SubmitButton>
+          </Form>
         )}
         <p className="auth-links">
           Already have a login? <Link to="/login">Sign in</Link>

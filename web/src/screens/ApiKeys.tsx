@@ -2,17 +2,9 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { del, getList, post } from "../api/client";
 import type { ApiKey, KeyPair } from "../api/types";
+import { ConfirmAction } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
-import {
-  ConfirmDialog,
-  Empty,
-  ErrorNotice,
-  Loading,
-  Notice,
-  PageHeader,
-  RevealOnce,
-  StatusBadge,
-} from "../components/ui";
+import { Empty, ErrorNotice, Loading, Notice, PageHeader, RevealOnce, StatusBadge } from "../components/ui";
 import { formatDate } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
 
@@ -163,17 +155,14 @@ export default function ApiKeys() {
           </ul>
         </details>
       ) : null}
-      <ConfirmDialog
-        open={pending !== null}
+      <ConfirmAction
+        subject={pending}
+        submission={act}
         title={pending?.kind === "rotate" ? "Rotate this key pair?" : "Revoke this key pair?"}
         confirmLabel={pending?.kind === "rotate" ? "Rotate" : "Revoke"}
         danger
-        busy={act.isPending}
-        onConfirm={() => pending && act.mutate(pending)}
-        onCancel={() => {
-          setPending(null);
-          act.reset();
-        }}
+        onConfirm={(p) => act.mutate(p)}
+        onClose={() => setPending(null)}
       >
         <p>
           <code className="break">{pending?.key.apiKey}</code> stops working <strong>at once</strong>.{" "}
@@ -181,8 +170,7 @@ export default function ApiKeys() {
             ? "A new pair is created and shown once; put it on your server right away."
             : "Any server still using it will get errors."}
         </p>
-        <ErrorNotice error={act.error} />
-      </ConfirmDialog>
+      </ConfirmAction>
       {stepUp.dialog}
     </>
   );

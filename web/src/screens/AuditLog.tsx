@@ -2,6 +2,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { getList } from "../api/client";
 import { AUDIT_ACTIONS, AUDIT_LABELS, type AuditRecord } from "../api/types";
+import { Form } from "../components/Form";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
 import { formatDate, shorten } from "../lib/format";
 
@@ -17,7 +18,7 @@ export default function AuditLog() {
   return (
     <>
       <PageHeader title="Audit log" />
-      <form className="filters" aria-label="Filter the audit log" onSubmit={(e) => e.preventDefault()}>
+      <Form className="filters" aria-label="Filter the audit log">
         <Field label="Action">
           {(id) => (
             <select
@@ -37,7 +38,7 @@ export default function AuditLog() {
             </select>
           )}
         </Field>
-      </form>
+      </Form>
       {log.isPending ? <Loading /> : null}
       <ErrorNotice error={log.error} />
       {log.data && log.data.data.length === 0 ? <Empty title="No records" /> : null}

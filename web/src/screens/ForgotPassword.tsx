@@ -2,7 +2,8 @@ import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "react-router-dom";
 import { post } from "../api/client";
-import { ErrorNotice, Field, Notice, PageHeader } from "../components/ui";
+import { Form, FormError, SubmitButton } from "../components/Form";
+import { Field, Notice, PageHeader } from "../components/ui";
 
 export default function ForgotPassword() {
   const [email, setEmail] = useState("");
@@ -15,22 +16,15 @@ export default function ForgotPassword() {
       {forgot.isSuccess ? (
         <Notice kind="success">{forgot.data.message} The link works once and expires soon.</Notice>
       ) : (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            forgot.mutate();
-          }}
-        >
+        <Form submission={forgot} onSubmit={() => forgot.mutate()}>
           <Field label="E-mail">
             {(id) => (
               <input id={id} type="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
             )}
           </Field>
-          <ErrorNotice error={forgot.error} />
-          <button type="submit" className="btn btn-primary btn-block" disabled={forgot.isPending}>
-            Send reset link
-          </button>
-        </form>
+          <FormError />
+          <SubmitButton className="btn btn-primary btn-block">Send reset link</SubmitButton>
+        </Form>
       )}
       <p className="auth-links">
         <Link to="/login">Back to sign in</Link>

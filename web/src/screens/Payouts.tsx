@@ -2,7 +2,8 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useEffect, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import { get, getList, post } from "../api/client";
-import { type Balance, CURRENCIES, type CurrencyType, type Payout, type Settings } from "../api/types";
+import { type Balance, CURRENCY_TYPES, type CurrencyType, type Payout, type Settings } from "../api/types";
+import { Form, FormError, SubmitButton } from "../components/Form";
 import {
   CodeField,
   Empty,
@@ -123,11 +124,11 @@ export default function Payouts() {
             <li aria-current={step === "done" ? "step" : undefined}>Result</li>
           </ol>
           {step === "form" ? (
-            <form
+            <Form
               className="form-grid"
               noValidate
-              onSubmit={(e) => {
-                e.preventDefault();
+              submission={requestOtp}
+              onSubmit={() => {
                 setChecked(true);
                 if (amountProblem || walletProblem) return;
                 requestOtp.mutate();
@@ -157,7 +158,7 @@ export default function Payouts() {
                     value={form.currencyType}
                     onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
                   >
-                    {CURRENCIES.map((c) => (
+                    {CURRENCY_TYPES.map((c) => (
                       <option key={c} value={c}>
                         {currencyLabel(c)}
                       </option>
@@ -201,20 +202,13 @@ export default function Payouts() {
                 ) : null}
               </p>
               <div className="form-actions">
-                <button type="submit" className="btn btn-primary" disabled={requestOtp.isPending}>
-                  {requestOtp.isPending ? "Sending code…" : "Continue: e-mail me a code"}
-                </button>
+                <SubmitButton pendingLabel="Sending code…">Continue: e-mail me a code</SubmitButton>
               </div>
-              <ErrorNotice error={requestOtp.error} labels={LABELS} />
-            </form>
+              <FormError labels={LABELS} />
+            </Form>
           ) : null}
           {step === "otp" ? (
-            <form
-              onSubmit={(e) => {
-                e.preventDefault();
-                send.mutate();
-              }}
-            >
+            <Form submission={send} onSubmit={() => send.mutate()}>
               <p>
                 Send{" "}
                 <strong>
@@ -246,16 +240,14 @@ export default function Payouts() {
                 onChange={setOtp}
               />
               {needsTotp ? <CodeField label="Authenticator code" value={totp} onChange={setTotp} /> : null}
-              <ErrorNotice error={send.error} labels={LABELS} />
+              <FormError labels={LABELS} />
               <div className="form-actions">
                 <button type="button" className="btn" onClick={back}>
                   Back
                 </button>
-                <button type="submit" className="btn btn-primary" disabled={send.isPending}>
-                  {send.isPending ? "Sending payout…" : "Confirm and send"}
-                </button>
+                <SubmitButton pendingLabel="Sending payout…">Confirm and send</SubmitButton>
               </div>
-            </form>
+            </Form>
           ) : null}
           {step === "done" && result ? (
             <div data-testid="payout-result">

@@ -2,7 +2,8 @@ import { useMutation } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { Link, useLocation, useNavigate } from "react-router-dom";
 import { post } from "../api/client";
-import { ErrorNotice, Field, Notice, PageHeader } from "../components/ui";
+import { Form, FormError, SubmitButton } from "../components/Form";
+import { Field, Notice, PageHeader } from "../components/ui";
 
 /**
  * The e-mailed link is `/reset-password#token=…`: the fragment never leaves the browser (no server
@@ -32,12 +33,7 @@ export default function ResetPassword() {
             new one.
           </Notice>
         ) : (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              reset.mutate();
-            }}
-          >
+          <Form submission={reset} onSubmit={() => reset.mutate()}>
             <Field label="New password" hint="At least 10 characters.">
               {(id, hint) => (
                 <input
@@ -52,11 +48,9 @@ export default function ResetPassword() {
                 />
               )}
             </Field>
-            <ErrorNotice error={reset.error} />
-            <button type="submit" className="btn btn-primary btn-block" disabled={reset.isPending}>
-              Set new password
-            </button>
-          </form>
+            <FormError />
+            <SubmitButton className="btn btn-primary btn-block">Set new password</SubmitButton>
+          </Form>
         )}
       </section>
     </div>

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { get, getList, post } from "../api/client";
-import { type CheckoutSession, CURRENCIES, type CurrencyType, type Transaction } from "../api/types";
+import { type CheckoutSession, CURRENCY_TYPES, type CurrencyType, type Transaction } from "../api/types";
+import { Form, SubmitButton } from "../components/Form";
 import { TransactionTable } from "../components/TransactionTable";
 import {
   CopyButton,
@@ -137,13 +138,7 @@ function SessionCard({ id }: { id: string }) {
         </a>
       </p>
       {environment === "sandbox" && s.status === "pending" && canPay ? (
-        <form
-          className="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            pay.mutate();
-          }}
-        >
+        <Form className="inline-form" submission={pay} onSubmit={() => pay.mutate()}>
           <Field
             label="Simulate a payment"
             hint={
@@ -163,10 +158,8 @@ function SessionCard({ id }: { id: string }) {
               />
             )}
           </Field>
-          <button type="submit" className="btn btn-primary" disabled={pay.isPending}>
-            {pay.isPending ? "Paying…" : "Pay with the simulator"}
-          </button>
-        </form>
+          <SubmitButton pendingLabel="Paying…">Pay with the simulator</SubmitButton>
+        </Form>
       ) : null}
       <ErrorNotice error={pay.error} labels={{ amount: "Simulate a payment" }} />
     </section>
@@ -226,13 +219,7 @@ export default function Sessions() {
               : "Create a session"}
         </h2>
         {canCreate ? (
-          <form
-            className="form-grid"
-            onSubmit={(e) => {
-              e.preventDefault();
-              create.mutate();
-            }}
-          >
+          <Form className="form-grid" submission={create} onSubmit={() => create.mutate()}>
             <Field label="Amount (USDT)">
               {(id) => (
                 <input
@@ -251,7 +238,7 @@ export default function Sessions() {
                   value={form.currencyType}
                   onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
                 >
-                  {CURRENCIES.map((c) => (
+                  {CURRENCY_TYPES.map((c) => (
                     <option key={c} value={c}>
                       {currencyLabel(c)}
                     </option>
@@ -281,27 +268,22 @@ export default function Sessions() {
               )}
             </Field>
             <div className="form-actions">
-              <button type="submit" className="btn btn-primary" disabled={create.isPending}>
-                {create.isPending ? "Creating…" : "Create session"}
-              </button>
+              <SubmitButton pendingLabel="Creating…">Create session</SubmitButton>
             </div>
-          </form>
+          </Form>
         ) : null}
         <ErrorNotice error={create.error} labels={CREATE_LABELS} />
-        <form
+        <Form
           className="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
+          onSubmit={() => {
             if (lookup.trim()) setCurrent(lookup.trim());
           }}
         >
           <Field label={canCreate ? "Or look up a session by ID" : "Session ID"}>
             {(id) => <input id={id} value={lookup} onChange={(e) => setLookup(e.target.value)} />}
           </Field>
-          <button type="submit" className="btn">
-            Look up
-          </button>
-        </form>
+          <SubmitButton className="btn">Look up</SubmitButton>
+        </Form>
       </section>
       {current ? <SessionCard key={current} id={current} /> : null}
       <section aria-labelledby="recent-deposits">

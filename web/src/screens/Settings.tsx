@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { get, patch, post } from "../api/client";
-import { CURRENCIES, type Settings as SettingsData } from "../api/types";
+import { CURRENCY_TYPES, type Settings as SettingsData } from "../api/types";
+import { Form, FormError, SubmitButton } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
 import { CodeField, ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
 import { currencyLabel } from "../lib/format";
@@ -38,7 +39,7 @@ function WithdrawalSettings() {
     setDual(
       d && typeof d === "object"
         ? Object.fromEntries(
-            CURRENCIES.map((c) => [c, d[c] === null || d[c] === undefined ? "" : String(d[c])]),
+            CURRENCY_TYPES.map((c) => [c, d[c] === null || d[c] === undefined ? "" : String(d[c])]),
           )
         : null,
     );
@@ -76,12 +77,7 @@ function WithdrawalSettings() {
       {canWrite ? null : (
         <p className="muted">Your role can read these settings; an owner or admin changes them.</p>
       )}
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          save.mutate();
-        }}
-      >
+      <Form submission={save} onSubmit={() => save.mutate()}>
         <fieldset className="plain-fieldset" disabled={!canWrite}>
           <legend className="visually-hidden">Withdrawal and access settings</legend>
           <div className="checkbox">
@@ -99,7 +95,7 @@ function WithdrawalSettings() {
             </p>
           </div>
           <div className="form-grid">
-            {CURRENCIES.map((c) => (
+            {CURRENCY_TYPES.map((c) => (
               <Field key={c} label={`Auto-approve threshold, ${currencyLabel(c)}`}>
                 {(id) => (
                   <input
@@ -114,7 +110,7 @@ function WithdrawalSettings() {
           </div>
           {dual ? (
             <div className="form-grid">
-              {CURRENCIES.map((c) => (
+              {CURRENCY_TYPES.map((c) => (
                 <Field
                   key={c}
                   label={`Two approvals above, ${currencyLabel(c)}`}
@@ -162,14 +158,10 @@ function WithdrawalSettings() {
             )}
           </Field>
         </fieldset>
-        <ErrorNotice error={save.error} />
+        <FormError />
         {save.isSuccess ? <Notice kind="success">Settings saved.</Notice> : null}
-        {canWrite ? (
-          <button type="submit" className="btn btn-primary" disabled={save.isPending}>
-            {save.isPending ? "Saving…" : "Save settings"}
-          </button>
-        ) : null}
-      </form>
+        {canWrite ? <SubmitButton pendingLabel="Saving…">Save settings</SubmitButton> : null}
+      </Form>
       {stepUp.dialog}
     </section>
   );
@@ -222,12 +214,7 @@ function TwoFactor() {
       ) : null}
       <ErrorNotice error={start.error} />
       {!enabled && setup ? (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            enable.mutate();
-          }}
-        >
+        <Form submission={enable} onSubmit={() => enable.mutate()}>
           <ol className="numbered">
             <li>
               Scan this QR code with your authenticator app.
@@ -251,11 +238,9 @@ function TwoFactor() {
               <CodeField label="Enter the 6-digit code it shows" value={code} onChange={setCode} />
             </li>
           </ol>
-          <ErrorNotice error={enable.error} />
-          <button type="submit" className="btn btn-primary" disabled={enable.isPending}>
-            Turn on
-          </button>
-        </form>
+          <FormError />
+          <SubmitButton>Turn on</SubmitButton>
+        </Form>
       ) : null}
       {enabled ? (
         <div className="inline-form">
@@ -298,12 +283,12 @@ function PasswordChange() {
       {change.isSuccess ? (
         <Notice kind="success">Password changed. Your other sessions have been signed out.</Notice>
       ) : null}
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (codeSent) change.mutate();
-          else requestCode.mutate();
+      <Form
+        submission={{
+          isPending: requestCode.isPending || change.isPending,
+          error: requestCode.error ?? change.error,
         }}
+        onSubmit={() => (codeSent ? change.mutate() : requestCode.mutate())}
       >
         <div className="form-grid">
           <Field label="Current password">
@@ -351,11 +336,9 @@ function PasswordChange() {
             </Field>
           ) : null}
         </div>
-        <ErrorNotice error={requestCode.error ?? change.error} />
-        <button type="submit" className="btn" disabled={requestCode.isPending || change.isPending}>
-          {codeSent ? "Change password" : "E-mail me a code"}
-        </button>
-      </form>
+        <FormError />
+        <SubmitButton className="btn">{codeSent ? "Change password" : "E-mail me a code"}</SubmitButton>
+      </Form>
     </section>
   );
 }

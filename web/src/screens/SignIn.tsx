@@ -2,7 +2,8 @@ import { useMutation } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation, useNavigate } from "react-router-dom";
 import { ApiError, post } from "../api/client";
-import { CodeField, ErrorNotice, Field, PageHeader } from "../components/ui";
+import { Form, FormError, SubmitButton } from "../components/Form";
+import { CodeField, Field, PageHeader } from "../components/ui";
 import { useSession } from "../session";
 
 export default function SignIn() {
@@ -37,12 +38,7 @@ export default function SignIn() {
     <section className="card auth-card" aria-labelledby="page-title">
       <p className="brand brand-large">stablegate</p>
       <PageHeader title={needsTotp ? "Two-factor code" : "Sign in"} />
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          login.mutate();
-        }}
-      >
+      <Form submission={login} onSubmit={() => login.mutate()}>
         {!needsTotp ? (
           <>
             <Field label="E-mail">
@@ -79,11 +75,11 @@ export default function SignIn() {
             onChange={setTotp}
           />
         )}
-        <ErrorNotice error={login.error} context="login" />
-        <button type="submit" className="btn btn-primary btn-block" disabled={login.isPending}>
-          {login.isPending ? "Signing in…" : needsTotp ? "Verify and sign in" : "Sign in"}
-        </button>
-      </form>
+        <FormError context="login" />
+        <SubmitButton className="btn btn-primary btn-block" pendingLabel="Signing in…">
+          {needsTotp ? "Verify and sign in" : "Sign in"}
+        </SubmitButton>
+      </Form>
       <p className="auth-links">
         <Link to="/signup">Create an account</Link> · <Link to="/forgot-password">Forgot your password?</Link>
       </p>

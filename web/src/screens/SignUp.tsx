@@ -3,7 +3,8 @@ import { useState } from "react";
 import { Link, useNavigate } from "react-router-dom";
 import { post } from "../api/client";
 import type { KeyPair } from "../api/types";
-import { ErrorNotice, Field, PageHeader, RevealOnce } from "../components/ui";
+import { Form, FormError, SubmitButton } from "../components/Form";
+import { Field, PageHeader, RevealOnce } from "../components/ui";
 import { useSession } from "../session";
 
 export default function SignUp() {
@@ -45,12 +46,7 @@ export default function SignUp() {
     <section className="card auth-card" aria-labelledby="page-title">
       <p className="brand brand-large">stablegate</p>
       <PageHeader title="Create your account" />
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          register.mutate();
-        }}
-      >
+      <Form submission={register} onSubmit={() => register.mutate()}>
         <Field label="Company name">
           {(id) => (
             <input
@@ -88,11 +84,11 @@ export default function SignUp() {
             />
           )}
         </Field>
-        <ErrorNotice error={register.error} />
-        <button type="submit" className="btn btn-primary btn-block" disabled={register.isPending}>
-          {register.isPending ? "Creating your account…" : "Create account"}
-        </button>
-      </form>
+        <FormError />
+        <SubmitButton className="btn btn-primary btn-block" pendingLabel="Creating your account…">
+          Create account
+        </SubmitButton>
+      </Form>
       <p className="auth-links">
         Already have an account? <Link to="/login">Sign in</Link>
       </p>

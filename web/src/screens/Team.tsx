@@ -2,18 +2,9 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useState } from "react";
 import { del, getList, patch, post } from "../api/client";
 import type { Invitation, Member } from "../api/types";
+import { ConfirmAction, Form, SubmitButton } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
-import {
-  ConfirmDialog,
-  Empty,
-  ErrorNotice,
-  Field,
-  Loading,
-  Notice,
-  PageHeader,
-  Pager,
-  StatusBadge,
-} from "../components/ui";
+import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, Pager, StatusBadge } from "../components/ui";
 import { formatDate, shorten } from "../lib/format";
 import { ASSIGNABLE_ROLES, type AssignableRole, mayManage, ROLE_SUMMARY } from "../lib/permissions";
 import { useCan, useSession } from "../session";
@@ -168,10 +159,10 @@ export default function Team() {
       {canWrite ? (
         <section className="card" aria-labelledby="invite-title">
           <h2 id="invite-title">Invite a member</h2>
-          <form
+          <Form
             className="form-grid"
-            onSubmit={(e) => {
-              e.preventDefault();
+            submission={invite}
+            onSubmit={() => {
               setNote(null);
               invite.mutate();
             }}
@@ -190,11 +181,9 @@ export default function Team() {
             </Field>
             <RoleSelect label="Role" value={form.role} onChange={(role) => setForm({ ...form, role })} />
             <div className="form-actions">
-              <button type="submit" className="btn btn-primary" disabled={invite.isPending}>
-                {invite.isPending ? "Sending…" : "Send invitation"}
-              </button>
+              <SubmitButton pendingLabel="Sending…">Send invitation</SubmitButton>
             </div>
-          </form>
+          </Form>
           <p className="hint">
             We e-mail a link that works once, for 7 days; the invitee chooses a password and is signed in.
           </p>
@@ -335,21 +324,17 @@ export default function Team() {
         ) : null}
       </section>
 
-      <ConfirmDialog
-        open={pending !== null}
+      <ConfirmAction
+        subject={pending}
+        submission={act}
         title={pending ? TITLES[pending.kind] : ""}
         confirmLabel={pending ? CONFIRM[pending.kind] : ""}
         danger={pending?.kind !== "role"}
-        busy={act.isPending}
-        onConfirm={() => {
-          if (!pending) return;
+        onConfirm={(p) => {
           setNote(null);
-          act.mutate(pending);
+          act.mutate(p);
         }}
-        onCancel={() => {
-          setPending(null);
-          act.reset();
-        }}
+        onClose={() => setPending(null)}
       >
         {pending?.kind === "role" && target ? (
           <>
@@ -376,8 +361,7 @@ export default function Team() {
             access to everything but can no longer transfer ownership; only the new owner can give it back.
           </p>
         ) : null}
-        <ErrorNotice error={act.error} />
-      </ConfirmDialog>
+      </ConfirmAction>
       {stepUp.dialog}
     </>
   );

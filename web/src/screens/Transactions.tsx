@@ -1,8 +1,15 @@
-import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { keepPreviousData, useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useSearchParams } from "react-router-dom";
 import { getFile, getList } from "../api/client";
-import { CURRENCIES, type Transaction, TX_STATUSES, TX_TYPES } from "../api/types";
+import {
+  CURRENCY_TYPES,
+  type SortOrder,
+  TRANSACTION_STATUSES,
+  TRANSACTION_TYPES,
+  type Transaction,
+} from "../api/types";
+import { Form, SubmitButton } from "../components/Form";
 import { TransactionTable } from "../components/TransactionTable";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
 import { currencyLabel, download } from "../lib/format";
@@ -15,6 +22,11 @@ const SORTS = [
   { value: "updatedAt", label: "Updated" },
   { value: "confirmedAt", label: "Confirmed" },
 ];
+/** The list order in words, newest (or largest) first. */
+const ORDERS = { desc: "Newest / largest first", asc: "Oldest / smallest first" } satisfies Record<
+  SortOrder,
+  string
+>;
 const FILTER_KEYS = [
   "type",
   "status",
@@ -42,7 +54,6 @@ export default function Transactions() {
   const [params, setParams] = useSearchParams();
   const value = (k: (typeof FILTER_KEYS)[number]) => params.get(k) ?? "";
   const [search, setSearch] = useState(value("search"));
-  const [exporting, setExporting] = useState<{ error?: unknown; busy: boolean }>({ busy: false });
 
   const query = {
     type: value("type"),
@@ -72,9 +83,8 @@ export default function Transactions() {
   }
 
   /** The server's streamed export (every matching row, no cap), saved as a file. */
-  async function exportCsv() {
-    setExporting({ busy: true });
-    try {
+  const exporting = useMutation({
+    mutationFn: async () => {
       const { sortBy: _sortBy, order: _order, ...filters } = query;
       const file = await getFile("/api/v1/dashboard/exports/transactions.csv", filters);
       download(
@@ -82,30 +92,29 @@ export default function Transactions() {
           `stablegate-${environment}-transactions-${new Date().toISOString().slice(0, 10)}.csv`,
         file.blob,
       );
-      setExporting({ busy: false });
-    } catch (error) {
-      setExporting({ busy: false, error });
-    }
-  }
+    },
+  });
 
   const filtered = FILTER_KEYS.some((k) => k !== "page" && k !== "sortBy" && k !== "order" && value(k));
   return (
     <>
       <PageHeader title="Transactions">
         {can("exports:read") ? (
-          <button type="button" className="btn" onClick={exportCsv} disabled={exporting.busy}>
-            {exporting.busy ? "Exporting…" : "Export CSV"}
+          <button
+            type="button"
+            className="btn"
+            onClick={() => exporting.mutate()}
+            disabled={exporting.isPending}
+          >
+            {exporting.isPending ? "Exporting…" : "Export CSV"}
           </button>
         ) : null}
       </PageHeader>
       <ErrorNotice error={exporting.error} />
-      <form
+      <Form
         className="filters"
         aria-label="Filter transactions"
-        onSubmit={(e) => {
-          e.preventDefault();
-          update({ search: search.trim() });
-        }}
+        onSubmit={() => update({ search: search.trim() })}
       >
         <Field
           label="Search"
@@ -120,9 +129,7 @@ export default function Transactions() {
                 value={search}
                 onChange={(e) => setSearch(e.target.value)}
               />
-              <button type="submit" className="btn">
-                Search
-              </button>
+              <SubmitButton className="btn">Search</SubmitButton>
             </div>
           )}
         </Field>
@@ -130,7 +137,7 @@ export default function Transactions() {
           {(id) => (
             <select id={id} value={value("type")} onChange={(e) => update({ type: e.target.value })}>
               <option value="">All types</option>
-              {TX_TYPES.map((t) => (
+              {TRANSACTION_TYPES.map((t) => (
                 <option key={t} value={t}>
                   {t}
                 </option>
@@ -142,7 +149,7 @@ export default function Transactions() {
           {(id) => (
             <select id={id} value={value("status")} onChange={(e) => update({ status: e.target.value })}>
               <option value="">All statuses</option>
-              {TX_STATUSES.map((t) => (
+              {TRANSACTION_STATUSES.map((t) => (
                 <option key={t} value={t}>
                   {t}
                 </option>
@@ -158,7 +165,7 @@ export default function Transactions() {
               onChange={(e) => update({ currencyType: e.target.value })}
             >
               <option value="">All currencies</option>
-              {CURRENCIES.map((c) => (
+              {CURRENCY_TYPES.map((c) => (
                 <option key={c} value={c}>
                   {currencyLabel(c)}
                 </option>
@@ -195,8 +202,11 @@ export default function Transactions() {
         <Field label="Order">
           {(id) => (
             <select id={id} value={query.order} onChange={(e) => update({ order: e.target.value })}>
-              <option value="desc">Newest / largest first</option>
-              <option value="asc">Oldest / smallest first</option>
+              {Object.entries(ORDERS).map(([o, label]) => (
+                <option key={o} value={o}>
+                  {label}
+                </option>
+              ))}
             </select>
           )}
         </Field>
@@ -212,7 +222,7 @@ export default function Transactions() {
             Clear filters
           </button>
         ) : null}
-      </form>
+      </Form>
       {list.isPending ? <Loading label="Loading transactions…" /> : null}
       <ErrorNotice error={list.error} />
       {list.data && list.data.data.length === 0 ? (

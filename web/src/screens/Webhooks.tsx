@@ -3,9 +3,9 @@ import { useState } from "react";
 import { useSearchParams } from "react-router-dom";
 import { get, getList, post } from "../api/client";
 import type { DeliveryStatus, WebhookAttempt, WebhookEvent } from "../api/types";
+import { ConfirmAction, Form, SubmitButton } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
 import {
-  ConfirmDialog,
   Empty,
   ErrorNotice,
   Field,
@@ -18,6 +18,13 @@ import {
 } from "../components/ui";
 import { formatDate, shorten } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
+
+/** The event log's delivery filter, a caption per delivery status. */
+const DELIVERY_FILTERS = {
+  delivered: "Delivered",
+  pending: "Pending (retry scheduled)",
+  failed: "Failed",
+} satisfies Record<DeliveryStatus, string>;
 
 function EventDetail({ id, onClose }: { id: string; onClose(): void }) {
   const { environment } = useSession();
@@ -171,13 +178,7 @@ export default function Webhooks() {
               changes status.
               {environment === "sandbox" ? " Plain http is accepted in the sandbox." : " It must be https."}
             </p>
-            <form
-              className="inline-form"
-              onSubmit={(e) => {
-                e.preventDefault();
-                saveUrl.mutate();
-              }}
-            >
+            <Form className="inline-form" submission={saveUrl} onSubmit={() => saveUrl.mutate()}>
               <Field
                 label="Webhook URL"
                 hint={saveUrl.data ? undefined : currentUrl ? `Last used: ${currentUrl}` : undefined}
@@ -194,10 +195,8 @@ export default function Webhooks() {
                   />
                 )}
               </Field>
-              <button type="submit" className="btn btn-primary" disabled={saveUrl.isPending}>
-                Save URL
-              </button>
-            </form>
+              <SubmitButton>Save URL</SubmitButton>
+            </Form>
             {saveUrl.isSuccess ? (
               <Notice kind="success">Webhook URL saved: {saveUrl.data.webhookUrl}</Notice>
             ) : null}
@@ -258,21 +257,20 @@ export default function Webhooks() {
                 Rotate secret…
               </button>
             )}
-            <ConfirmDialog
-              open={confirmRotate}
+            <ConfirmAction
+              subject={confirmRotate || null}
+              submission={rotate}
               title="Rotate the webhook secret?"
               confirmLabel="Rotate"
               danger
-              busy={rotate.isPending}
               onConfirm={() => rotate.mutate()}
-              onCancel={() => setConfirmRotate(false)}
+              onClose={() => setConfirmRotate(false)}
             >
               <p>
                 A new secret signs every event from now on; it is shown once. The Standard Webhooks header
                 carries the old signature too for 24 hours, so you have time to update your server.
               </p>
-              <ErrorNotice error={rotate.error} />
-            </ConfirmDialog>
+            </ConfirmAction>
           </section>
         </>
       ) : null}
@@ -308,9 +306,11 @@ export default function Webhooks() {
                 }}
               >
                 <option value="">All</option>
-                <option value="delivered">Delivered</option>
-                <option value="pending">Pending (retry scheduled)</option>
-                <option value="failed">Failed</option>
+                {Object.entries(DELIVERY_FILTERS).map(([s, label]) => (
+                  <option key={s} value={s}>
+                    {label}
+                  </option>
+                ))}
               </select>
             )}
           </Field>

@@ -1,23 +1,19 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { get, getList, post } from "../api/client";
-import type { Withdrawal } from "../api/types";
-import {
-  ConfirmDialog,
-  Empty,
-  ErrorNotice,
-  Field,
-  Loading,
-  Notice,
-  PageHeader,
-  Pager,
-  StatusBadge,
-} from "../components/ui";
+import { WITHDRAWAL_STATUSES, type Withdrawal, type WithdrawalStatus } from "../api/types";
+import { ConfirmAction } from "../components/Form";
+import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, Pager, StatusBadge } from "../components/ui";
 import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
 import { useCan, useEnvKey, useSession } from "../session";
 
-const TABS = ["pending", "completed", "failed", "rejected", "processing"] as const;
+/** The tabs' order: what waits for a decision first, what is still being sent last. */
+const TAB_ORDER = { pending: 0, completed: 1, failed: 2, rejected: 3, processing: 4 } satisfies Record<
+  WithdrawalStatus,
+  number
+>;
+const TABS = [...WITHDRAWAL_STATUSES].sort((a, b) => TAB_ORDER[a] - TAB_ORDER[b]);
 
 type Pending = { kind: "approve" | "reject"; w: Withdrawal } | null;
 
@@ -68,7 +64,7 @@ export default function Withdrawals() {
   const { environment } = useSession();
   const canDecide = useCan()("withdrawals:approve");
   const client = useQueryClient();
-  const [status, setStatus] = useState<(typeof TABS)[number]>("pending");
+  const [status, setStatus] = useState<WithdrawalStatus>("pending");
   const [page, setPage] = useState(1);
   const [action, setAction] = useState<Pending>(null);
   const [reason, setReason] = useState("");
@@ -215,19 +211,16 @@ export default function Withdrawals() {
           <Pager pagination={list.data.pagination} onPage={setPage} />
         </>
       ) : null}
-      <ConfirmDialog
-        open={action !== null}
+      <ConfirmAction
+        subject={action}
+        submission={decide}
         title={action?.kind === "approve" ? "Approve this withdrawal?" : "Reject this withdrawal?"}
         confirmLabel={
           action?.kind === "approve" ? (four && !four.sends ? "Approve" : "Approve and send") : "Reject"
         }
         danger={action?.kind === "reject"}
-        busy={decide.isPending}
-        onConfirm={() => action && decide.mutate(action)}
-        onCancel={() => {
-          setAction(null);
-          decide.reset();
-        }}
+        onConfirm={(a) => decide.mutate(a)}
+        onClose={() => setAction(null)}
       >
         {w ? (
           <>
@@ -269,10 +262,9 @@ export default function Withdrawals() {
                 )}
               </Field>
             ) : null}
-            <ErrorNotice error={decide.error} />
           </>
         ) : null}
-      </ConfirmDialog>
+      </ConfirmAction>
     </>
   );
 }
