@@ -276,8 +276,10 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
 
     it("a watcher restarted mid-range neither misses nor repeats a transfer", async () => {
       const { handoff, seen } = recorder();
+      // A lease long enough that a loaded machine cannot let it lapse between two ticks (300 ms
+      // did, on a 2-core CI runner under load); the takeover waits it out.
       const first = watcher(handoff, {
-        leaseMs: 300,
+        leaseMs: 3_000,
         maxRangesPerTick: 1,
         scan: { pollIntervalMs: 100, initialRangeBlocks: 2, maxRangeBlocks: 2 },
       });
@@ -298,7 +300,7 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
       // A new process (new lease owner) takes over once the old lease expires; a standby meanwhile.
       const second = watcher(handoff, { owner: "worker-b" });
       expect((await second.tick()).kind).toBe("standby");
-      await sleep(400);
+      await sleep(3_500);
       await second.tick();
       await second.tick();
       // The old process comes back: it no longer holds the lease and writes nothing.
