@@ -157,7 +157,10 @@ const PURGE_BATCH = 5_000;
 export async function purgeIdempotencyKeys(db: Db, olderThan: Date): Promise<number> {
   let purged = 0;
   for (;;) {
-    const r = await sql`delete from idempotency_keys where (merchant_id, environment, key) in (
+    // The age is checked again on the row deleted: a key re-claimed (created_at renewed) while this
+    // statement waited for its lock is a new request's, and stays.
+    const r = await sql`delete from idempotency_keys where created_at < ${olderThan}
+      and (merchant_id, environment, key) in (
         select merchant_id, environment, key from idempotency_keys
         where created_at < ${olderThan} order by created_at limit ${PURGE_BATCH})`.execute(db);
     const n = Number(r.numAffectedRows ?? 0n);

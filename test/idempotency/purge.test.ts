@@ -1,9 +1,13 @@
 import { sql } from "kysely";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../../src/db/database.js";
-import { IDEMPOTENCY_RETENTION_MS, idempotencyPurgeJob } from "../../src/idempotency/index.js";
+import {
+  IDEMPOTENCY_RETENTION_MS,
+  idempotencyPurgeJob,
+  purgeIdempotencyKeys,
+} from "../../src/idempotency/index.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { openTestDatabase } from "../support/db.js";
+import { onPostgres, openTestDatabase } from "../support/db.js";
 
 // Issue #36: the `Idempotency-Key` records (each holding a full response body) are purged once
 // their 24 h retention (CONTRACT §4) is over; the worker runs the purge hourly (roles/jobs.ts).
@@ -11,7 +15,7 @@ import { openTestDatabase } from "../support/db.js";
 const NOW = Date.parse("2026-11-28T12:00:00Z");
 const SECOND = 1000;
 
-let database: Database;
+let database: Awaited<ReturnType<typeof openTestDatabase>>;
 
 beforeAll(async () => {
   database = await openTestDatabase();
@@ -76,5 +80,35 @@ describe("the idempotency purge job", () => {
     });
     await job.run(new AbortController().signal);
     expect(await keys()).toEqual(["fresh-2"]);
+  });
+
+  // A key older than 24 h is claimed again (its row renewed) while a purge waits for that row's
+  // lock: once the claim commits, the row is a new request's and must stay (found by review).
+  it.runIf(onPostgres)("leaves a key re-claimed while the purge waited for its lock", async () => {
+    await key("reclaimed", IDEMPOTENCY_RETENTION_MS + 3600 * SECOND);
+    const claim = new pg.Client({ connectionString: database.url });
+    await claim.connect();
+    try {
+      await claim.query("begin");
+      await claim.query(
+        "update idempotency_keys set created_at = $1, locked_at = $1, state = 'running' where key = 'reclaimed'",
+        [new Date(NOW)],
+      );
+      const purge = purgeIdempotencyKeys(database.db, new Date(NOW - IDEMPOTENCY_RETENTION_MS));
+      // Wait until the purge is blocked on the row's lock, then let the claim commit.
+      for (let i = 0; ; i++) {
+        const waiting = await claim.query(
+          "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+        );
+        if (waiting.rows[0].n > 0) break;
+        if (i > 200) throw new Error("the purge never waited for the claim's lock");
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      await claim.query("commit");
+      await purge;
+    } finally {
+      await claim.end();
+    }
+    expect(await keys()).toContain("reclaimed");
   });
 });
