@@ -96,7 +96,8 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   // Sensitive production writes need a fresh e-mailed code (+ TOTP); before the routes (onRoute check).
   registerStepUp(app, deps.authKit);
   registerMetrics(app, deps.metrics);
-  // Who did what: the record each route's config.audit declares, once it answered (issue #21).
+  // Who did what: the trail of the record each route's config.audit declares, which its use case
+  // writes in the action's transaction (issues #21, #36).
   registerAudit(app, deps);
 
   // The OpenAPI document: from the route schemas, finished from each route's config (openapi/document.ts).

@@ -2,6 +2,7 @@ import { Writable } from "node:stream";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestService, type TestService } from "../support/harness.js";
+import { accept, invite, mailedInvitation, otpFor, registerOwner } from "../team/support.js";
 import { type Receiver, startReceiver } from "../webhooks/support.js";
 import { balance, type Funded, fundedMerchant } from "../withdrawals/support.js";
 
@@ -252,6 +253,73 @@ describe("a record that cannot be written rolls its action back", () => {
     const fine = await records("auth.sign_in");
     expect((await login()).status).toBe(200);
     expect(await records("auth.sign_in")).toBe(fine + 1);
+  });
+
+  it("the team: joining, a role change, a removal, an invitation revoked, ownership transferred", async () => {
+    const owner = await registerOwner(svc);
+    const base = svc.urls.sandbox;
+    const db = svc.database.db;
+
+    // Joining: the invitation stays pending and no login exists; then the same link works.
+    const email = `join-${Date.now()}@example.com`;
+    expect(
+      (await invite(base, owner.bearer, { email, role: "viewer", otp: await otpFor(base, owner.bearer) }))
+        .status,
+    ).toBe(201);
+    const { token } = await mailedInvitation(svc, email);
+    expect(await refused("member.join", () => accept(base, token))).toBe(0);
+    const login = await sql<{
+      n: string;
+    }>`select count(*)::text as n from dashboard_users where email = ${email}`.execute(db);
+    expect(Number(login.rows[0]?.n)).toBe(0);
+    const joined = await accept(base, token);
+    expect(joined.status, joined.text).toBe(200);
+    const memberId = joined.body.data.user.id as string;
+
+    const roleOf = async (id: string) =>
+      (
+        await sql<{ r: string; removed: Date | null }>`select member_role as r, removed_at as removed
+        from dashboard_users where id = ${id}`.execute(db)
+      ).rows[0];
+    const change = async () =>
+      call(base, `/api/v1/dashboard/members/${memberId}`, {
+        method: "PATCH",
+        headers: owner.bearer,
+        json: { role: "developer", otp: await otpFor(base, owner.bearer) },
+      });
+    expect(await refused("member.role_change", change)).toBe(0);
+    expect((await roleOf(memberId))?.r).toBe("viewer");
+
+    const transfer = async () =>
+      call(base, `/api/v1/dashboard/members/${memberId}/transfer-ownership`, {
+        headers: owner.bearer,
+        json: { otp: await otpFor(base, owner.bearer) },
+      });
+    expect(await refused("ownership.transfer", transfer)).toBe(0);
+    expect((await roleOf(memberId))?.r).toBe("viewer");
+    expect((await roleOf(owner.userId))?.r).toBe("owner");
+
+    const remove = () =>
+      call(base, `/api/v1/dashboard/members/${memberId}`, { method: "DELETE", headers: owner.bearer });
+    expect(await refused("member.remove", remove)).toBe(0);
+    expect((await roleOf(memberId))?.removed).toBeNull();
+
+    const other = `revoke-${Date.now()}@example.com`;
+    const invited = await invite(base, owner.bearer, {
+      email: other,
+      role: "viewer",
+      otp: await otpFor(base, owner.bearer),
+    });
+    expect(invited.status, invited.text).toBe(201);
+    const revoke = () =>
+      call(base, `/api/v1/dashboard/invitations/${invited.body.data.id}`, {
+        method: "DELETE",
+        headers: owner.bearer,
+      });
+    expect(await refused("member.invitation_revoke", revoke)).toBe(0);
+    const still = await sql<{ revoked: Date | null }>`select revoked_at as revoked from member_invitations
+      where id = ${invited.body.data.id}`.execute(db);
+    expect(still.rows[0]?.revoked).toBeNull();
   });
 
   it("no audited route wrote its record after its action's commit", () => {
