@@ -75,6 +75,27 @@ export function SubmitButton({
   );
 }
 
+/** A button outside any form that runs `mutation`: disabled while it runs, showing `pendingLabel` meanwhile. */
+export function ActionButton({
+  mutation,
+  onClick,
+  className = "btn",
+  pendingLabel,
+  children,
+}: {
+  mutation: Pick<Submission, "isPending">;
+  onClick(): void;
+  className?: string;
+  pendingLabel: ReactNode;
+  children: ReactNode;
+}) {
+  return (
+    <button type="button" className={className} onClick={onClick} disabled={mutation.isPending}>
+      {mutation.isPending ? pendingLabel : children}
+    </button>
+  );
+}
+
 /**
  * The confirmation dialog of an action on `subject` (open while there is one): busy while the
  * write runs, its error inside; confirming runs `onConfirm(subject)`, cancelling closes the dialog

@@ -9,7 +9,7 @@ import {
   TRANSACTION_TYPES,
   type Transaction,
 } from "../api/types";
-import { Form, SubmitButton } from "../components/Form";
+import { ActionButton, Form, SubmitButton } from "../components/Form";
 import { TransactionTable } from "../components/TransactionTable";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
 import { currencyLabel, download } from "../lib/format";
@@ -100,14 +100,9 @@ export default function Transactions() {
     <>
       <PageHeader title="Transactions">
         {can("exports:read") ? (
-          <button
-            type="button"
-            className="btn"
-            onClick={() => exporting.mutate()}
-            disabled={exporting.isPending}
-          >
-            {exporting.isPending ? "Exporting…" : "Export CSV"}
-          </button>
+          <ActionButton mutation={exporting} onClick={() => exporting.mutate()} pendingLabel="Exporting…">
+            Export CSV
+          </ActionButton>
         ) : null}
       </PageHeader>
       <ErrorNotice error={exporting.error} />

@@ -3,7 +3,7 @@ import { useState } from "react";
 import { useSearchParams } from "react-router-dom";
 import { get, getList, post } from "../api/client";
 import type { DeliveryStatus, WebhookAttempt, WebhookEvent } from "../api/types";
-import { ConfirmAction, Form, SubmitButton } from "../components/Form";
+import { ActionButton, ConfirmAction, Form, SubmitButton } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
 import {
   Empty,
@@ -84,14 +84,14 @@ function EventDetail({ id, onClose }: { id: string; onClose(): void }) {
             <pre className="code-block">{JSON.stringify(e.payload, null, 2)}</pre>
           </details>
           {canWrite ? (
-            <button
-              type="button"
-              className="btn btn-primary"
+            <ActionButton
+              mutation={retry}
               onClick={() => retry.mutate()}
-              disabled={retry.isPending}
+              className="btn btn-primary"
+              pendingLabel="Retrying…"
             >
-              {retry.isPending ? "Retrying…" : "Retry now"}
-            </button>
+              Retry now
+            </ActionButton>
           ) : null}
           {retry.data ? (
             <Notice kind={retry.data.deliveryStatus === "delivered" ? "success" : "warning"}>
@@ -202,9 +202,9 @@ export default function Webhooks() {
             ) : null}
             <ErrorNotice error={saveUrl.error} />
             <div className="button-row">
-              <button type="button" className="btn" onClick={() => test.mutate()} disabled={test.isPending}>
-                {test.isPending ? "Sending…" : "Send a test event"}
-              </button>
+              <ActionButton mutation={test} onClick={() => test.mutate()} pendingLabel="Sending…">
+                Send a test event
+              </ActionButton>
             </div>
             {test.data ? (
               <Notice kind={test.data.deliveryStatus === "delivered" ? "success" : "warning"}>
