@@ -12,12 +12,15 @@ import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
-import { createDepositHandler } from "./deposits/index.js";
-import type { RouteDeps } from "./http/app-types.js";
+import { checkoutDeps, createDepositHandler } from "./deposits/index.js";
+import type { RouteDeps, UseCases } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
+import { SecretBox } from "./lib/secret-box.js";
+import { ApiKeyLookups } from "./merchants/index.js";
 import { createProcessLogger, type Logger } from "./observability/logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import type { ReadinessCheck } from "./observability/readiness.js";
+import { PayPages } from "./pay/index.js";
 import {
   FallbackRateLimitStore,
   MemoryRateLimitStore,
@@ -38,10 +41,11 @@ import { chainReadinessChecks, DepositHandoff } from "./watcher/index.js";
 import {
   createWebhookSending,
   registerWebhookMetrics,
+  WebhookStreamHub,
   type WebhookTransport,
   webhookReadinessCheck,
 } from "./webhooks/index.js";
-import { registerWithdrawalOutcomes } from "./withdrawals/index.js";
+import { type RequestTransfer, registerWithdrawalOutcomes } from "./withdrawals/index.js";
 import { liveWorkers } from "./worker/heartbeat.js";
 
 /** Everything a process role needs, built once from the configuration. */
@@ -54,6 +58,8 @@ export interface Runtime extends RouteDeps {
   chains: ChainRegistry;
   /** Watch-only HD address derivation (`allocateDepositAddress`): from `MASTER_XPUBS`, or the mnemonic. */
   addressDeriver: AddressDeriver;
+  /** Queues an outgoing transfer in the caller's transaction (the sending pipeline). */
+  requestTransfer: RequestTransfer;
   /** Where `addressDeriver`'s keys came from (CONTRACT §9 key custody), for the start-up log. */
   accountKeysSource: AccountKeys["source"];
   /** Where the deposit logic registers the handler of confirmed transfers (the watcher calls it). */
@@ -284,15 +290,38 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
           registry: metrics.registry,
         });
 
-  // The dashboard channel's kit, built once on first use (a role that serves no dashboard never builds its mailer).
+  // The dashboard channel's kit and the routes' use cases, built once on first use (a role that
+  // serves no HTTP never builds its mailer, page hub or stream hub).
   let authKit: AuthKit | undefined;
+  let useCases: UseCases | undefined;
   let closed = false;
+  const kit = () => {
+    authKit ??= createAuthKit({ config, db: db.db, clock, logger, secrets });
+    return authKit;
+  };
   return {
     config,
     secrets,
     get authKit() {
-      authKit ??= createAuthKit({ config, db: db.db, clock, logger, secrets });
-      return authKit;
+      return kit();
+    },
+    get useCases() {
+      if (!useCases) {
+        const built = composeUseCases({
+          config,
+          secrets,
+          database,
+          clock,
+          logger,
+          chains,
+          addressDeriver,
+          kit: kit(),
+        });
+        closers.unshift(() => built.webhookStream.close());
+        closers.unshift(async () => built.payPages.close());
+        useCases = built;
+      }
+      return useCases;
     },
     logger,
     clock,
@@ -323,6 +352,66 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
         }
       }
     },
+  };
+}
+
+/**
+ * The use-case objects the routes call (`RouteDeps.useCases`), composed once per process: a route
+ * parses, calls one of them (or a plain use-case function of a feature) and presents; it never
+ * builds one (ARCHITECTURE.md "One route shape").
+ */
+function composeUseCases(parts: {
+  config: Config;
+  secrets: ResolvedSecrets;
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  chains: ChainRegistry;
+  addressDeriver: AddressDeriver;
+  kit: AuthKit;
+}): UseCases {
+  const { config, database, clock, chains } = parts;
+  const db = database.db;
+  const box = new SecretBox(parts.secrets.SECRET_ENCRYPTION_KEY);
+  const idempotency = { db, clock, leaseMs: config.idempotency.leaseMs };
+  const stream = config.webhooks.stream;
+  return {
+    checkout: checkoutDeps({
+      db,
+      clock,
+      idempotencyLeaseMs: config.idempotency.leaseMs,
+      chains,
+      addressDeriver: parts.addressDeriver,
+      fees: config.fees,
+      checkout: config.checkout,
+      callbackUrls: {
+        allowCidrs: config.webhooks.ssrfAllowCidrs,
+        allowedPorts: config.webhooks.allowedPorts,
+      },
+      baseUrl: (environment) =>
+        environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl,
+    }),
+    withdrawals: {
+      db,
+      idempotency,
+      chains,
+      addresses: parts.addressDeriver,
+      kit: parts.kit,
+      fees: config.fees,
+      requestTransfer,
+      now: () => new Date(clock.now()),
+    },
+    webhookEndpoints: { db, box, webhooks: config.webhooks },
+    webhookStream: new WebhookStreamHub({
+      database,
+      box,
+      logger: parts.logger,
+      limits: { perKey: stream.maxPerKey, perMerchant: stream.maxPerMerchant, total: stream.maxTotal },
+      maxLifetimeMs: stream.maxLifetimeMs,
+      reauthMs: stream.reauthMs,
+    }),
+    apiKeyLookups: new ApiKeyLookups(db),
+    payPages: new PayPages({ db, clock, chains, contracts: config.chains, logger: parts.logger }),
   };
 }
 

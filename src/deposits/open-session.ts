@@ -13,6 +13,12 @@ import type { Environment } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import type { FeeSchedule } from "../domain/fees.js";
 import { amountField } from "../domain/money.js";
+import {
+  type IdempotencyContext,
+  type IdempotentAnswer,
+  type IdempotentCall,
+  runIdempotent,
+} from "../idempotency/index.js";
 import type { Clock } from "../lib/clock.js";
 import { type AddressDeriver, DepositIndexReserve } from "../wallet/index.js";
 import { validateWebhookUrl } from "../webhooks/index.js";
@@ -28,13 +34,14 @@ import { findCheckoutSession, findSessionDetections } from "./sessions-store.js"
 /**
  * The use cases of the deposit routes (CONTRACT §4.1): open a checkout session, read one, generate a
  * permanent deposit address. Each validates its input, checks that the chain is available
- * (503 CHAIN_UNAVAILABLE before anything is written) and returns the creation to run in the
- * transaction of the caller's idempotent request.
+ * (503 CHAIN_UNAVAILABLE before anything is written), then creates once per `Idempotency-Key`
+ * (`runIdempotent`: the creation and its stored answer commit together).
  */
 
 export interface CheckoutDeps {
   db: Db;
   clock: Clock;
+  idempotency: IdempotencyContext;
   chains: Pick<ChainRegistry, "get" | "requiredConfirmations">;
   /** Creating sessions and wallets: deriver, the process's index reserve, fees, late-payment window. */
   create: CreateDepositDeps;
@@ -49,6 +56,7 @@ export interface CheckoutDeps {
 export function checkoutDeps(deps: {
   db: Db;
   clock: Clock;
+  idempotencyLeaseMs: number;
   chains: Pick<ChainRegistry, "get" | "requiredConfirmations">;
   addressDeriver: AddressDeriver;
   fees: FeeSchedule;
@@ -59,6 +67,7 @@ export function checkoutDeps(deps: {
   return {
     db: deps.db,
     clock: deps.clock,
+    idempotency: { db: deps.db, clock: deps.clock, leaseMs: deps.idempotencyLeaseMs },
     chains: deps.chains,
     create: {
       deriver: deps.addressDeriver,
@@ -93,14 +102,15 @@ export interface OpenCheckoutSessionInput {
 
 /**
  * `POST /checkout/session`: validates the request (amount, lifetime, metadata, the `callbackUrl`
- * resolved against the webhook URL rules) and the chain's availability, then returns the creation
- * to run in the caller's transaction. Throws 400 VALIDATION_ERROR or 503 CHAIN_UNAVAILABLE.
+ * resolved against the webhook URL rules) and the chain's availability, then creates the session
+ * once per `Idempotency-Key`. Throws 400 VALIDATION_ERROR or 503 CHAIN_UNAVAILABLE.
  */
 export async function openCheckoutSession(
   deps: CheckoutDeps,
   scope: Scope,
   input: OpenCheckoutSessionInput,
-): Promise<(trx: Db) => Promise<CheckoutSessionView>> {
+  call: IdempotentCall<CheckoutSessionView>,
+): Promise<IdempotentAnswer> {
   const amount = amountField("amount", input.amount);
   const lifetime = sessionLifetimeMs(input.expiresInMinutes, deps.minExpirySeconds);
   const errors: FieldError[] = [...amount.errors, ...lifetime.errors, ...metadataErrors(input.metadata)];
@@ -117,7 +127,7 @@ export async function openCheckoutSession(
   if (errors.length > 0 || amount.units === undefined) throw AppError.validation(errors);
   const units = amount.units;
   deps.chains.get(input.currencyType, scope.environment); // 503 CHAIN_UNAVAILABLE before anything is written
-  return async (trx) => {
+  const create = async (trx: Db): Promise<CheckoutSessionView> => {
     const session = await createCheckoutSession(
       trx,
       deps.create,
@@ -138,6 +148,10 @@ export async function openCheckoutSession(
       detection: noDetection(deps.chains.requiredConfirmations(input.currencyType, scope.environment)),
     };
   };
+  // createCheckoutSession writes its three rows in one statement (its index is not transactional).
+  return runIdempotent(deps.idempotency, call.idempotency(), async (trx) => call.answer(await create(trx)), {
+    singleWrite: true,
+  });
 }
 
 /** `GET /checkout/session/{id}`: a merchant's session with what the chain shows of it; 404 otherwise. */
@@ -160,16 +174,17 @@ export async function getCheckoutSession(
 }
 
 /**
- * `POST /wallet/generate`: checks the chain's availability (503 CHAIN_UNAVAILABLE), then returns
- * the creation of the permanent address to run in the caller's transaction.
+ * `POST /wallet/generate`: checks the chain's availability (503 CHAIN_UNAVAILABLE), then creates the
+ * permanent address once per `Idempotency-Key`.
  */
-export function openDepositWallet(
+export async function openDepositWallet(
   deps: CheckoutDeps,
   scope: Scope,
   input: { currencyType: CurrencyType; label?: string | undefined; externalUserId?: string | undefined },
-): (trx: Db) => Promise<DepositWallet> {
+  call: IdempotentCall<DepositWallet>,
+): Promise<IdempotentAnswer> {
   deps.chains.get(input.currencyType, scope.environment);
-  return (trx) =>
+  const create = (trx: Db) =>
     generateDepositWallet(
       trx,
       deps.create,
@@ -181,4 +196,5 @@ export function openDepositWallet(
       },
       new Date(deps.clock.now()),
     );
+  return runIdempotent(deps.idempotency, call.idempotency(), async (trx) => call.answer(await create(trx)));
 }

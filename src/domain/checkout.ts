@@ -1,6 +1,5 @@
 import type { CurrencyType } from "./currency.js";
 import type { FieldError } from "./errors.js";
-import { formatAmount } from "./money.js";
 import type { TransactionRecord } from "./transaction.js";
 
 /** Longest session lifetime (CONTRACT §4.1): 1440 minutes. */
@@ -127,38 +126,6 @@ export interface SessionDetection {
 export function noDetection(required: number): SessionDetection {
   return { detectedAt: null, detectedAmount: 0n, confirmations: { current: 0, required } };
 }
-
-/** The session object of CONTRACT §4.1 (amounts in USDT; `id` = `transactionId`). */
-export function presentCheckoutSession(
-  s: CheckoutSessionRecord,
-  checkoutUrl: string,
-  detection: SessionDetection,
-) {
-  const t = s.transaction;
-  return {
-    id: t.id,
-    transactionId: t.id,
-    status: t.status,
-    amount: formatAmount(t.amount),
-    currencyType: t.currencyType,
-    network: s.network,
-    walletAddress: s.address,
-    expiresAt: s.expiresAt.toISOString(),
-    checkoutUrl,
-    callbackUrl: s.callbackUrl,
-    orderId: t.orderId,
-    metadata: s.metadata,
-    actualBalance: t.actualBalance === null ? 0 : formatAmount(t.actualBalance),
-    blockchainTxHash: t.blockchainTxHash,
-    createdAt: t.createdAt.toISOString(),
-    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
-    detectedAt: detection.detectedAt ? detection.detectedAt.toISOString() : null,
-    detectedAmount: formatAmount(detection.detectedAmount),
-    confirmations: { ...detection.confirmations },
-  };
-}
-
-export type CheckoutSessionView = ReturnType<typeof presentCheckoutSession>;
 
 /** `{base}/pay/{id}` for the environment's base URL. */
 export function checkoutUrl(baseUrl: string, sessionId: string): string {

@@ -1,5 +1,4 @@
 import type { CurrencyType } from "./currency.js";
-import { formatAmount } from "./money.js";
 import type { TransactionRecord } from "./transaction.js";
 
 /**
@@ -19,7 +18,8 @@ export type WithdrawalStatus = (typeof WITHDRAWAL_STATUSES)[number];
 export const PAYOUT_STATUSES = ["processing", "completed", "failed"] as const;
 export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
 
-function statusOf<T extends string>(allowed: readonly T[], t: TransactionRecord): T {
+/** A withdrawal's or payout's status, checked against the statuses of its kind. */
+export function statusOf<T extends string>(allowed: readonly T[], t: TransactionRecord): T {
   if (!(allowed as readonly string[]).includes(t.status)) {
     throw new Error(`${t.type} ${t.id} has status ${t.status}, which ${t.type}s never have`);
   }
@@ -59,57 +59,4 @@ export interface RecordedApproval {
   actorId: string;
   email: string | null;
   approvedAt: Date;
-}
-
-/** The approvals of a request as the API shows them (on its read and on an approval's answer). */
-export function presentApprovals(approvals: readonly RecordedApproval[], required: number) {
-  return {
-    approvals: approvals.map((a) => ({
-      actorType: a.actorType,
-      actorId: a.actorId,
-      email: a.email,
-      approvedAt: a.approvedAt.toISOString(),
-    })),
-    approvalsRequired: required,
-  };
-}
-
-/** The withdrawal object of CONTRACT §4.2 (amounts in USDT). */
-export function presentWithdrawal(t: TransactionRecord) {
-  return {
-    id: t.id,
-    transactionId: t.id,
-    status: statusOf(WITHDRAWAL_STATUSES, t),
-    amount: formatAmount(t.amount),
-    fee: formatAmount(t.fee),
-    netAmount: formatAmount(t.netAmount),
-    currencyType: t.currencyType,
-    network: t.currencyType,
-    walletAddress: t.walletAddress ?? "",
-    externalUserId: t.externalUserId,
-    reference: t.reference,
-    blockchainTxHash: t.blockchainTxHash,
-    rejectionReason: t.rejectionReason,
-    createdAt: t.createdAt.toISOString(),
-    updatedAt: t.updatedAt.toISOString(),
-    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
-  };
-}
-
-/** The payout object of CONTRACT §4.3. */
-export function presentPayout(t: TransactionRecord) {
-  return {
-    id: t.id,
-    transactionId: t.id,
-    status: statusOf(PAYOUT_STATUSES, t),
-    amount: formatAmount(t.amount),
-    fee: formatAmount(t.fee),
-    netAmount: formatAmount(t.netAmount),
-    currencyType: t.currencyType,
-    network: t.currencyType,
-    walletAddress: t.walletAddress ?? "",
-    blockchainTxHash: t.blockchainTxHash,
-    createdAt: t.createdAt.toISOString(),
-    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
-  };
 }

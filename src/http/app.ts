@@ -89,7 +89,7 @@ export async function buildApp(deps: RouteDeps, options: BuildAppOptions = {}): 
   await registerCors(app, config);
   await registerDashboardAuth(app, deps.authKit);
   registerSandboxOnly(app);
-  registerAuth(app, config, deps.database.db);
+  registerAuth(app, config, deps.useCases.apiKeyLookups);
   registerKeyRateLimit(app, config, deps.rateLimitStore, deps.clock);
   // Every merchant route a dashboard session reaches declares its permission (onRoute check).
   registerPermissions(app);

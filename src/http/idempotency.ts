@@ -1,46 +1,31 @@
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../domain/errors.js";
-import {
-  type IdempotencyContext,
-  type IdempotentAnswer,
-  type IdempotentOptions,
-  type IdempotentRequest,
-  type IdempotentWork,
-  runIdempotent,
-} from "../idempotency/index.js";
+import type { IdempotentAnswer, IdempotentCall, IdempotentRequest } from "../idempotency/index.js";
 import type { Principal } from "./context.js";
-
-export { IDEMPOTENCY_RETENTION_MS, type IdempotencyContext } from "../idempotency/index.js";
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
- * Runs a creating POST once per `Idempotency-Key` (CONTRACT §4; the protocol itself is
- * `idempotency/run.ts`): the same key with the same body replays the stored response (status and
- * bytes, with `Idempotent-Replayed: true`); a different body is 422 IDEMPOTENCY_MISMATCH; the first
- * request still running is 409 IDEMPOTENCY_CONFLICT. `run` gets the transaction in which the stored
- * response is written, so "created" and "remembered" commit together. A request that fails with an
- * error stores nothing: retrying with the same key is allowed. Without the header, `run` simply
- * runs in a transaction.
- *
- * `options.beforeRun` is what only a request that will really run may do, outside the transaction:
- * it is skipped for a replay, a mismatch and a request in flight. `options.singleWrite`: `run`
- * writes with ONE statement, so without the header it runs on the pool without BEGIN/COMMIT.
+ * How a creating route asks to be answered (CONTRACT §4; the protocol itself is
+ * `idempotency/run.ts`, run by the use case): its `Idempotency-Key` and request hash, and
+ * `present` serialised with the route's response schema, so that a replay sends the same bytes.
+ * The same key with the same body replays the stored response (status and bytes, with
+ * `Idempotent-Replayed: true`); a different body is 422 IDEMPOTENCY_MISMATCH; the first request
+ * still running is 409 IDEMPOTENCY_CONFLICT. The one shape of every creating route:
+ * `sendAnswer(reply, await useCase(deps, who, input, idempotentCall(request, reply, who, 201, present)))`.
  */
-export async function idempotentCreate(
-  ctx: IdempotencyContext,
+export function idempotentCall<T>(
   request: FastifyRequest,
   reply: FastifyReply,
   who: Principal,
   status: number,
-  run: IdempotentWork<unknown>,
-  options: IdempotentOptions = {},
-): Promise<FastifyReply> {
-  const req = idempotentRequest(request, reply, who, status);
-  // The body is serialised here (with the route's response schema) so that a replay sends the same bytes.
-  const answer = await runIdempotent(ctx, req, async (trx) => serialize(reply, await run(trx)), options);
-  return sendAnswer(reply, answer);
+  present: (result: T) => unknown,
+): IdempotentCall<T> {
+  return {
+    idempotency: () => idempotentRequest(request, reply, who, status),
+    answer: (result) => serialize(reply, present(result)),
+  };
 }
 
 /**

@@ -16,6 +16,7 @@ export {
   IDEMPOTENCY_RETENTION_MS,
   type IdempotencyContext,
   type IdempotentAnswer,
+  type IdempotentCall,
   type IdempotentOptions,
   type IdempotentRequest,
   type IdempotentWork,

@@ -39,6 +39,17 @@ export interface IdempotentRequest {
   log: { warn(obj: { err: unknown }, msg: string): void };
 }
 
+/**
+ * How the channel that received a creating request wants it answered — the one shape every
+ * creating use case takes (issue #36): the use case runs its checks, then `runIdempotent` with
+ * `idempotency()` (read only once the checks passed) and turns its result into the stored bytes
+ * with `answer` (what a retry with the same key replays).
+ */
+export interface IdempotentCall<T> {
+  idempotency: () => IdempotentRequest;
+  answer: (result: T) => string;
+}
+
 /** The answer: a fresh run's body, or the stored answer of the key's first request. */
 export type IdempotentAnswer =
   | { kind: "ran"; body: string }

@@ -10,7 +10,6 @@ export {
 } from "./payouts.js";
 export {
   approveWithdrawalRequest,
-  type CreateCall,
   getWithdrawal,
   getWithdrawalWithApprovals,
   listWithdrawals,

@@ -4,10 +4,10 @@ import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord } from "../domain/transaction.js";
-import { type IdempotentAnswer, runIdempotent } from "../idempotency/index.js";
+import { type IdempotentAnswer, type IdempotentCall, runIdempotent } from "../idempotency/index.js";
 import { listTransactions } from "../transactions/index.js";
 import { checkDestination } from "./destinations.js";
-import { type CreateCall, findOfKind, type Scope, type WithdrawalDesk } from "./requests.js";
+import { findOfKind, type Scope, type WithdrawalDesk } from "./requests.js";
 import { sendPayout, validateWithdrawal } from "./service.js";
 
 export interface PayoutDesk extends WithdrawalDesk {
@@ -23,7 +23,7 @@ export interface NewPayout {
   otp: string;
 }
 
-export interface PayoutCall extends CreateCall {
+export interface PayoutCall extends IdempotentCall<TransactionRecord> {
   /**
    * The channel's step-up check (production: the OTP, and the TOTP when 2FA is on): the id of the
    * checked code, or null when the channel asks none (sandbox: then `otp` is checked here).

@@ -6,7 +6,7 @@ import { AppError } from "../domain/errors.js";
 import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord, TransactionStatus } from "../domain/transaction.js";
 import { type Approver, approvalsRequired } from "../domain/withdrawal.js";
-import { type IdempotencyContext, type IdempotentRequest, runIdempotent } from "../idempotency/index.js";
+import { type IdempotencyContext, type IdempotentCall, runIdempotent } from "../idempotency/index.js";
 import { getSettings } from "../merchants/index.js";
 import { findTransaction, listTransactions } from "../transactions/index.js";
 import { listApprovals } from "./approvals.js";
@@ -34,14 +34,6 @@ export interface WithdrawalDesk extends WithdrawalDeps {
 
 export type Scope = { merchantId: string; environment: Environment };
 
-/** How a creating request is answered: the idempotency of its channel and the bytes of its answer. */
-export interface CreateCall {
-  /** The request's `Idempotency-Key` and hash, read (and validated) when the checks before it passed. */
-  idempotency: () => IdempotentRequest;
-  /** The answer's body (what a retry with the same key replays). */
-  answer: (t: TransactionRecord) => string;
-}
-
 /**
  * `POST /withdrawal-requests`: the chain must be available and the destination an outside one (no
  * burn address, none of the gateway's own: `checkDestination`, before anything is held); then,
@@ -51,7 +43,7 @@ export async function requestWithdrawal(
   desk: WithdrawalDesk,
   scope: Scope,
   input: NewWithdrawal,
-  call: CreateCall,
+  call: IdempotentCall<TransactionRecord>,
 ) {
   desk.chains.get(input.currencyType, scope.environment);
   await checkDestination(desk.db, desk.addresses, scope.environment, input.currencyType, input.walletAddress);

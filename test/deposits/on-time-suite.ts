@@ -16,10 +16,11 @@ import { createCheckoutSession, generateDepositWallet } from "../../src/deposits
 import { expireDueSessions } from "../../src/deposits/expiry.js";
 import { createDepositHandler } from "../../src/deposits/handler.js";
 import { findCheckoutSession, findSessionDetections } from "../../src/deposits/sessions-store.js";
-import { noDetection, presentCheckoutSession } from "../../src/domain/checkout.js";
+import { noDetection } from "../../src/domain/checkout.js";
 import type { CurrencyType } from "../../src/domain/currency.js";
 import { DEFAULT_FEE_SCHEDULE, type FeeSchedule } from "../../src/domain/fees.js";
 import { presentTransaction } from "../../src/domain/transaction.js";
+import { presentCheckoutSession } from "../../src/http/schemas/deposits.js";
 import { getBalances } from "../../src/ledger/balances.js";
 import { verifyLedger } from "../../src/ledger/verify.js";
 import { ManualClock } from "../../src/lib/clock.js";

@@ -5,9 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/database.js";
 import { ERROR_CODES } from "../../src/domain/errors.js";
 import type { App, RouteDeps } from "../../src/http/app-types.js";
-import { idempotentCreate } from "../../src/http/idempotency.js";
+import { idempotentCall, sendAnswer } from "../../src/http/idempotency.js";
 import { principal } from "../../src/http/plugins/auth.js";
 import { commonErrors, ok } from "../../src/http/schemas/common.js";
+import { runIdempotent } from "../../src/idempotency/index.js";
 import { updateSettings } from "../../src/merchants/index.js";
 import { openTestDatabase } from "../support/db.js";
 import { type Call, call, keysOf, startTestService, type TestService } from "../support/harness.js";
@@ -33,7 +34,7 @@ const MAX_WAVES = 40;
 
 describe("a transient database fault that outlasts the retries (both drivers)", () => {
   // A creating route whose operation fails, `failing` times in a row, with the error a terminated
-  // backend gives; it runs in the transaction of `idempotentCreate`, like the real creating routes.
+  // backend gives; it runs in the transaction of `runIdempotent`, like the real creating use cases.
   let failing = 0;
   let runs = 0;
   function flaky(app: App, deps: RouteDeps) {
@@ -44,8 +45,12 @@ describe("a transient database fault that outlasts the retries (both drivers)", 
         config: { auth: "apiKey", tier: "standard", permission: "payments:create" },
         schema: { response: { 201: ok(Type.Object({ runs: Type.Integer() })), ...commonErrors } },
       },
-      async (request, reply) =>
-        idempotentCreate(idem, request, reply, principal(request), 201, async (trx) => {
+      async (request, reply) => {
+        const call = idempotentCall(request, reply, principal(request), 201, (r: { runs: number }) => ({
+          success: true as const,
+          data: r,
+        }));
+        const answer = await runIdempotent(idem, call.idempotency(), async (trx) => {
           runs += 1;
           await sql`select 1`.execute(trx);
           if (failing > 0) {
@@ -55,8 +60,10 @@ describe("a transient database fault that outlasts the retries (both drivers)", 
               severity: "FATAL",
             });
           }
-          return { success: true as const, data: { runs } };
-        }),
+          return call.answer({ runs });
+        });
+        return sendAnswer(reply, answer);
+      },
     );
   }
 

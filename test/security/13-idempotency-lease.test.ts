@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../../src/domain/errors.js";
 import type { App, RouteDeps } from "../../src/http/app-types.js";
-import { idempotentCreate } from "../../src/http/idempotency.js";
+import { idempotentCall, sendAnswer } from "../../src/http/idempotency.js";
 import { principal } from "../../src/http/plugins/auth.js";
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   type IdempotencyScope,
   renewIdempotencyClaim,
+  runIdempotent,
 } from "../../src/idempotency/index.js";
 import { ManualClock } from "../../src/lib/clock.js";
 import type { CreatedMerchant } from "../../src/merchants/index.js";
@@ -40,12 +41,13 @@ function slowCreateRoute(app: App, deps: RouteDeps) {
   app.post("/test/slow-create", { config }, async (request, reply) => {
     const who = principal(request);
     let mine = 0;
-    return idempotentCreate(
+    const call = idempotentCall(request, reply, who, 201, (run: number) => ({
+      success: true,
+      data: { run },
+    }));
+    const answer = await runIdempotent(
       ctx,
-      request,
-      reply,
-      who,
-      201,
+      call.idempotency(),
       async (trx) => {
         // The operation's write, in the transaction that stores the answer.
         await trx
@@ -53,7 +55,7 @@ function slowCreateRoute(app: App, deps: RouteDeps) {
           .set({ company_name: `run ${mine}` })
           .where("id", "=", who.merchantId)
           .execute();
-        return { success: true, data: { run: mine } };
+        return call.answer(mine);
       },
       {
         beforeRun: async () => {
@@ -66,6 +68,7 @@ function slowCreateRoute(app: App, deps: RouteDeps) {
         },
       },
     );
+    return sendAnswer(reply, answer);
   });
 }
 

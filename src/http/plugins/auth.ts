@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../../config/config.js";
-import { ApiKeyLookups } from "../../merchants/index.js";
+import type { ApiKeyLookups } from "../../merchants/index.js";
 import type { Principal } from "../context.js";
 import { authenticateApiKey } from "./api-key-auth.js";
 import { authenticateDashboard } from "./dashboard-auth.js";
@@ -11,13 +11,8 @@ import { authenticateDashboard } from "./dashboard-auth.js";
  * the API-key channel, otherwise the dashboard session is checked. Either way the caller acts for a
  * member, whose role must allow the route's `config.permission` (one check: `assertRoleAllows`).
  */
-export function registerAuth(
-  app: FastifyInstance,
-  config: Config,
-  db: ConstructorParameters<typeof ApiKeyLookups>[0],
-) {
+export function registerAuth(app: FastifyInstance, config: Config, keys: ApiKeyLookups) {
   app.decorateRequest("principal", undefined);
-  const keys = new ApiKeyLookups(db);
   app.addHook("onRequest", async (request) => {
     const routeConfig = request.routeOptions.config;
     const mode = routeConfig?.auth;

@@ -1,13 +1,7 @@
 import { Type } from "@sinclair/typebox";
-import {
-  checkoutDeps,
-  getCheckoutSession,
-  openCheckoutSession,
-  openDepositWallet,
-} from "../../deposits/index.js";
-import { presentCheckoutSession } from "../../domain/checkout.js";
+import { getCheckoutSession, openCheckoutSession, openDepositWallet } from "../../deposits/index.js";
 import type { App, RouteDeps } from "../app-types.js";
-import { idempotentCreate } from "../idempotency.js";
+import { idempotentCall, sendAnswer } from "../idempotency.js";
 import { requireVerifiedSecret } from "../plugins/api-key-auth.js";
 import { principal } from "../plugins/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
@@ -16,6 +10,7 @@ import {
   CreateCheckoutSessionBody,
   DepositWalletSchema,
   GenerateWalletBody,
+  presentCheckoutSession,
 } from "../schemas/deposits.js";
 
 const IdempotencyHeaders = Type.Object({
@@ -59,20 +54,7 @@ const GeneratedWalletSchema = Type.Object(
  * the API key of a merchant's server, or the dashboard session (its "create a test session").
  */
 export function checkoutRoutes(app: App, deps: RouteDeps) {
-  const { config, database, clock, chains } = deps;
-  const db = database.db;
-  const idem = { db, clock, leaseMs: config.idempotency.leaseMs };
-  const checkout = checkoutDeps({
-    db,
-    clock,
-    chains,
-    addressDeriver: deps.addressDeriver,
-    fees: config.fees,
-    checkout: config.checkout,
-    callbackUrls: { allowCidrs: config.webhooks.ssrfAllowCidrs, allowedPorts: config.webhooks.allowedPorts },
-    baseUrl: (environment) =>
-      environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl,
-  });
+  const checkout = deps.useCases.checkout;
   const tags = ["Deposits"];
 
   app.post(
@@ -101,23 +83,16 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
       const body = request.body;
       // Before anything else (validation resolves the URL; an Idempotency-Key replay must not skip it).
       if (body.callbackUrl !== undefined) requireVerifiedSecret(who, "Setting callbackUrl");
-      const open = await openCheckoutSession(checkout, who, body);
-      return idempotentCreate(
-        idem,
-        request,
-        reply,
+      const answer = await openCheckoutSession(
+        checkout,
         who,
-        201,
-        async (trx) => {
-          const view = await open(trx);
-          return {
-            success: true as const,
-            data: presentCheckoutSession(view.session, view.checkoutUrl, view.detection),
-          };
-        },
-        // createCheckoutSession writes its three rows in one statement (its index is not transactional).
-        { singleWrite: true },
+        body,
+        idempotentCall(request, reply, who, 201, (view) => ({
+          success: true as const,
+          data: presentCheckoutSession(view.session, view.checkoutUrl, view.detection),
+        })),
       );
+      return sendAnswer(reply, answer);
     },
   );
 
@@ -165,14 +140,16 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
     async (request, reply) => {
       const who = principal(request);
       const body = request.body;
-      const open = openDepositWallet(checkout, who, body);
-      return idempotentCreate(idem, request, reply, who, 201, async (trx) => {
-        const wallet = await open(trx);
-        return {
+      const answer = await openDepositWallet(
+        checkout,
+        who,
+        body,
+        idempotentCall(request, reply, who, 201, (wallet) => ({
           success: true as const,
           data: { ...wallet, walletAddress: wallet.address, createdAt: wallet.createdAt.toISOString() },
-        };
-      });
+        })),
+      );
+      return sendAnswer(reply, answer);
     },
   );
 }

@@ -10,7 +10,6 @@ import {
   contentSecurityPolicy,
   isFinal,
   type LiveSnapshot,
-  PayPages,
   remainingAmount,
   renderNotFoundPage,
 } from "../../pay/index.js";
@@ -57,15 +56,8 @@ function pageHeaders(reply: FastifyReply, nonce: string) {
  * the merchant's secrets, `callbackUrl` or `metadata`.
  */
 export function payRoutes(app: App, deps: RouteDeps) {
-  const { config } = deps;
   const tags = ["Hosted payment page"];
-  const pages = new PayPages({
-    db: deps.database.db,
-    clock: deps.clock,
-    chains: deps.chains,
-    contracts: config.chains,
-    logger: deps.logger,
-  });
+  const pages = deps.useCases.payPages;
   app.addHook("preClose", async () => pages.close());
   app.addHook("onClose", async () => pages.close());
 

@@ -2,15 +2,7 @@ import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
-import { SecretBox } from "../../lib/secret-box.js";
-import { ApiKeyLookups } from "../../merchants/index.js";
-import {
-  positionToken,
-  type StreamEnd,
-  type StreamedDelivery,
-  startCursor,
-  WebhookStreamHub,
-} from "../../webhooks/index.js";
+import { positionToken, type StreamEnd, type StreamedDelivery, startCursor } from "../../webhooks/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { authenticateApiKey } from "../plugins/api-key-auth.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
@@ -37,17 +29,9 @@ export function sseEnd(why: StreamEnd): string {
  * Logic in `webhooks/stream.ts`.
  */
 export function webhookStreamRoutes(app: App, deps: RouteDeps) {
-  const limits = deps.config.webhooks.stream;
-  const hub = new WebhookStreamHub({
-    database: deps.database,
-    box: new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY),
-    logger: deps.logger,
-    limits: { perKey: limits.maxPerKey, perMerchant: limits.maxPerMerchant, total: limits.maxTotal },
-    maxLifetimeMs: limits.maxLifetimeMs,
-    reauthMs: limits.reauthMs,
-  });
+  const hub = deps.useCases.webhookStream;
   // The streams' re-authorisations: the API-key channel's own lookup (coalesced, never cached).
-  const keys = new ApiKeyLookups(deps.database.db);
+  const keys = deps.useCases.apiKeyLookups;
   app.addHook("preClose", () => hub.close());
   app.addHook("onClose", () => hub.close());
 

@@ -1,6 +1,5 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
-import { SecretBox } from "../../lib/secret-box.js";
 import {
   eventWithAttempts,
   listEvents,
@@ -125,11 +124,7 @@ function formatAttempt(a: WebhookAttemptRow) {
 
 export function webhookRoutes(app: App, deps: RouteDeps) {
   const db = deps.database.db;
-  const endpoints = {
-    db,
-    box: new SecretBox(deps.secrets.SECRET_ENCRYPTION_KEY),
-    webhooks: deps.config.webhooks,
-  };
+  const endpoints = deps.useCases.webhookEndpoints;
   const manual = deps.manualWebhooks;
   const tags = ["Webhooks"];
 

@@ -1,12 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { amountField } from "../../domain/money.js";
-import {
-  type Approver,
-  presentApprovals,
-  presentPayout,
-  presentWithdrawal,
-} from "../../domain/withdrawal.js";
+import type { Approver } from "../../domain/withdrawal.js";
 import {
   approveWithdrawalRequest,
   createPayout,
@@ -14,13 +9,12 @@ import {
   getWithdrawalWithApprovals,
   listPayouts,
   listWithdrawals,
-  type PayoutDesk,
   rejectWithdrawalRequest,
   requestWithdrawal,
 } from "../../withdrawals/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import type { AuthMode, Principal } from "../context.js";
-import { idempotentRequest, sendAnswer, serialize } from "../idempotency.js";
+import { idempotentCall, sendAnswer } from "../idempotency.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { auditTrail } from "../plugins/audit.js";
 import { principal } from "../plugins/auth.js";
@@ -31,6 +25,9 @@ import {
   CreatePayoutBody,
   CreateWithdrawalBody,
   PayoutSchema,
+  presentApprovals,
+  presentPayout,
+  presentWithdrawal,
   RejectBody,
   WithdrawalSchema,
   WithdrawalStatusSchema,
@@ -50,18 +47,9 @@ const WithdrawalListQuery = Type.Composite([
  * (`/api/v1/dashboard/…`); payouts (§4.3): created from the dashboard after an OTP, read on both.
  */
 export function withdrawalRoutes(app: App, deps: RouteDeps) {
-  const db = deps.database.db;
-  const kit = deps.authKit;
-  const desk: PayoutDesk = {
-    db,
-    idempotency: { db, clock: deps.clock, leaseMs: deps.config.idempotency.leaseMs },
-    chains: deps.chains,
-    addresses: deps.addressDeriver,
-    kit,
-    fees: deps.config.fees,
-    requestTransfer: deps.requestTransfer,
-    now: () => new Date(deps.clock.now()),
-  };
+  const desk = deps.useCases.withdrawals;
+  const db = desk.db;
+  const kit = desk.kit;
   const tags = ["Withdrawals"];
   const channels: { prefix: string; auth: AuthMode; readTier: "standard" | "dashboard" }[] = [
     { prefix: "/api/v1/public", auth: "apiKey", readTier: "standard" },
@@ -112,10 +100,10 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           externalUserId: body.externalUserId ?? null,
           reference: body.reference ?? null,
         },
-        {
-          idempotency: () => idempotentRequest(request, reply, who, 201),
-          answer: (t) => serialize(reply, { success: true as const, data: presentWithdrawal(t) }),
-        },
+        idempotentCall(request, reply, who, 201, (t) => ({
+          success: true as const,
+          data: presentWithdrawal(t),
+        })),
       );
       return sendAnswer(reply, answer);
     },
@@ -318,8 +306,10 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
           otp: body.otp,
         },
         {
-          idempotency: () => idempotentRequest(request, reply, who, 201),
-          answer: (t) => serialize(reply, { success: true as const, data: presentPayout(t) }),
+          ...idempotentCall(request, reply, who, 201, (t) => ({
+            success: true as const,
+            data: presentPayout(t),
+          })),
           // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (§4.3).
           stepUp: () => checkStepUpOf(request, kit),
           audit: auditTrail(request),

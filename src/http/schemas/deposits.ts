@@ -1,4 +1,6 @@
 import { Type } from "@sinclair/typebox";
+import type { CheckoutSessionRecord, SessionDetection } from "../../domain/checkout.js";
+import { formatAmount } from "../../domain/money.js";
 import type { TransactionStatus } from "../../domain/transaction.js";
 import { CurrencyTypeSchema, nullable } from "./transaction.js";
 
@@ -141,3 +143,33 @@ export const DepositWalletSchema = Type.Object(
   },
   { description: "A permanent deposit address" },
 );
+
+/** The session object of CONTRACT §4.1 (amounts in USDT; `id` = `transactionId`). */
+export function presentCheckoutSession(
+  s: CheckoutSessionRecord,
+  checkoutUrl: string,
+  detection: SessionDetection,
+) {
+  const t = s.transaction;
+  return {
+    id: t.id,
+    transactionId: t.id,
+    status: t.status,
+    amount: formatAmount(t.amount),
+    currencyType: t.currencyType,
+    network: s.network,
+    walletAddress: s.address,
+    expiresAt: s.expiresAt.toISOString(),
+    checkoutUrl,
+    callbackUrl: s.callbackUrl,
+    orderId: t.orderId,
+    metadata: s.metadata,
+    actualBalance: t.actualBalance === null ? 0 : formatAmount(t.actualBalance),
+    blockchainTxHash: t.blockchainTxHash,
+    createdAt: t.createdAt.toISOString(),
+    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
+    detectedAt: detection.detectedAt ? detection.detectedAt.toISOString() : null,
+    detectedAmount: formatAmount(detection.detectedAmount),
+    confirmations: { ...detection.confirmations },
+  };
+}

@@ -1,5 +1,12 @@
 import { Type } from "@sinclair/typebox";
-import { PAYOUT_STATUSES, WITHDRAWAL_STATUSES } from "../../domain/withdrawal.js";
+import { formatAmount } from "../../domain/money.js";
+import type { TransactionRecord } from "../../domain/transaction.js";
+import {
+  PAYOUT_STATUSES,
+  type RecordedApproval,
+  statusOf,
+  WITHDRAWAL_STATUSES,
+} from "../../domain/withdrawal.js";
 import { AmountInput } from "./deposits.js";
 import { CurrencyTypeSchema, literals, nullable } from "./transaction.js";
 
@@ -167,3 +174,56 @@ export const PayoutSchema = Type.Object(
     ],
   },
 );
+
+/** The approvals of a request as the API shows them (on its read and on an approval's answer). */
+export function presentApprovals(approvals: readonly RecordedApproval[], required: number) {
+  return {
+    approvals: approvals.map((a) => ({
+      actorType: a.actorType,
+      actorId: a.actorId,
+      email: a.email,
+      approvedAt: a.approvedAt.toISOString(),
+    })),
+    approvalsRequired: required,
+  };
+}
+
+/** The withdrawal object of CONTRACT §4.2 (amounts in USDT). */
+export function presentWithdrawal(t: TransactionRecord) {
+  return {
+    id: t.id,
+    transactionId: t.id,
+    status: statusOf(WITHDRAWAL_STATUSES, t),
+    amount: formatAmount(t.amount),
+    fee: formatAmount(t.fee),
+    netAmount: formatAmount(t.netAmount),
+    currencyType: t.currencyType,
+    network: t.currencyType,
+    walletAddress: t.walletAddress ?? "",
+    externalUserId: t.externalUserId,
+    reference: t.reference,
+    blockchainTxHash: t.blockchainTxHash,
+    rejectionReason: t.rejectionReason,
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
+  };
+}
+
+/** The payout object of CONTRACT §4.3. */
+export function presentPayout(t: TransactionRecord) {
+  return {
+    id: t.id,
+    transactionId: t.id,
+    status: statusOf(PAYOUT_STATUSES, t),
+    amount: formatAmount(t.amount),
+    fee: formatAmount(t.fee),
+    netAmount: formatAmount(t.netAmount),
+    currencyType: t.currencyType,
+    network: t.currencyType,
+    walletAddress: t.walletAddress ?? "",
+    blockchainTxHash: t.blockchainTxHash,
+    createdAt: t.createdAt.toISOString(),
+    confirmedAt: t.confirmedAt ? t.confirmedAt.toISOString() : null,
+  };
+}
