@@ -12,7 +12,7 @@ import { RemoteCommandError } from "./operator/control-client.js";
 import { StartupError } from "./roles/startup-error.js";
 
 /**
- * Everything a stablegate process creates is private to its user (CONTRACT §9: DATA_DIR 0700,
+ * Everything a stablegate process creates is private to its user (docs/decisions/security.md: DATA_DIR 0700,
  * files 0600), whatever umask the shell or service manager gave it. Set before anything is
  * written, for every role and operator command. (`process.umask` exists on the main thread only;
  * stablegate starts no worker threads. PGlite's unpacked data folder ignores it and is made

@@ -60,7 +60,7 @@ export interface Runtime extends RouteDeps {
   addressDeriver: AddressDeriver;
   /** Queues an outgoing transfer in the caller's transaction (the sending pipeline). */
   requestTransfer: RequestTransfer;
-  /** Where `addressDeriver`'s keys came from (CONTRACT §9 key custody), for the start-up log. */
+  /** Where `addressDeriver`'s keys came from (docs/decisions/custody-and-faults.md#key-custody), for the start-up log. */
   accountKeysSource: AccountKeys["source"];
   /** Where the deposit logic registers the handler of confirmed transfers (the watcher calls it). */
   depositHandoff: DepositHandoff;
@@ -131,7 +131,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   const logger = options.logger ?? createProcessLogger(config);
   const clock = options.clock ?? systemClock;
   const secrets = await resolveSecrets(config, options.role);
-  // CONTRACT §9 key custody: production refuses the mnemonic where it is not needed.
+  // docs/decisions/custody-and-faults.md#key-custody: production refuses the mnemonic where it is not needed.
   const keyMaterial = keyMaterialForRole(config, options.role);
   if (keyMaterial === "none")
     throw new Error(`the ${options.role} role derives no addresses: it has no runtime`);

@@ -5,7 +5,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Job } from "../worker/runner.js";
 
 /**
- * Security notifications (CONTRACT §6): "the account owner (and the member concerned) is e-mailed
+ * Security notifications (docs/merchants/authentication.md#security-notifications): "the account owner (and the member concerned) is e-mailed
  * when 2FA is turned on or off, a password changes, a production key pair is created or rotated,
  * a member is invited, removed or changes role, or ownership moves."
  *
@@ -101,7 +101,7 @@ const NOTICES: Partial<Record<AuditAction, Notice>> = {
         " ",
       ),
   },
-  // Beyond CONTRACT §6's list (the outside review of #34): who a production pair acts for, and the
+  // Added by the outside review of #34 (docs/merchants/authentication.md#security-notifications lists them): who a production pair acts for, and the
   // production controls and delivery target a session or a key pair changes.
   "api_key.reassign": {
     title: "production API key pair taken over",

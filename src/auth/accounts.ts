@@ -14,7 +14,7 @@ import { acceptTotp } from "./totp.js";
 import { findUserByEmail, findUserById, insertUser } from "./users.js";
 
 /**
- * Dashboard accounts (CONTRACT §6): registration, sign-in with progressive lockout and optional
+ * Dashboard accounts (docs/decisions/dashboard.md#dashboard-channel): registration, sign-in with progressive lockout and optional
  * TOTP, the signed-in user's profile, operator-created admins. Password reset and change are in
  * `password-reset.ts`, e-mailed codes in `codes.ts`, TOTP enrolment in `two-factor.ts`, refresh and
  * sign-out in `session-flows.ts`.
@@ -96,7 +96,7 @@ export async function register(
     input,
     // Whoever registers a merchant owns it (issue #21).
     (trx, merchantId) => insertOwner(trx, { id: userId, merchantId, email: input.email, passwordHash, now }),
-    // The webhook secret of each environment is created (sealed) at registration (SPEC §2.1).
+    // The webhook secret of each environment is created (sealed) at registration (docs/api-reference.md#register).
     kit.box,
   );
   const user = await findUserById(kit.db, userId);
@@ -187,7 +187,7 @@ export const OWNER_PASSWORD_LINK_TTL_MS = 72 * 60 * 60_000;
 
 /**
  * Operator command (`stablegate merchant create`): a merchant with its key pairs and its owner's
- * dashboard login, like a registration (the pairs act for the owner, CONTRACT §6). With `password`
+ * dashboard login, like a registration (the pairs act for the owner, docs/permissions.md). With `password`
  * the owner signs in with it; without, the login has no usable password and `passwordToken` sets
  * the first one (`/reset-password`, valid 72 h): the operator hands the link to the merchant.
  */

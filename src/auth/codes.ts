@@ -6,7 +6,7 @@ import type { OtpHolder } from "./otp.js";
 import { findUserById } from "./users.js";
 
 /**
- * E-mailed one-time codes (CONTRACT §6): sent, consumed at once, or checked now and spent later.
+ * E-mailed one-time codes (docs/decisions/dashboard.md#dashboard-channel): sent, consumed at once, or checked now and spent later.
  * A code works only in the dashboard session that requested it (`OtpHolder`, issue #34).
  */
 

@@ -185,7 +185,7 @@ export async function transferOwnership(
 }
 
 /**
- * An owner or admin takes over a key pair (issue #34, CONTRACT §6): how a pair whose member was
+ * An owner or admin takes over a key pair (issue #34, docs/permissions.md): how a pair whose member was
  * removed or lost a permission works again. A pair acts for whoever holds its secret, so the pair
  * gets a new secret (returned once, for the actor; the old one stops at once; the public key stays)
  * and acts for the actor from its next request, with the actor's role. `memberId` must be the actor
@@ -245,7 +245,7 @@ async function currentHolder(
 
 /**
  * Revokes the pending invitations `memberId` sent that `role` (its role from now on; null: removed)
- * may not grant (issue #34, CONTRACT §6): run in the transaction that removes or demotes it. An
+ * may not grant (issue #34, docs/permissions.md): run in the transaction that removes or demotes it. An
  * invitation is only as good as its inviter's right to grant it.
  */
 export async function revokeInvitationsSentBy(

@@ -5,13 +5,13 @@ import { inTransaction } from "../db/transaction.js";
 import { newId } from "../domain/ids.js";
 
 /**
- * E-mailed one-time passwords (CONTRACT §6): 6 digits, kept only as an HMAC (a keyed hash: six
+ * E-mailed one-time passwords (docs/decisions/dashboard.md#dashboard-channel): 6 digits, kept only as an HMAC (a keyed hash: six
  * digits under a plain hash fall to a million guesses offline), `OTP_TTL_SECONDS` long, 5 tries,
  * single use, bound to their purpose and to the dashboard session that requested them (issue #34:
  * another session of the same login — a second sign-in by whoever knows the password — cannot
  * spend a code mailed for this one). Requesting a new code retires the open ones of the purpose,
  * in every session of the user (one open code per purpose at a time). `sensitive` is the step-up
- * code of production writes (CONTRACT §6.1, `auth/step-up.ts`).
+ * code of production writes (docs/merchants/authentication.md#step-up-for-production-changes, `auth/step-up.ts`).
  */
 export const OTP_PURPOSES = ["payout", "password_change", "sensitive"] as const;
 export const OTP_MAX_ATTEMPTS = 5;

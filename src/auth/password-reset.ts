@@ -9,7 +9,7 @@ import { hashPassword, validatePassword, verifyPassword } from "./passwords.js";
 import { revokeUserSessions } from "./sessions.js";
 import { findUserByEmail, findUserById, setPassword } from "./users.js";
 
-/** Password reset by an e-mailed token, and password change of a signed-in user (CONTRACT §6). */
+/** Password reset by an e-mailed token, and password change of a signed-in user (docs/decisions/dashboard.md#dashboard-channel). */
 
 export const PASSWORD_RESET_TTL_MS = 60 * 60_000;
 

@@ -5,7 +5,7 @@ import { acceptTotp } from "./totp.js";
 import { findUserById } from "./users.js";
 
 /**
- * Step-up for sensitive dashboard writes (CONTRACT §6.1): a dashboard session alone must not move
+ * Step-up for sensitive dashboard writes (docs/merchants/authentication.md#step-up-for-production-changes): a dashboard session alone must not move
  * money or weaken a control in production. The write carries a fresh e-mailed code (`otp`, purpose
  * `sensitive`, or `payout` for payouts) and, when the user has 2FA on, the current TOTP code
  * (`totp`). Routes declare it (`config.stepUp`, `http/plugins/step-up.ts`); this is the check.

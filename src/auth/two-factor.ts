@@ -5,7 +5,7 @@ import type { AuthKit } from "./kit.js";
 import { acceptTotp, newTotpSecret, totpQrDataUrl, totpUri } from "./totp.js";
 import { findUserById } from "./users.js";
 
-/** TOTP enrolment of a dashboard user (CONTRACT §6): set up a seed, enable with a code, disable. */
+/** TOTP enrolment of a dashboard user (docs/decisions/dashboard.md#dashboard-channel): set up a seed, enable with a code, disable. */
 
 export async function setupTotp(
   kit: AuthKit,
@@ -51,7 +51,7 @@ export async function enableTotp(
 }
 
 /**
- * Turns TOTP off. The route's step-up (CONTRACT §6.1: an e-mailed `sensitive` code and the current
+ * Turns TOTP off. The route's step-up (docs/merchants/authentication.md#step-up-for-production-changes: an e-mailed `sensitive` code and the current
  * TOTP code, `auth/step-up.ts`) has authorised it before this runs.
  */
 export async function disableTotp(kit: AuthKit, userId: string, audit?: AuditRecorder): Promise<void> {

@@ -31,7 +31,7 @@ export class ChainUnavailableError extends Error {
 
 /**
  * A block without a usable timestamp. Whether a payment was on time is decided by block time
- * (CONTRACT §4.1), so such a chain cannot be watched: the watcher refuses to start on it
+ * (README.md#money-when-a-payment-counts-and-books-that-match), so such a chain cannot be watched: the watcher refuses to start on it
  * (`ChainWatcher` checks the head block first) rather than fall back on its own clock. Met later on
  * a single block, it is retried like any unusable answer.
  */

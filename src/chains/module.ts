@@ -13,7 +13,7 @@ import type { ChainWriter } from "./writer.js";
  * settings (defaults, variable names) sit in its `definition.ts`, which `config/` may read.
  */
 
-/** RPC timeout of every chain call (SPEC §8.4 asks for 10 to 15 s). */
+/** RPC timeout of every chain call (10 to 15 s: docs/decisions/chains.md#chains-part-1, decision 13). */
 export const CHAIN_RPC_TIMEOUT_MS = 12_000;
 
 /** How the watcher scans one chain. */

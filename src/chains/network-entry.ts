@@ -8,7 +8,7 @@ import { ProviderPool } from "./provider-pool.js";
 import { recordProviderHealth } from "./provider-status.js";
 
 /**
- * The chain of (network, environment) as a network module serves it (CONTRACT §1, §10), the same
+ * The chain of (network, environment) as a network module serves it (docs/chains.md#chain-registry-runtimechains, README.md#configuration), the same
  * for every real network:
  * - another network: null;
  * - endpoint unset: production → unavailable (naming the variable); sandbox → null (the registry

@@ -30,7 +30,7 @@ export { CHAIN_RPC_TIMEOUT_MS } from "./module.js";
 // biome-ignore lint/suspicious/noExplicitAny: each module has its own endpoint type.
 export const CHAIN_MODULES: readonly ChainModule<any, SimulatedChain>[] = [...NETWORK_CHAINS, simulatorChain];
 
-/** Confirmations when the variables are unset (CONTRACT §10). The sandbox simulator always uses 1. */
+/** Confirmations when the variables are unset (docs/chains.md#the-read-side-chainadapter). The sandbox simulator always uses 1. */
 export const DEFAULT_CONFIRMATIONS: Readonly<Record<CurrencyType, number>> = Object.fromEntries(
   NETWORK_CHAINS.map((m) => [m.network, m.definition.defaultConfirmations]),
 ) as Record<CurrencyType, number>;
@@ -105,7 +105,7 @@ export interface BuildChainRegistryOptions {
 }
 
 /**
- * The chains of a deployment from its configuration (CONTRACT §1, §10): each (network,
+ * The chains of a deployment from its configuration (docs/chains.md#chain-registry-runtimechains, README.md#configuration): each (network,
  * environment) is the first chain module's that serves it (`CHAIN_MODULES`):
  * - production: the network's endpoint and contract variables; unset → unavailable;
  * - sandbox: `SANDBOX_*` when set (a testnet; its contract must be set too), else the simulator.

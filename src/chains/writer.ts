@@ -36,7 +36,7 @@ export interface ExpectedTransfer {
 }
 
 /**
- * On-chain state of one transaction hash (SPEC §8.7: results are checked on-chain):
+ * On-chain state of one transaction hash (docs/decisions/sending.md#chains-part-2-sending-money-issue-6: results are checked on-chain):
  * - `success`: mined, receipt status success AND (token) a Transfer log of the token with the
  *   expected from, to and amount / (native) the expected recipient and value;
  * - `failed`: mined but reverted, or without the expected transfer (wrong amount, recipient…);

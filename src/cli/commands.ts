@@ -15,7 +15,7 @@ export interface CliCommand {
   summary: string;
   options: CliOptions;
   /**
-   * Whose key material the command may hold (CONTRACT §9 key custody, `config/key-custody.ts`).
+   * Whose key material the command may hold (docs/decisions/custody-and-faults.md#key-custody, `config/key-custody.ts`).
    * Unset: the command's own name, which holds none, so in production mode it refuses the
    * mnemonic; `signer export-xpubs` reads the mnemonic as the signer does.
    */

@@ -39,7 +39,7 @@ export interface Config {
     sandboxPort: number;
     productionBaseUrl: string;
     sandboxBaseUrl: string;
-    /** `false`: the socket address is the client; a hop count; or the proxies' addresses/CIDRs (CONTRACT §7). */
+    /** `false`: the socket address is the client; a hop count; or the proxies' addresses/CIDRs (docs/decisions/security.md). */
     trustProxy: false | number | string[];
     bodyLimitBytes: number;
   };
@@ -168,7 +168,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
   const production = e.NODE_ENV === "production";
   // In production mode the secrets and key material a process must be given depend on its role
-  // (CONTRACT §9: least privilege): `configForRole` in secrets.ts (SECRET_ENCRYPTION_KEY,
+  // (docs/decisions/security.md: least privilege): `configForRole` in secrets.ts (SECRET_ENCRYPTION_KEY,
   // JWT_SECRET, METRICS_TOKEN, INTERNAL_SHARED_SECRET) and `keyMaterialForRole` in key-custody.ts.
   if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });

@@ -1,7 +1,7 @@
 import { type Config, ConfigError } from "./config.js";
 
 /**
- * What key material a process needs (CONTRACT §9, key custody):
+ * What key material a process needs (docs/decisions/custody-and-faults.md#key-custody, key custody):
  * - `mnemonic`: it signs — the `signer` role, and `serve`, which embeds the signer (unless it is
  *   pointed at a separate signer with `SIGNER_URL`);
  * - `xpubs`: it derives addresses but never signs — `api` (checkout and wallet addresses),
@@ -48,7 +48,7 @@ export function keyMaterialForRole(config: Config, role: string): KeyMaterial {
       {
         variable,
         message:
-          `${label} never signs, so it must not hold the mnemonic that controls every address (CONTRACT §9): ` +
+          `${label} never signs, so it must not hold the mnemonic that controls every address (docs/decisions/custody-and-faults.md#key-custody): ` +
           "remove it from this process's environment and keep it on the signer host only" +
           (need === "xpubs" ? `; this role derives addresses from MASTER_XPUBS (${EXPORT_HINT})` : ""),
       },

@@ -16,7 +16,7 @@ export interface ResolvedMnemonic {
 }
 
 /**
- * The master BIP39 mnemonic (CONTRACT §9): `MASTER_MNEMONIC`, else the file named by
+ * The master BIP39 mnemonic (docs/decisions/custody-and-faults.md#key-custody): `MASTER_MNEMONIC`, else the file named by
  * `MASTER_MNEMONIC_FILE`, else — outside production mode only — `DATA_DIR/master-mnemonic`,
  * generated once (24 words, mode 0600) and reused by every later start. An invalid mnemonic
  * (unknown word, bad checksum) stops start-up with a `ConfigError` naming the variable; the words

@@ -2,7 +2,7 @@ import { CURRENCY_TYPES, type CurrencyType, isCurrencyType } from "../domain/cur
 import { parseAmount } from "../domain/money.js";
 
 /**
- * `SIGNER_MAX_OUTFLOW_PER_HOUR` / `SIGNER_MAX_OUTFLOW_PER_DAY` (CONTRACT §9, issue #34): the most
+ * `SIGNER_MAX_OUTFLOW_PER_HOUR` / `SIGNER_MAX_OUTFLOW_PER_DAY` (docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11, issue #34): the most
  * the signer signs in withdrawals and payouts per sliding hour / day, per currency type, in token
  * units (USDT, up to 6 decimals). Either one amount for each currency type (`5000`), or a list
  * naming every currency type (`USDT-ERC20:5000,USDT-TRC20:2500`); `0` stops a currency type's

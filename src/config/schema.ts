@@ -5,7 +5,7 @@ import { validateAllowlistEntry } from "../domain/ip-allowlist.js";
 import { DEFAULT_WEBHOOK_PORTS } from "../domain/webhook-ports.js";
 
 /**
- * The configuration schema: every name of CONTRACT §10 plus the few operator settings the
+ * The configuration schema: every configuration name (README.md#configuration) plus the few operator settings the
  * foundation needs. Parsed once at start-up by `loadConfig`; nothing else reads the environment.
  */
 
@@ -36,7 +36,7 @@ const csv = z.string().transform((s) =>
 );
 
 /**
- * `TRUST_PROXY` (CONTRACT §7): unset/`false`/`0` — the socket address is the client; a hop count
+ * `TRUST_PROXY` (docs/decisions/security.md): unset/`false`/`0` — the socket address is the client; a hop count
  * (`true` = 1) — that many proxies each append the address they received from to X-Forwarded-For,
  * so the client is the entry the outermost one appended, counted from the right; or a comma list
  * of the proxies' addresses/CIDRs — entries are skipped from the right while they are listed.
@@ -128,7 +128,7 @@ export const envSchema = z.object({
 
   MASTER_MNEMONIC: z.string().optional(),
   MASTER_MNEMONIC_FILE: z.string().optional(),
-  /** Account extended public keys for the roles that do not sign (CONTRACT §9; `config/xpubs.ts`). */
+  /** Account extended public keys for the roles that do not sign (docs/decisions/custody-and-faults.md#key-custody; `config/xpubs.ts`). */
   MASTER_XPUBS: z.string().optional(),
   SECRET_ENCRYPTION_KEY: z
     .string()
@@ -162,7 +162,7 @@ export const envSchema = z.object({
   SIGNER_URL: optionalUrl,
   SIGNER_HOST: z.string().min(1).default("127.0.0.1"),
   SIGNER_PORT: port.default(8090),
-  // The signer's outflow cap (issue #34, CONTRACT §9): `config/outflow-cap.ts`.
+  // The signer's outflow cap (issue #34, docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11): `config/outflow-cap.ts`.
   SIGNER_MAX_OUTFLOW_PER_HOUR: z.string().optional(),
   SIGNER_MAX_OUTFLOW_PER_DAY: z.string().optional(),
   [EVM.variables.sweepThreshold]: z.string().default(EVM.defaultSweepThreshold),

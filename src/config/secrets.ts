@@ -3,13 +3,13 @@ import path from "node:path";
 import { ensurePrivateDir, readKeyFile, UnsafeFileError, writeKeyFile } from "../lib/private-files.js";
 import { type Config, ConfigError, GENERATED_SECRET_NAMES, type GeneratedSecretName } from "./config.js";
 
-/** `INTERNAL_SHARED_SECRET` is absent in the roles that never call the signer (CONTRACT §9). */
+/** `INTERNAL_SHARED_SECRET` is absent in the roles that never call the signer (docs/decisions/security.md). */
 export type ResolvedSecrets = { SECRET_ENCRYPTION_KEY: string; JWT_SECRET: string } & {
   INTERNAL_SHARED_SECRET?: string;
 };
 
 /**
- * The roles that hold `INTERNAL_SHARED_SECRET` (CONTRACT §9): those that call the signer
+ * The roles that hold `INTERNAL_SHARED_SECRET` (docs/decisions/security.md): those that call the signer
  * (`worker`, `serve`) and the signer itself. `api` never does; `migrate` and the operator
  * commands neither.
  */
@@ -75,7 +75,7 @@ export function configForRole(config: Config, role: string): { config: Config; i
         variable: "INTERNAL_SHARED_SECRET",
         message:
           "the api role never calls the signer and must not hold the secret that authenticates calls to it " +
-          "(CONTRACT §9): remove it from this process's environment (only serve, worker and signer use it)",
+          "(docs/decisions/security.md): remove it from this process's environment (only serve, worker and signer use it)",
       },
     ]);
   return {

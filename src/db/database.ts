@@ -80,7 +80,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   );
   const dataDir = options.dataDir;
   // PGlite's file system layer (Emscripten's NODEFS) unpacks a new data folder with explicit
-  // 0666/0755 modes, whatever the umask: make it private (CONTRACT §9) once open, and again once
+  // 0666/0755 modes, whatever the umask: make it private (docs/decisions/security.md) once open, and again once
   // closed. What PostgreSQL creates while running is 0600/0700 already (and under umask 0o077).
   if (dataDir) await makePrivate(dataDir);
   return {

@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import type { Db } from "./database.js";
 
 /**
- * The database roles of the process roles (issue #34, CONTRACT §9). Migration 0025 creates the
+ * The database roles of the process roles (issue #34, README.md#production-database-roles). Migration 0025 creates the
  * group roles (NOLOGIN) and grants them what each process role may do; the login roles the
  * processes connect as are the operator's, made here (`stablegate db roles`): one per process role,
  * a member of exactly its group, with CONNECT on this database (which PUBLIC loses: the group

@@ -19,7 +19,7 @@ export interface DepositHandlerDeps extends SettleDeps {
  * confirmed transfer to a watched address, inside the transaction that marks the transfer handed
  * off. Whether a transfer was in time for its session is decided by its block's timestamp, not by
  * when its confirmations completed. Whatever the transfer meets — an open session, a closed one, a permanent wallet — it ends in
- * the database: nothing received is ever lost (CONTRACT §4.1).
+ * the database: nothing received is ever lost (README.md#money-when-a-payment-counts-and-books-that-match).
  */
 export function createDepositHandler(deps: DepositHandlerDeps): DepositHandler {
   return async (trx, transfer) => {

@@ -32,7 +32,7 @@ import {
 import { findCheckoutSession, findSessionDetections } from "./sessions-store.js";
 
 /**
- * The use cases of the deposit routes (CONTRACT §4.1): open a checkout session, read one, generate a
+ * The use cases of the deposit routes (docs/api-reference.md#createcheckoutsession): open a checkout session, read one, generate a
  * permanent deposit address. Each validates its input, checks that the chain is available
  * (503 CHAIN_UNAVAILABLE before anything is written), then creates once per `Idempotency-Key`
  * (`runIdempotent`: the creation and its stored answer commit together).

@@ -7,7 +7,7 @@ import { amountField, parseAmount } from "../domain/money.js";
 import { findCheckoutSession } from "./sessions-store.js";
 
 /**
- * Sandbox payments (CONTRACT §4.1): the built-in simulator pays an address of the merchant from its
+ * Sandbox payments (docs/merchants/sandbox.md#simulated-payments): the built-in simulator pays an address of the merchant from its
  * faucet, mined at once. The deposit then takes the real path (watcher, deposit logic, webhook).
  * Only in the sandbox; only the merchant's own addresses (the faucet funds nothing else).
  */

@@ -212,7 +212,7 @@ export async function underpaymentToleranceBp(trx: Db, session: CheckoutSessionR
 }
 
 /**
- * What the chain shows of each session's payment (CONTRACT §4.1), in ONE query for any number of
+ * What the chain shows of each session's payment (README.md#money-when-a-payment-counts-and-books-that-match), in ONE query for any number of
  * sessions: over the transfers to its address mined before its deadline and not reorganised away,
  * the first block time, the sum, and the newest block (the least confirmed); confirmations are
  * `head − newest + 1` from the watcher's cursor, capped at the chain's required number.

@@ -38,7 +38,7 @@ export async function closeSession(
     status: outcome.status,
     actualBalance: outcome.received,
     fee,
-    // What was credited: the merchant can book netAmount as is (CONTRACT §4.1).
+    // What was credited: the merchant can book netAmount as is (README.md#money-when-a-payment-counts-and-books-that-match).
     netAmount: outcome.received - fee,
     blockchainTxHash: outcome.txHash ?? t.blockchainTxHash,
     confirmedAt: outcome.status === "confirmed" ? outcome.now : null,

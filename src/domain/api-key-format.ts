@@ -3,7 +3,7 @@ import type { Environment } from "./environment.js";
 import { base62 } from "./ids.js";
 
 /**
- * API key pair format (CONTRACT §4): `ak_live_` / `ak_test_` keys and `sk_live_` / `sk_test_`
+ * API key pair format (docs/merchants/authentication.md#key-pairs): `ak_live_` / `ak_test_` keys and `sk_live_` / `sk_test_`
  * secrets, 32 random bytes (256 bits) in base62, followed by a 6-character base62 checksum
  * (first 4 bytes of SHA-256 over prefix + body). The checksum lets us reject typos and garbage
  * without touching the database, and lets secret scanners recognise our tokens.

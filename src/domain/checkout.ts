@@ -2,7 +2,7 @@ import type { CurrencyType } from "./currency.js";
 import type { FieldError } from "./errors.js";
 import type { TransactionRecord } from "./transaction.js";
 
-/** Longest session lifetime (CONTRACT §4.1): 1440 minutes. */
+/** Longest session lifetime (docs/api-reference.md#schema-checkoutsession): 1440 minutes. */
 export const MAX_EXPIRY_MINUTES = 1440;
 export const DEFAULT_EXPIRY_MINUTES = 30;
 /** `metadata` is a JSON object of at most 4 KB (its UTF-8 JSON text). */
@@ -112,7 +112,7 @@ export function sessionOutcomeAtDeadline(session: {
 }
 
 /**
- * What the chain shows of a session's payment before it is settled (CONTRACT §4.1): the block time of
+ * What the chain shows of a session's payment before it is settled (README.md#money-when-a-payment-counts-and-books-that-match): the block time of
  * the first transfer in time to its address, the sum of the transfers in time (confirmed or not), and
  * the confirmations of the least-confirmed of them.
  */

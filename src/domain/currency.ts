@@ -1,5 +1,5 @@
 /**
- * Currency types (CONTRACT §0): USDT on TRON and on Ethereum, both 6 decimals. The one type for a
+ * Currency types (docs/api-reference.md#currency-types): USDT on TRON and on Ethereum, both 6 decimals. The one type for a
  * currency and the network it settles on: a transaction's `network` carries the same value.
  */
 export const CURRENCY_TYPES = ["USDT-TRC20", "USDT-ERC20"] as const;
@@ -10,7 +10,7 @@ export function isCurrencyType(v: unknown): v is CurrencyType {
 }
 
 /**
- * Test failure addresses (CONTRACT §4.1): like test card numbers, an outgoing transfer to one of these
+ * Test failure addresses (docs/merchants/sandbox.md#test-failure-addresses): like test card numbers, an outgoing transfer to one of these
  * fails on-chain in the sandbox simulator.
  */
 export const TEST_FAILURE_ADDRESSES: Readonly<Record<CurrencyType, string>> = {

@@ -21,7 +21,7 @@ export function isBurnAddress(network: CurrencyType, address: string): boolean {
 
 /**
  * A burn address a withdrawal or payout must not name in `environment`: every burn address, except
- * in the sandbox the network's test failure address (CONTRACT §4.1: the simulator fails a transfer
+ * in the sandbox the network's test failure address (docs/merchants/sandbox.md#test-failure-addresses: the simulator fails a transfer
  * to it on-chain, so merchants can test the `failed` path; nothing is destroyed).
  */
 export function isRefusedBurnAddress(

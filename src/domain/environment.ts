@@ -1,4 +1,4 @@
-/** Every record belongs to exactly one environment (CONTRACT §1). */
+/** Every record belongs to exactly one environment (docs/merchants/authentication.md#two-environments-two-base-urls). */
 export const ENVIRONMENTS = ["production", "sandbox"] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * The closed list of error codes (CONTRACT §2). The domain raises `AppError` with one of these;
+ * The closed list of error codes (docs/merchants/errors.md#codes). The domain raises `AppError` with one of these;
  * `src/http/errors.ts` is the only place that maps a code to an HTTP status.
  */
 export const ERROR_CODES = [

@@ -2,7 +2,7 @@ import type { CurrencyType } from "./currency.js";
 import { UNIT } from "./money.js";
 
 /**
- * Fees (CONTRACT §3): fixed + percent, per currency type and kind, computed once when a
+ * Fees (docs/decisions.md#ledger): fixed + percent, per currency type and kind, computed once when a
  * transaction is created and stored with it. Percent is held exactly as parts per million
  * (0.5 % = 5000 ppm); the percentage part is rounded up to the next base unit, so a fee is
  * never under-collected by rounding.

@@ -2,7 +2,7 @@ import { BlockList, isIP } from "node:net";
 import type { FieldError } from "./errors.js";
 
 /**
- * A merchant's IP allowlist (SPEC §5.1 rule 7): single addresses or CIDR ranges, IPv4 or IPv6.
+ * A merchant's IP allowlist (docs/merchants/authentication.md#what-is-refused-and-how): single addresses or CIDR ranges, IPv4 or IPv6.
  * An empty list allows every address.
  */
 export function validateAllowlistEntry(entry: string): string | null {

@@ -1,5 +1,5 @@
 /**
- * List conventions of CONTRACT §4.5: `page` ≥ 1 (default 1), `limit` 1..100 (default 20, above 100
+ * List conventions of docs/api-reference.md#pagination: `page` ≥ 1 (default 1), `limit` 1..100 (default 20, above 100
  * capped, not an error), `sortBy` from a fixed set with any other value falling back to
  * `createdAt`, `order` asc|desc (default desc).
  */

@@ -1,7 +1,7 @@
 import type { FieldError } from "./errors.js";
 
 /**
- * Money (CONTRACT §3). Inside the service an amount is a bigint of base units (USDT has 6
+ * Money (ARCHITECTURE.md#money). Inside the service an amount is a bigint of base units (USDT has 6
  * decimals on both networks). At the edge it is a JSON number in USDT, or a numeric string.
  */
 export const DECIMALS = 6;

@@ -9,7 +9,7 @@ import { AppError } from "./errors.js";
  * docs/permissions.md and tested route by route from the OpenAPI document
  * (test/http/role-matrix.test.ts, test/http/principal-matrix.test.ts).
  *
- * One principal model (issue #34, CONTRACT §6): every credential acts for a person. An API key
+ * One principal model (issue #34, docs/permissions.md): every credential acts for a person. An API key
  * pair acts for the member who holds its secret (its creator, or the owner or admin who took it
  * over with a new secret), with that
  * member's current role: the same check (`assertRoleAllows`) on both channels.
@@ -115,7 +115,7 @@ export function mayManage(actor: MemberRole, target: MemberRole): boolean {
   return false;
 }
 
-/** Why an API key pair is refused (`details.reason` of the 403, CONTRACT §6). */
+/** Why an API key pair is refused (`details.reason` of the 403, docs/permissions.md). */
 export type KeyOwnerRefusal = "key_owner_removed" | "key_owner_role";
 
 /**

@@ -39,7 +39,7 @@ export interface TransactionRecord {
 }
 
 /**
- * The transaction object of SPEC §2.2 — the one shape used by the API and as webhook `data`
+ * The transaction object (docs/api-reference.md#schema-transaction) — the one shape used by the API and as webhook `data`
  * (`id` and `transactionId` carry the same value, `network` the same as `currencyType`).
  */
 export function presentTransaction(t: TransactionRecord) {

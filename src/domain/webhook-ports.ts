@@ -1,5 +1,5 @@
 /**
- * Ports a webhook or checkout callback URL may use (CONTRACT §5, §10 `WEBHOOK_ALLOWED_PORTS`):
+ * Ports a webhook or checkout callback URL may use (docs/merchants/webhooks.md#your-webhook-url, README.md#configuration `WEBHOOK_ALLOWED_PORTS`):
  * without a limit the sender is a port scanner of any host a merchant names.
  */
 export const DEFAULT_WEBHOOK_PORTS: readonly number[] = [80, 443, 8080, 8443];

@@ -2,15 +2,15 @@ import type { CurrencyType } from "./currency.js";
 import type { TransactionRecord } from "./transaction.js";
 
 /**
- * Withdrawals (end users of a merchant, CONTRACT §4.2) and payouts (the merchant's own treasury,
- * §4.3) are transactions of type `withdrawal` / `payout`. Their life:
+ * Withdrawals (end users of a merchant, docs/api-reference.md#withdrawals) and payouts (the merchant's own treasury,
+ * docs/api-reference.md#payouts) are transactions of type `withdrawal` / `payout`. Their life:
  *
  *   request ─ hold ─┬─ auto ──────────────► processing ─┬─► completed  (hold settled, fee to fees)
  *                   └─ manual ─► pending ─┬─ approve ───┘ └─► failed     (hold released)
  *                                         └─ reject ─► rejected          (hold released)
  *
  * `processing` (broadcasting) sends no webhook; every other state after the request does, so an
- * auto flow sends one and a manual flow two (SPEC §6.4). Payouts are always auto.
+ * auto flow sends one and a manual flow two (docs/merchants/webhooks.md#the-body). Payouts are always auto.
  */
 
 export const WITHDRAWAL_STATUSES = ["pending", "processing", "completed", "failed", "rejected"] as const;
@@ -28,7 +28,7 @@ export function statusOf<T extends string>(allowed: readonly T[], t: Transaction
 
 export type ExecutionPolicy = "auto" | "manual";
 
-/** Auto when `autoWithdraw` is on and the amount is at or under the currency's threshold (CONTRACT §4.2). */
+/** Auto when `autoWithdraw` is on and the amount is at or under the currency's threshold (docs/api-reference.md#createwithdrawalrequest). */
 export function withdrawalPolicy(
   settings: { autoWithdraw: boolean; autoApproveThreshold: Record<CurrencyType, bigint> },
   currencyType: CurrencyType,
@@ -47,7 +47,7 @@ export function approvalsRequired(dualApprovalThreshold: bigint | null, amount: 
 
 /**
  * Who approves: a member of the merchant through its session, or a key pair (`id`) acting for a
- * member (`member`; CONTRACT §4.2: counted as that member). A pair the operator issued to a
+ * member (`member`; docs/decisions/team-accounts.md#four-eyes: counted as that member). A pair the operator issued to a
  * merchant without members acts for no person (`member` null): the API-key channel is one approver.
  */
 export type Approver =

@@ -3,7 +3,7 @@ import type { FastifyRequest } from "fastify";
 import type { Config } from "../config/config.js";
 
 /**
- * The client's address (CONTRACT §7), the one the rate limiter counts and the merchant's IP
+ * The client's address (docs/decisions/security.md), the one the rate limiter counts and the merchant's IP
  * allowlist checks. Without TRUST_PROXY it is the socket's peer. Behind proxies, X-Forwarded-For
  * is read from the right — the end the proxies write — and never from the left, which the client
  * writes: with a hop count N the client is the entry the outermost of the N proxies appended;

@@ -4,8 +4,8 @@ import type { MemberRole, Permission } from "../domain/permissions.js";
 import type { ApiKeyPrincipal } from "../merchants/index.js";
 
 /**
- * Who is calling, established by one of the two merchant channels (SPEC §5). Both act for a member
- * (CONTRACT §6): a session its own; a key pair the member it records (`ApiKeyPrincipal.member`).
+ * Who is calling, established by one of the two merchant channels (docs/merchants/authentication.md). Both act for a member
+ * (docs/permissions.md): a session its own; a key pair the member it records (`ApiKeyPrincipal.member`).
  */
 export type Principal =
   | ApiKeyPrincipal
@@ -38,11 +38,11 @@ export type Audience = "merchant" | "admin" | "account";
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** Rate-limit tier (CONTRACT §7); `false` exempts operational routes. */
+    /** Rate-limit tier (docs/merchants/authentication.md#rate-limits); `false` exempts operational routes. */
     tier?: RateLimitTier | false;
     /** Credential channel(s) the route accepts. */
     auth?: AuthMode;
-    /** `x-api-secret` required on the API-key channel (CONTRACT §4: where money leaves or secrets are read). */
+    /** `x-api-secret` required on the API-key channel (docs/merchants/authentication.md#where-the-secret-is-required: where money leaves or secrets are read). */
     requireSecret?: boolean;
     /** Dashboard accounts the route serves (default `merchant`); only with `auth`. */
     audience?: Audience;

@@ -2,7 +2,7 @@ import type { Config } from "../config/config.js";
 import type { Environment } from "../domain/environment.js";
 
 /**
- * The environment of a request is the base URL that received it (CONTRACT §1): behind a proxy,
+ * The environment of a request is the base URL that received it (docs/merchants/authentication.md#two-environments-two-base-urls): behind a proxy,
  * the Host (or X-Forwarded-Host with TRUST_PROXY) matching a configured base URL decides;
  * otherwise the listener it arrived on.
  */

@@ -14,7 +14,7 @@ export function rejectionOf(request: FastifyRequest): { code: string; message: s
 /** `Retry-After` of a 503 SERVICE_UNAVAILABLE: a failover or a reconnect takes about this long. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
-/** The one mapping from error code to HTTP status (CONTRACT §2). Exhaustive by construction. */
+/** The one mapping from error code to HTTP status (docs/merchants/errors.md#codes). Exhaustive by construction. */
 export function codeToStatus(code: ErrorCode): number {
   switch (code) {
     case "VALIDATION_ERROR":
@@ -41,7 +41,7 @@ export function codeToStatus(code: ErrorCode): number {
   }
 }
 
-/** The error envelope (CONTRACT §1): `requestId` equals the response's `X-Request-Id`. */
+/** The error envelope (docs/merchants/errors.md#the-envelope): `requestId` equals the response's `X-Request-Id`. */
 export function errorBody(err: AppError, requestId: string) {
   return {
     success: false as const,

@@ -7,7 +7,7 @@ import type { Principal } from "./context.js";
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
- * How a creating route asks to be answered (CONTRACT §4; the protocol itself is
+ * How a creating route asks to be answered (docs/merchants/idempotency.md; the protocol itself is
  * `idempotency/run.ts`, run by the use case): its `Idempotency-Key` and request hash, and
  * `present` serialised with the route's response schema, so that a replay sends the same bytes.
  * The same key with the same body replays the stored response (status and bytes, with

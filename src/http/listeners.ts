@@ -24,7 +24,7 @@ export class ListenPortError extends Error {
 const PORT_VARIABLE: Record<Environment, string> = { production: "PORT", sandbox: "SANDBOX_PORT" };
 
 /**
- * Two listeners of one application (CONTRACT §1): the environment of a request is the base URL
+ * Two listeners of one application (docs/merchants/authentication.md#two-environments-two-base-urls): the environment of a request is the base URL
  * (listener) that received it. One Fastify instance routes both through `app.routing`.
  */
 export async function listen(app: App, host: string, ports: Record<Environment, number>): Promise<Listeners> {

@@ -4,7 +4,7 @@ import type { TransactionFilter } from "../transactions/index.js";
 import { ListQuerySchema } from "./list.js";
 import { CurrencyTypeSchema, TransactionStatusSchema, TransactionTypeSchema } from "./schemas/transaction.js";
 
-/** The filters of every transaction list (CONTRACT §4.4), on both channels and for the admin. */
+/** The filters of every transaction list (docs/api-reference.md#listtransactions), on both channels and for the admin. */
 export const TransactionFilterFields = {
   type: Type.Optional(TransactionTypeSchema),
   status: Type.Optional(TransactionStatusSchema),

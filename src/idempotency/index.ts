@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key` records (CONTRACT §4): claiming a key, its lease, the stored answer, the purge,
+ * `Idempotency-Key` records (docs/merchants/idempotency.md): claiming a key, its lease, the stored answer, the purge,
  * and the protocol of a creating request run once per key (`runIdempotent`).
  */
 export {

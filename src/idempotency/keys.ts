@@ -3,7 +3,7 @@ import type { Db } from "../db/database.js";
 import type { DB } from "../db/schema.js";
 import type { Environment } from "../domain/environment.js";
 
-/** SQL of `Idempotency-Key` records (CONTRACT §4): one per merchant × environment × key. */
+/** SQL of `Idempotency-Key` records (docs/merchants/idempotency.md): one per merchant × environment × key. */
 
 export interface IdempotencyScope {
   merchantId: string;

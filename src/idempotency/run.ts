@@ -10,7 +10,7 @@ import {
   renewIdempotencyClaim,
 } from "./keys.js";
 
-/** How long a key's response is kept and replayed (CONTRACT §4: 24 h). */
+/** How long a key's response is kept and replayed (docs/merchants/idempotency.md: 24 h). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
@@ -70,7 +70,7 @@ export interface IdempotentOptions {
 }
 
 /**
- * Runs a creating request once per `Idempotency-Key` (CONTRACT §4), the way Stripe does: the same
+ * Runs a creating request once per `Idempotency-Key` (docs/merchants/idempotency.md), the way Stripe does: the same
  * key with the same request replays the stored answer; a different request is 422
  * IDEMPOTENCY_MISMATCH; the first request still running is 409 IDEMPOTENCY_CONFLICT. `run` gets
  * the transaction in which its answer (the body it returns) is stored, so "created" and

@@ -3,7 +3,7 @@ import { chmod, lstat, mkdir, open, readdir } from "node:fs/promises";
 import path from "node:path";
 
 /**
- * File modes of what the service keeps on disk (CONTRACT §9): private to the service's user.
+ * File modes of what the service keeps on disk (docs/decisions/security.md): private to the service's user.
  * The process umask (0o077, set by `main.ts`) covers what Node creates; these helpers cover what
  * it does not: folders and files left by an older version, and PGlite, whose file system layer
  * (Emscripten's NODEFS) sets the modes of the data folder it unpacks explicitly (0666), whatever

@@ -15,7 +15,7 @@ import { Coalescer } from "../lib/coalescer.js";
 
 /**
  * SQL of `api_keys`: the per-request lookup of the API-key channel, and the dashboard's key
- * management (CONTRACT §6): create per environment (secret shown once), list (never secrets),
+ * management (docs/permissions.md): create per environment (secret shown once), list (never secrets),
  * rotate (new pair; the old one is dead at once), revoke.
  */
 
@@ -30,7 +30,7 @@ export interface KeyPair {
 }
 
 /**
- * The member a key pair acts for, as read with the key (CONTRACT §6): a current member with its
+ * The member a key pair acts for, as read with the key (docs/permissions.md): a current member with its
  * role; a member no longer in the merchant (`removed`: the pair stops until reassigned); or, for a
  * pair the operator issued to a merchant without members, the merchant itself (`merchant`: acts
  * with the owner's role, as it has no person to be scoped to).
@@ -256,7 +256,7 @@ export async function findOwnApiKey(db: Db, merchantId: string, id: string): Pro
 }
 
 /**
- * A new pair of the member `createdBy`: it acts for that member (CONTRACT §6). Null only for the
+ * A new pair of the member `createdBy`: it acts for that member (docs/permissions.md). Null only for the
  * operator's pairs of a merchant without members (they act with the owner's role).
  */
 export function createApiKey(
@@ -341,7 +341,7 @@ export async function setApiKeyHolder(trx: Db, id: string, userId: string): Prom
 
 /**
  * The pairs of a merchant that no member created (registration issues them before its owner's
- * login exists) become the owner's, if the merchant has one (CONTRACT §6). Migration 0024 did the
+ * login exists) become the owner's, if the merchant has one (docs/permissions.md). Migration 0024 did the
  * same for the pairs that existed before. Returns the owner (null: none).
  */
 export async function assignUnownedKeysToOwner(trx: Db, merchantId: string): Promise<string | null> {

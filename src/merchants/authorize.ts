@@ -7,7 +7,7 @@ import { assertRoleAllows, type MemberRole, type Permission } from "../domain/pe
 import type { ApiKeyLookup } from "./api-keys.js";
 
 /**
- * The API-key channel's one decision (SPEC §5.1, CONTRACT §4 and §6), usable in a request and
+ * The API-key channel's one decision (docs/merchants/authentication.md, docs/permissions.md), usable in a request and
  * outside one (a long-lived stream re-authorises with it while it lives): who a key pair is, and
  * whether it may do what is asked now.
  */

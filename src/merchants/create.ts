@@ -62,7 +62,7 @@ export async function createMerchantWithKeys(
       let owner: string | null = null;
       if (within) {
         await within(trx, merchant.id);
-        // Registration made the owner's login: the pairs act for it (CONTRACT §6). From the CLI,
+        // Registration made the owner's login: the pairs act for it (docs/permissions.md). From the CLI,
         // without a member, they stay the operator's: the owner's, whoever that is when used.
         owner = await assignUnownedKeysToOwner(trx, merchant.id);
       }

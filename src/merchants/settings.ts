@@ -9,7 +9,7 @@ import { parseAmount, UNIT } from "../domain/money.js";
 import { insertDefaultSettings } from "./store.js";
 
 /**
- * Merchant settings per environment (CONTRACT §4.2, §6): `autoWithdraw` (default on),
+ * Merchant settings per environment (docs/api-reference.md#dashboardupdatesettings): `autoWithdraw` (default on),
  * `autoApproveThreshold` per currency type (default 1,000 USDT; stored as base units, a missing
  * currency means the default), `dualApprovalThreshold` per currency type (issue #21, four-eyes:
  * a withdrawal request above it needs two approvers; a missing currency means off) and the
@@ -25,7 +25,7 @@ export interface MerchantSettings {
   /** Four-eyes: above this amount a withdrawal request needs two approvers; null = off. */
   dualApprovalThreshold: Record<CurrencyType, bigint | null>;
   ipAllowlist: string[];
-  /** Underpayment tolerance of checkout sessions, in basis points (0..1000 = 0..10 %; CONTRACT §4.1). */
+  /** Underpayment tolerance of checkout sessions, in basis points (0..1000 = 0..10 %; README.md#money-when-a-payment-counts-and-books-that-match). */
   underpaymentToleranceBp: number;
   updatedAt: Date;
 }
@@ -75,7 +75,7 @@ export async function getSettings(
 
 export interface SettingsPatch {
   autoWithdraw?: boolean | undefined;
-  /** Per currency type: USDT as a JSON number or numeric string (CONTRACT §3). */
+  /** Per currency type: USDT as a JSON number or numeric string (docs/api-reference.md#amounts). */
   autoApproveThreshold?: Record<string, unknown> | undefined;
   /** Per currency type: USDT as a JSON number or numeric string, or null to turn four-eyes off. */
   dualApprovalThreshold?: Record<string, unknown> | undefined;

@@ -13,7 +13,7 @@ import {
 
 /**
  * `stablegate db roles`: the login roles of the api, worker and signer processes (issue #34,
- * CONTRACT §9), each a member of the group role migration 0025 granted its rights. Run with the
+ * SECURITY.md), each a member of the group role migration 0025 granted its rights. Run with the
  * owner's DATABASE_URL (the one `migrate` uses), after `migrate`; idempotent, so it may be run
  * again at any time. `--print` writes the SQL instead of running it (for a DBA to review and run
  * with psql). PostgreSQL only: the embedded database has one user.

@@ -9,7 +9,7 @@ export interface LiveSnapshot {
   actualBalance: bigint;
   confirmedAt: Date | null;
   blockchainTxHash: string | null;
-  /** Seen on the chain in time, confirmed or still confirming (CONTRACT §4.1 `detectedAmount`). */
+  /** Seen on the chain in time, confirmed or still confirming (docs/api-reference.md#schema-checkoutsession `detectedAmount`). */
   detectedAmount: bigint;
   /** Of the least-confirmed transfer counted. */
   confirmations: { current: number; required: number };

@@ -32,7 +32,7 @@ export interface PayPagesDeps {
 }
 
 /**
- * The hosted payment page's use cases (CONTRACT §4.1, issue #7): the page of a session and its live
+ * The hosted payment page's use cases (docs/api-reference.md#hosted-payment-page, issue #7): the page of a session and its live
  * status. A session is visible only in the environment whose base URL serves the page; the page
  * never carries the merchant's secrets, `callbackUrl` or `metadata`. One live-status poller per
  * process for every open page (two queries per interval, whatever the number of pages).

@@ -1,7 +1,7 @@
 import { isIPv4, isIPv6 } from "node:net";
 
 /**
- * The rate-limit identity of a client address (CONTRACT §7). An IPv4 address is its own key. An
+ * The rate-limit identity of a client address (docs/decisions/security.md). An IPv4 address is its own key. An
  * IPv6 client is limited per /64: one subscriber (a home line, a VM) is routinely given a whole
  * /64, so keying per address would hand it 2^64 fresh counts. An IPv4-mapped IPv6 address
  * (`::ffff:a.b.c.d`, how a dual-stack socket shows an IPv4 peer) counts as the IPv4 address.

@@ -59,7 +59,7 @@ export async function assertDataDirOurs(dataDir: string): Promise<void> {
 }
 
 /**
- * Start-up of every role (CONTRACT §9: DATA_DIR and everything the service writes in it are
+ * Start-up of every role (docs/decisions/security.md: DATA_DIR and everything the service writes in it are
  * private): a DATA_DIR left open by an older version (0755 folder, 0644/0666 files) is made
  * private — the folder 0700, and what the service writes in it (the embedded database, generated
  * secrets and mnemonic, lock file, control socket) 0700/0600 — and the log says so. Only those

@@ -20,7 +20,7 @@ export const ROLES: readonly Role[] = ["serve", "api", "worker", "migrate"];
 export type ServiceRole = Exclude<Role, "migrate">;
 
 /**
- * `stablegate migrate`: applies the migrations and returns. It holds no key material (CONTRACT §9:
+ * `stablegate migrate`: applies the migrations and returns. It holds no key material (docs/decisions/custody-and-faults.md#key-custody:
  * in production mode it refuses the mnemonic) and builds no runtime: the database is all it needs.
  */
 export async function runMigrations(
@@ -64,7 +64,7 @@ export async function startRole(
   configured: Config,
   options: StartOptions = {},
 ): Promise<RunningProcess> {
-  // CONTRACT §9: only serve and worker (and the signer) hold INTERNAL_SHARED_SECRET.
+  // docs/decisions/security.md: only serve and worker (and the signer) hold INTERNAL_SHARED_SECRET.
   const { config, ignored } = configForRole(configured, role);
   if ((role === "api" || role === "worker") && !config.database.url && !options.database) {
     throw new StartupError(

@@ -99,7 +99,7 @@ async function holdState(
 }
 
 /**
- * A withdrawal request's approvals (CONTRACT §4.2): none when it was executed at once (at or under
+ * A withdrawal request's approvals (docs/decisions/team-accounts.md#four-eyes): none when it was executed at once (at or under
  * the auto-approve threshold), else those of the distinct people four-eyes asks for — a member's
  * own, or through the API-key channel its key pair's member (its creator, or the merchant's owner
  * for a pair issued without one). Thresholds as they are now: the rule in force when money moves.

@@ -5,7 +5,7 @@ import { accountXpubsOf, resolveAccountKeys } from "../wallet/index.js";
 
 /**
  * `stablegate signer export-xpubs`, run on the signer host: the `MASTER_XPUBS=…` line for the
- * api and worker hosts (CONTRACT §9 key custody). It reads the mnemonic as the signer does — so
+ * api and worker hosts (docs/decisions/custody-and-faults.md#key-custody). It reads the mnemonic as the signer does — so
  * it needs it in production mode — and prints only the account PUBLIC keys: they let a process
  * derive every deposit address and the hot wallet's, and spend nothing.
  */

@@ -3,7 +3,7 @@ import type { Clock } from "../lib/clock.js";
 import { safeEqual } from "../lib/crypto.js";
 
 /**
- * Authentication of internal calls (CONTRACT §9): `X-Stablegate-Timestamp` (ms since the epoch) and
+ * Authentication of internal calls (docs/decisions/security.md): `X-Stablegate-Timestamp` (ms since the epoch) and
  * `X-Stablegate-Signature: v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`. Every body carries a
  * random `requestId`, so two legitimate requests never share a MAC; a MAC already seen inside the
  * skew window is a replay and refused.

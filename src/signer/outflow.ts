@@ -15,7 +15,7 @@ import {
 import { SignerRejectedError } from "./protocol.js";
 
 /**
- * The signer's outflow cap (CONTRACT §9, issue #34 finding 1) and its memory of what it signed.
+ * The signer's outflow cap (docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11, issue #34 finding 1) and its memory of what it signed.
  *
  * The evidence checks (`evidence.ts`) read the database; whoever controls the database (or the api
  * and worker hosts that write it) can forge evidence. The cap bounds what such a compromise takes

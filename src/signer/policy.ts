@@ -8,7 +8,7 @@ import { isRecordedDepositAddress, paymentEvidence, sweepEvidence } from "./evid
 import { SignerRejectedError } from "./protocol.js";
 
 /**
- * The signer's transfer policy (CONTRACT §9; issue #34 finding 1): it signs only what the sending
+ * The signer's transfer policy (docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11; issue #34 finding 1): it signs only what the sending
  * pipeline needs, for the intent the request names, checked against rows the signer reads itself.
  * The intent row (`outgoing_transfers`) must be open, of this chain (network, environment) and be
  * exactly the transaction signed (source key, asset, recipient, amount); then, by source:

@@ -11,7 +11,7 @@ import type { Signer } from "./protocol.js";
  * The signer a process role uses: `serve` runs the signer in-process (it resolves the mnemonic
  * for private keys; no other role but `signer` does; its policy reads `db`); `worker` talks to
  * the signer role at `SIGNER_URL` with `INTERNAL_SHARED_SECRET`, or has none; `api` and `migrate`
- * never sign (and do not hold the secret: CONTRACT §9).
+ * never sign (and do not hold the secret: docs/decisions/security.md).
  */
 export async function createRoleSigner(
   config: Config,

@@ -39,8 +39,8 @@ export async function startSignerRole(
   const logger = options.logger ?? createProcessLogger(config);
   const { config: roleConfig } = configForRole(config, "signer");
   keyMaterialForRole(roleConfig, "signer");
-  // The outflow cap bounds what a compromise of api, worker and database together takes (CONTRACT
-  // §9): in the production split layout the signer host must set it.
+  // The outflow cap bounds what a compromise of api, worker and database together takes (see
+  // docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11): in the production split layout the signer host must set it.
   if (roleConfig.production && !outflowCapped(roleConfig.sending.outflowCap)) {
     throw new SignerStartupError(
       "in production mode the signer needs SIGNER_MAX_OUTFLOW_PER_HOUR and SIGNER_MAX_OUTFLOW_PER_DAY " +

@@ -17,7 +17,7 @@ import { TRANSACTION_RECORD_COLUMNS, toRecord } from "./records.js";
  * status its page saw; one created meanwhile is included if it sorts after the page being read.
  */
 
-/** Each column's cell of a transaction: the transaction object's fields (SPEC §2.2), amounts as exact decimals. */
+/** Each column's cell of a transaction: the transaction object's fields (docs/api-reference.md#schema-transaction), amounts as exact decimals. */
 const CELLS = {
   transactionId: (t) => t.id,
   type: (t) => t.type,

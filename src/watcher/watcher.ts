@@ -126,7 +126,7 @@ export class ChainWatcher {
 
   /**
    * Start-up check: the head block must carry a usable timestamp (on time is decided by block time,
-   * CONTRACT §4.1). A chain without one is refused for good — logged, shown in `/readyz`, never
+   * README.md#money-when-a-payment-counts-and-books-that-match). A chain without one is refused for good — logged, shown in `/readyz`, never
    * scanned — instead of falling back on this worker's clock. An unreachable endpoint is retried.
    */
   private async checkChainTime(): Promise<void> {

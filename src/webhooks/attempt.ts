@@ -10,7 +10,7 @@ import { ensureEndpoint, openSecrets } from "./secrets.js";
 import type { AttemptOutcome, WebhookTransport } from "./transport.js";
 
 /**
- * One delivery attempt of a claimed event (SPEC §6.5, CONTRACT §5): sign, POST, record.
+ * One delivery attempt of a claimed event (docs/merchants/webhooks.md#answer-fast-process-later): sign, POST, record.
  *
  * Schedule: attempt 1 at once; after the n-th automatic failure the next one waits
  * `WEBHOOK_RETRY_SCHEDULE[n-1]`; after the last retry fails the event is `failed`. Manual retry:

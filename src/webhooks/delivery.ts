@@ -9,7 +9,7 @@ import type { Resolve } from "./ssrf.js";
 import { WebhookTransport } from "./transport.js";
 
 /**
- * Delivery of webhook events (SPEC §6.5, CONTRACT §5), assembled for one worker from its parts:
+ * Delivery of webhook events (docs/merchants/webhooks.md#answer-fast-process-later), assembled for one worker from its parts:
  *
  * - `queue.ts`: claiming due events with `FOR UPDATE SKIP LOCKED` and a lease, releasing them;
  * - `result-writer.ts`: the group-committed writer of attempt results (only while the claim holds);

@@ -9,7 +9,7 @@ import { maskSecret, readWebhookSecret, rotateWebhookSecret, setWebhookUrl } fro
 import { validateWebhookUrl } from "./ssrf.js";
 
 /**
- * The endpoint of a merchant × environment as the merchant manages it (CONTRACT §5): its URL, its
+ * The endpoint of a merchant × environment as the merchant manages it (docs/api-reference.md#webhooks): its URL, its
  * secret masked, and the secret's rotation. The rows and their sealing are `secrets.ts`.
  */
 

@@ -5,7 +5,7 @@ import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { ListParams } from "../domain/list.js";
 
-/** The event log of a merchant × environment (CONTRACT §5): `GET /api/v1/webhook/events[/:id]`. */
+/** The event log of a merchant × environment (docs/api-reference.md#listwebhookevents): `GET /api/v1/webhook/events[/:id]`. */
 
 export type { WebhookAttemptRow, WebhookEventRow };
 

@@ -1,4 +1,4 @@
-/** The delivery's own headers (SPEC §6.3), beside the signature headers of `signing.ts`. */
+/** The delivery's own headers (docs/merchants/webhooks.md#the-headers), beside the signature headers of `signing.ts`. */
 export const WEBHOOK_USER_AGENT = "stablegate-webhooks/1.0";
 
 /**

@@ -16,7 +16,7 @@ import { ensureEndpoint } from "./secrets.js";
 import { WebhookTransport } from "./transport.js";
 
 /**
- * The attempts a merchant asks for (CONTRACT §5), made at once in the API process: a manual retry
+ * The attempts a merchant asks for (docs/merchants/webhooks.md#answer-fast-process-later), made at once in the API process: a manual retry
  * (`POST /api/v1/webhook/retry/:id`) and the test send (`POST /api/v1/webhook/test`). Their results
  * are written at once, not by the worker's group commit. Built once per process (`runtime.ts`), on
  * the process's one transport.
@@ -58,7 +58,7 @@ export class ManualDelivery {
   }
 
   /**
-   * Manual retry (CONTRACT §5): one attempt now, whatever the status. Refused (409) while another
+   * Manual retry (docs/merchants/webhooks.md#answer-fast-process-later): one attempt now, whatever the status. Refused (409) while another
    * attempt of the event holds its lease. Returns the event after the attempt.
    */
   async retryNow(merchantId: string, environment: Environment, eventId: string): Promise<WebhookEventRow> {

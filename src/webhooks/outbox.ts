@@ -24,7 +24,7 @@ export interface EnqueueWebhookInput {
 export const WEBHOOK_CHANNEL = "stablegate_webhook_events";
 
 /**
- * The transactional outbox (CONTRACT §5): writes the webhook event in the CALLER's transaction,
+ * The transactional outbox (docs/decisions/webhooks.md#webhooks): writes the webhook event in the CALLER's transaction,
  * so the event exists if and only if the status change commits. Delivery happens later, from the
  * worker (`delivery.ts`). The body is serialised here, once: every attempt sends the same bytes.
  * Without a destination URL the event is recorded as `failed` so that a manual retry can deliver

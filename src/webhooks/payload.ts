@@ -5,7 +5,7 @@ import type { TransactionType } from "../domain/transaction.js";
 import { presentTransaction, type TransactionRecord } from "../domain/transaction.js";
 
 /**
- * Webhook bodies (SPEC §6.2): `{ success: true, message, data }`, serialised once and stored (the
+ * Webhook bodies (docs/merchants/webhooks.md#the-body): `{ success: true, message, data }`, serialised once and stored (the
  * stored bytes are what every attempt sends and what the event log shows). `data` is the
  * transaction object of the API plus three fields a receiver would otherwise fetch with a second
  * request: `metadata` (a deposit's checkout-session metadata), `rejectionReason` (a withdrawal's)
@@ -30,7 +30,7 @@ const PHRASE: Record<string, string> = {
   processing: "processing",
 };
 
-/** The short status text of SPEC §6.2 (`message`), e.g. "Deposit confirmed". */
+/** The short status text of docs/merchants/webhooks.md#the-body (`message`), e.g. "Deposit confirmed". */
 export function webhookMessage(type: TransactionType, status: string): string {
   return `${NOUN[type]} ${PHRASE[status] ?? `status changed to ${status}`}`;
 }
@@ -66,7 +66,7 @@ export function serializeWebhookBody(
 }
 
 /**
- * The test delivery's body (its content is ours to choose: SPEC §6 "not shown"): every field a real
+ * The test delivery's body (its content is ours to choose: docs/merchants/webhooks.md#test-it): every field a real
  * delivery's `data` has, with `type` and `status` both `"test"` and zero amounts, so that a
  * receiver can parse it with the same code and no receiver mistakes it for money.
  */

@@ -5,7 +5,7 @@ import type { Claimed, DeliveryQueue } from "./queue.js";
 import type { ResultWriter } from "./result-writer.js";
 
 /**
- * The delivery loop of a worker (SPEC §6.5): claims come in batches (one statement also returns
+ * The delivery loop of a worker (docs/merchants/webhooks.md#answer-fast-process-later): claims come in batches (one statement also returns
  * each event's endpoint URL and sealed secrets), a batch is prefetched while the previous one is in
  * flight so the HTTP slots never wait for the database, a slot is freed as soon as its answer is
  * read, and results are written by a group commit (`result-writer.ts`: one statement per batch of

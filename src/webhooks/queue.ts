@@ -6,7 +6,7 @@ import { PREPARED } from "../db/prepared.js";
 import type { WebhookEndpointRow, WebhookEventRow } from "../db/tables/webhooks.js";
 
 /**
- * The delivery queue (SPEC §6.5): a pending event has one row in `webhook_due` (when it is due, who
+ * The delivery queue (docs/merchants/webhooks.md#answer-fast-process-later): a pending event has one row in `webhook_due` (when it is due, who
  * holds it); delivered and failed events have none. Claiming: a worker takes due rows with
  * `FOR UPDATE SKIP LOCKED` and, in the same statement, leases them: `locked_by` = a random claim
  * token, `locked_until` = now + lease. Any number of workers on any number of machines can run

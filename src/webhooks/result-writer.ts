@@ -5,7 +5,7 @@ import { PREPARED } from "../db/prepared.js";
 import type { AttemptOutcome } from "./transport.js";
 
 /**
- * The results of delivery attempts (SPEC §6.5): written only while the claim token still holds the
+ * The results of delivery attempts (docs/merchants/webhooks.md#answer-fast-process-later): written only while the claim token still holds the
  * event. The queue row is deleted (or moved to the next retry), the event updated in columns no
  * index covers (a HOT update too) and the attempt row inserted, in one statement. A manual retry of
  * a delivered or failed event, which has no queue row, holds the event row itself.

@@ -8,7 +8,7 @@ import type { SecretBox } from "../lib/secret-box.js";
 import { SECRET_PREFIX } from "./signing.js";
 
 /**
- * Webhook secrets: one per merchant × environment (CONTRACT §5), sealed at rest with SecretBox
+ * Webhook secrets: one per merchant × environment (docs/merchants/webhooks.md#secret-rotation), sealed at rest with SecretBox
  * (AES-256-GCM under SECRET_ENCRYPTION_KEY, bound to the row by its associated data), masked on
  * read, returned in full once on rotation. After a rotation the previous secret keeps signing the
  * Standard Webhooks header for 24 h.
@@ -20,7 +20,7 @@ export function generateWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(32).toString("base64")}`;
 }
 
-/** All `*` but the last 8 characters (SPEC §2.1). */
+/** All `*` but the last 8 characters (docs/api-reference.md#getwebhooksecret). */
 export function maskSecret(secret: string): string {
   return "*".repeat(Math.max(0, secret.length - 8)) + secret.slice(-8);
 }

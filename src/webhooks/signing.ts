@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 
 /**
- * Webhook signatures (SPEC §5.3, CONTRACT §5).
+ * Webhook signatures (docs/merchants/webhooks.md#signatures).
  *
  *  - `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of the exact body bytes, keyed with the
  *    environment's current `webhookSecret` (the whole `whsec_…` string as UTF-8, as the merchant

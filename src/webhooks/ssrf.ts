@@ -15,7 +15,7 @@ import {
 
 /**
  * SSRF defence for every URL we call on a merchant's behalf (webhook URLs, checkout callbackUrl):
- * SPEC §8.5, CONTRACT §5.
+ * docs/merchants/webhooks.md#your-webhook-url.
  *
  *  1. `validateWebhookUrl` at the time the URL is set: scheme, no credentials, host name rules,
  *     every address the host is or resolves to must be public, and the port must be one of
@@ -196,7 +196,7 @@ export async function resolveAllowed(
 export const MAX_URL_LENGTH = 2048;
 
 /**
- * Validates a webhook URL or checkout `callbackUrl` (CONTRACT §5): absolute `https` URL (`http` in
+ * Validates a webhook URL or checkout `callbackUrl` (docs/merchants/webhooks.md#your-webhook-url): absolute `https` URL (`http` in
  * sandbox only), no credentials, a host that is, and resolves only to, public addresses, a port in
  * `allowedPorts` (default: `WEBHOOK_ALLOWED_PORTS`'s). Returns field errors (empty = valid).
  */

@@ -167,7 +167,7 @@ export async function readAfter(
 /**
  * The headers of a delivery of `row` made now, with `secrets` (current first, then the previous one
  * during a rotation's grace): the signature scheme is `signing.ts`'s, the other headers are the
- * delivery's (SPEC §6.3).
+ * delivery's (docs/merchants/webhooks.md#the-headers).
  */
 export function signedDelivery(row: EventRow, secrets: readonly string[], now: Date): StreamedDelivery {
   const headers: Record<string, string> = {
@@ -261,7 +261,7 @@ export const ACCESS_CHANNEL = "stablegate_access";
  * outbox channel (new events) and once on the access channel (re-authorise now), both opened with
  * the first stream and closed with the last.
  *
- * Re-authorisation (issue #34 finding 5, CONTRACT §6): every stream's credential is checked again
+ * Re-authorisation (issue #34 finding 5, docs/decisions/webhooks.md#the-webhook-streams-access-and-places-issue-34-findings-5-and-9): every stream's credential is checked again
  * by its subscriber's `authorize()` (the API-key channel's own decision, read afresh) on every
  * access notification and every `reauthMs`, all streams of the process together (their lookups
  * share statements). A refusal ends the stream at once; so does an access that could not be

@@ -4,7 +4,7 @@ import { createGuardedAgent } from "./guarded-agent.js";
 import { type Resolve, SsrfBlockedError, ssrfPolicy, systemResolve } from "./ssrf.js";
 
 /**
- * The HTTP side of a delivery attempt: one POST through the SSRF-guarded undici agent (SPEC §8.5),
+ * The HTTP side of a delivery attempt: one POST through the SSRF-guarded undici agent (docs/merchants/webhooks.md#your-webhook-url),
  * no redirects, no proxy, `WEBHOOK_TIMEOUT_MS` overall. One transport (one agent, one pool of
  * keep-alive connections) per process: the delivery pipeline and the manual sender share it.
  */

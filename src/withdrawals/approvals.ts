@@ -82,7 +82,7 @@ export async function standingApprovals(
 }
 
 /**
- * One approval per person (CONTRACT §4.2): a member's session and every key pair acting for that
+ * One approval per person (docs/decisions/team-accounts.md#four-eyes): a member's session and every key pair acting for that
  * member are the same approver (`user:<id>`). Only a pair acting for no member (the operator's, for
  * a merchant without members) counts as the API-key channel as a whole.
  */

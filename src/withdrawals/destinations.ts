@@ -14,7 +14,7 @@ export type SystemAddresses = Pick<AddressDeriver, "address">;
  * held (issue #34, findings 10 and 11): 400 `VALIDATION_ERROR` on `walletAddress` when it is
  *
  * - a burn address of its network (`domain/destination.ts`; in the sandbox the test failure
- *   addresses stay usable, CONTRACT §4.1);
+ *   addresses stay usable, docs/merchants/sandbox.md#test-failure-addresses);
  * - one of the gateway's own addresses on that network, in either environment: the system wallets
  *   (indexes below `FIRST_DEPOSIT_INDEX`: the hot wallet, the gas tank and the ones reserved for
  *   future system wallets) and every deposit address it issued (`watched_addresses`, any merchant).

@@ -19,7 +19,7 @@ export interface NewPayout {
   amount: bigint;
   currencyType: CurrencyType;
   walletAddress: string;
-  /** The e-mailed payout code (CONTRACT §4.3). */
+  /** The e-mailed payout code (docs/api-reference.md#dashboardcreatepayout). */
   otp: string;
 }
 
@@ -34,7 +34,7 @@ export interface PayoutCall extends IdempotentCall<TransactionRecord> {
 }
 
 /**
- * `POST /api/v1/dashboard/payouts` (CONTRACT §4.3): everything that can be refused is checked
+ * `POST /api/v1/dashboard/payouts` (docs/api-reference.md#dashboardcreatepayout): everything that can be refused is checked
  * before the single-use OTP is tried (the destination too: no burn address, none of the gateway's
  * own); the OTP is checked only by a request that will run (a retry
  * with the same Idempotency-Key replays its answer instead of "this code was already used") and

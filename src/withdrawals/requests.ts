@@ -20,7 +20,7 @@ import {
 } from "./service.js";
 
 /**
- * The use cases of withdrawal requests (CONTRACT §4.2) and payouts (§4.3) as the channels call
+ * The use cases of withdrawal requests (docs/api-reference.md#withdrawals) and payouts (docs/api-reference.md#payouts) as the channels call
  * them: each owns its transaction (and, for a creation, its `Idempotency-Key`).
  */
 export interface WithdrawalDesk extends WithdrawalDeps {

@@ -40,8 +40,8 @@ export interface NewWithdrawal {
 }
 
 /**
- * Checks what can be checked before anything is written: the destination for its network (CONTRACT
- * §4.2: TRON base58check, EVM hex with a valid checksum when mixed-case) and an amount above the fee.
+ * Checks what can be checked before anything is written: the destination for its network (see
+ * docs/api-reference.md#createwithdrawalrequest: TRON base58check, EVM hex with a valid checksum when mixed-case) and an amount above the fee.
  * Returns the canonical address and the fee.
  */
 export function validateWithdrawal(

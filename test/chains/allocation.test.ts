@@ -247,7 +247,7 @@ describe("resolveMnemonic", () => {
       INTERNAL_SHARED_SECRET: "c".repeat(64),
       METRICS_TOKEN: "m".repeat(32),
     };
-    // The signing roles need it (CONTRACT §9 key custody: the others refuse it, test/signer/key-custody).
+    // The signing roles need it (docs/decisions/custody-and-faults.md#key-custody: the others refuse it, test/signer/key-custody).
     expect(() => keyMaterialForRole(parseConfig(prodEnv), "signer")).toThrow(/MASTER_MNEMONIC/);
     expect(() => keyMaterialForRole(parseConfig(prodEnv), "serve")).toThrow(/MASTER_MNEMONIC/);
     const ok = parseConfig({ ...prodEnv, MASTER_MNEMONIC: MNEMONIC });

@@ -34,7 +34,7 @@ export function feeScheduleJson(): string {
   );
 }
 
-/** CONTRACT §3: fixed + percent, the percentage part rounded up to the next base unit. */
+/** docs/decisions.md#ledger: fixed + percent, the percentage part rounded up to the next base unit. */
 export function fee(rule: Rule, amount: bigint): bigint {
   return rule.fixed + (amount * rule.ppm + 999_999n) / 1_000_000n;
 }

@@ -9,7 +9,7 @@ const MAIN = path.join(ROOT, "src", "main.ts");
 export type ClusterRole = "migrate" | "api" | "worker" | "signer";
 
 /**
- * Which key material the roles get: "xpubs" — CONTRACT §9 key custody: only the signer holds the
+ * Which key material the roles get: "xpubs" — docs/decisions/custody-and-faults.md#key-custody: only the signer holds the
  * mnemonic; `api` and `worker` derive addresses from the account xpubs that
  * `stablegate signer export-xpubs` prints, `migrate` needs none, and in production mode each
  * refuses the mnemonic. ("mnemonic": every role got it, as before that change.)

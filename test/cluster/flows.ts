@@ -18,7 +18,7 @@ export interface MerchantKeys {
   api: { apikey: string; "x-api-secret": string };
 }
 
-/** Ordinary destinations and the networks' test failure addresses (CONTRACT §4.1). */
+/** Ordinary destinations and the networks' test failure addresses (docs/merchants/sandbox.md#test-failure-addresses). */
 export const DESTINATIONS: Record<Currency, { ordinary: string; failing: string }> = {
   "USDT-TRC20": {
     ordinary: "TJCnKsPa7y5okkXvQAidZBzqx3QyQ6sxMW",

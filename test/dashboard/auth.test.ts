@@ -33,7 +33,7 @@ async function registered(base = svc.urls.production, headers: Record<string, st
   return { b, email, body: r.body };
 }
 
-/** A step-up code (CONTRACT §6.1, purpose `sensitive`) e-mailed to the user over SMTP. */
+/** A step-up code (docs/merchants/authentication.md#step-up-for-production-changes, purpose `sensitive`) e-mailed to the user over SMTP. */
 async function sensitiveCode(b: Browser, email: string): Promise<string> {
   const before = smtp.mails.length;
   const r = await b.req("/api/v1/auth/otp", { json: { purpose: "sensitive" } });
@@ -277,7 +277,7 @@ describe("TOTP", () => {
     expect(stored.totp_secret).not.toContain(secret);
 
     expect((await b.req("/api/v1/auth/2fa/enable", { json: { code: "000000" } })).status).toBe(400);
-    // Turning 2FA on needs the e-mailed step-up code too (CONTRACT §6.1, issue #34 finding 7).
+    // Turning 2FA on needs the e-mailed step-up code too (docs/merchants/authentication.md#step-up-for-production-changes, issue #34 finding 7).
     const onOtp = await sensitiveCode(b, email);
     expect(
       (await b.req("/api/v1/auth/2fa/enable", { json: { code: await code(), otp: onOtp } })).status,

@@ -90,7 +90,7 @@ describe("development mode without SMTP_URL", () => {
       string,
       Record<string, { responses?: Record<string, { content?: unknown }> }>
     >;
-    // Every route of CONTRACT §4–§6 (and the operator's admin views), with its method.
+    // Every merchant and dashboard route of docs/api-reference.md (and the operator's admin views), with its method.
     const contractRoutes: [string, string][] = [
       ["post", "/checkout/session"],
       ["get", "/checkout/session/{id}"],

@@ -9,7 +9,7 @@ import { insertTransaction } from "../../src/transactions/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { Browser } from "./support.js";
 
-// CONTRACT §4.4 and §6: the dashboard channel reads the same balances and transactions as the
+// docs/api-reference.md#dashboard: the dashboard channel reads the same balances and transactions as the
 // API-key channel, for the environment of X-Environment (else the base URL); admins read across
 // merchants under /api/v1/admin/transactions.
 

@@ -84,7 +84,7 @@ export function otpFrom(mail: ReceivedMail): string {
 }
 
 /**
- * Requests an e-mailed code (CONTRACT §6.1 step-up: purpose `sensitive`; or `payout`) for the
+ * Requests an e-mailed code (docs/merchants/authentication.md#step-up-for-production-changes: purpose `sensitive`; or `payout`) for the
  * signed-in browser and reads it from the development outbox (a service without SMTP_URL): the
  * mail that was not there before the request (a frozen test clock gives mails equal times).
  */

@@ -65,7 +65,7 @@ async function ledgerOk() {
 }
 
 describe("checkout session, sandbox simulator, end to end", () => {
-  it("creates a session with every field of CONTRACT §4.1", async () => {
+  it("creates a session with every CheckoutSession field", async () => {
     const s = await createSession({ amount: 25.5, orderId: "order-1", metadata: { cart: 7 } });
     expect(s.id).toMatch(/^tx_/);
     expect(s.transactionId).toBe(s.id);
@@ -91,7 +91,7 @@ describe("checkout session, sandbox simulator, end to end", () => {
     expect(await session(s.id)).toEqual(s);
   });
 
-  it("sandbox pay → confirmed webhook with every SPEC §2.2 field, valid signatures, balance credited", async () => {
+  it("sandbox pay → confirmed webhook with every Transaction field, valid signatures, balance credited", async () => {
     const before = await balanceOf(svc, m.headers, TRC);
     const s = await createSession({ amount: 12.345678, orderId: "order-2" });
     const paid = await pay(s.id);

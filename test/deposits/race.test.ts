@@ -13,7 +13,7 @@ import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
 import { openTestDatabase } from "../support/db.js";
 
 // A payment and the expiry job racing for the same session resolve to exactly one outcome
-// (CONTRACT §4.1). The payment is mined 1 ms before the deadline (and no observation row tells the
+// (README.md#money-when-a-payment-counts-and-books-that-match). The payment is mined 1 ms before the deadline (and no observation row tells the
 // expiry job it is confirming), the expiry runs at the deadline; whichever takes the session lock first decides, and the other adapts:
 // confirmed (no late deposit) or failed (nothing was there) + the payment as a late deposit.
 const deriver = AddressDeriver.fromMnemonic("test test test test test test test test test test test junk");

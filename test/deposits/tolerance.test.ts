@@ -3,7 +3,7 @@ import { Browser } from "../dashboard/support.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { waitFor } from "../webhooks/support.js";
 
-// CONTRACT §4.1: the merchant setting `underpaymentTolerancePercent` (0–10, default 0, per
+// README.md#money-when-a-payment-counts-and-books-that-match: the merchant setting `underpaymentTolerancePercent` (0–10, default 0, per
 // environment), set in the dashboard's settings; a session whose payment reaches
 // amount × (1 − tolerance) by its deadline is confirmed (the sandbox simulator end to end here; the
 // chain cases are in on-time-suite.ts).

@@ -10,7 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => svc?.close());
 
-// CONTRACT §8: every retired endpoint answers 404 NOT_FOUND, with or without credentials.
+// docs/merchants/errors.md#retired-endpoints: every retired endpoint answers 404 NOT_FOUND, with or without credentials.
 const CASES: [string, string][] = [
   ["POST", "/api/v1/public/payout/create"],
   ["GET", "/api/v1/refund"],

@@ -261,7 +261,7 @@ describe("unknown routes, 500s and request ids", () => {
       call(svc.urls.sandbox, ECHO, { json: {} }),
     ]);
     for (const r of responses) expect(r.headers.get("x-request-id")).toMatch(/^req_[0-9A-Za-z]+$/);
-    // Every error body carries the same id (CONTRACT §1: a merchant quotes it to support).
+    // Every error body carries the same id (docs/merchants/errors.md#the-envelope: a merchant quotes it to support).
     for (const r of responses.slice(1)) expect(r.body.error.requestId).toBe(r.headers.get("x-request-id"));
     const kept = await call(svc.urls.production, "/healthz", {
       headers: { "x-request-id": "trace-abc.123" },

@@ -159,7 +159,7 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
       newPassword: PASSWORD,
       otp: "123456",
     },
-    // Step-up in every environment (CONTRACT §6.1); no setup yet: refused (409) after the check,
+    // Step-up in every environment (docs/merchants/authentication.md#step-up-for-production-changes); no setup yet: refused (409) after the check,
     // which gives the code back.
     "POST /api/v1/auth/2fa/enable": { code: "123456", otp: sensitiveOtp },
     // 2FA is off: refused (409) after the step-up check, which gives the code back.
@@ -288,7 +288,7 @@ function fill(path: string, overrides: Record<string, string> = {}): string {
 
 function problem(r: Call, what: string): string | undefined {
   if (r.status >= 500) return `${what} → ${r.status} ${r.text.slice(0, 200)}`;
-  // CONTRACT §2: a throttled request has the rate-limit body and Retry-After (the sweep's many
+  // docs/merchants/errors.md#429-rate-limited: a throttled request has the rate-limit body and Retry-After (the sweep's many
   // failed sign-ins from one address meet the login throttle, security #18 finding 10).
   if (r.status === 429) {
     if (r.body?.success !== false || typeof r.body?.message !== "string" || !r.headers.get("retry-after"))

@@ -4,7 +4,7 @@ import type { App } from "../../src/http/app-types.js";
 import { ListQuerySchema, listParams, MAX_LIMIT, pagination, SORT_FIELDS } from "../../src/http/list.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 
-describe("listParams (CONTRACT §4.5)", () => {
+describe("listParams (docs/api-reference.md#pagination)", () => {
   it("defaults", () => {
     expect(listParams({})).toEqual({ page: 1, limit: 20, offset: 0, sortBy: "createdAt", order: "desc" });
   });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestService, type TestService } from "../support/harness.js";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
-/** The checks of /readyz and /metrics are the operator's (CONTRACT §9; test/security/09-...). */
+/** The checks of /readyz and /metrics are the operator's (docs/api-reference.md#operations; test/security/09-...). */
 const operator = { authorization: `Bearer ${METRICS_TOKEN}` };
 
 let svc: TestService;
@@ -24,7 +24,7 @@ describe("health, readiness, metrics", () => {
       await new Promise((r) => setTimeout(r, 20));
       ready = await call(svc.urls.production, "/readyz", { headers: operator });
     }
-    // Production chains have no RPC configured in tests: reported as down (CONTRACT §1), which
+    // Production chains have no RPC configured in tests: reported as down (docs/chains.md#chain-registry-runtimechains), which
     // degrades readiness without taking the instance out of rotation (200).
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({

@@ -6,7 +6,7 @@ import { addMember, type Headers, otpFor, registerOwner } from "../team/support.
 import { allowedBy, documentedMatrix, type Env, ROLES, type Role } from "./permission-matrix.js";
 
 // Issue #34 "Must show": the principal matrix, generated from the OpenAPI document. One principal
-// model (CONTRACT §6): every credential acts for a member. Each role's sessions are walked over
+// model (docs/permissions.md): every credential acts for a member. Each role's sessions are walked over
 // every dashboard operation by role-matrix.test.ts; here each role's key pairs are walked over every
 // API-key operation, in both environments: a pair the member minted itself where its role may mint
 // (owner: its registration pairs; admin, developer: minted on the dashboard, production ones with

@@ -8,7 +8,7 @@ import { openTestDatabase, TEST_REDIS_URL } from "../support/db.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 const WINDOW_MS = 900_000;
-/** /readyz shows its checks only to the operator's token (CONTRACT §9). */
+/** /readyz shows its checks only to the operator's token (docs/api-reference.md#operations). */
 const METRICS_TOKEN = "metrics-token-0123456789abcdef";
 const operator = { authorization: `Bearer ${METRICS_TOKEN}` };
 

@@ -117,7 +117,7 @@ describe("GET /api/v1/public/balance", () => {
 });
 
 describe("GET /api/v1/public/transactions", () => {
-  it("lists this merchant's transactions of this environment, newest first, in the SPEC §2.2 shape", async () => {
+  it("lists this merchant's transactions of this environment, newest first, in the published Transaction shape", async () => {
     const r = await list();
     expect(r.status).toBe(200);
     expect(r.body.pagination).toEqual({ page: 1, limit: 20, total: 5, totalPages: 1 });

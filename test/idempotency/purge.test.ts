@@ -10,7 +10,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { onPostgres, openTestDatabase } from "../support/db.js";
 
 // Issue #36: the `Idempotency-Key` records (each holding a full response body) are purged once
-// their 24 h retention (CONTRACT §4) is over; the worker runs the purge hourly (roles/jobs.ts).
+// their 24 h retention (docs/merchants/idempotency.md) is over; the worker runs the purge hourly (roles/jobs.ts).
 
 const NOW = Date.parse("2026-11-28T12:00:00Z");
 const SECOND = 1000;

@@ -7,7 +7,7 @@ import { type Call, call, startTestService, type TestService } from "../support/
 // Finding 2 (issue #18): a dashboard session alone moved funds. With only a session one could
 // create a production key pair, raise autoApproveThreshold, clear ipAllowlist and then withdraw
 // through the API to any address; also set the webhook URL, rotate its secret and turn 2FA off.
-// CONTRACT §6.1: those production writes need a fresh e-mailed `sensitive` code in `otp` (10 min,
+// docs/merchants/authentication.md#step-up-for-production-changes: those production writes need a fresh e-mailed `sensitive` code in `otp` (10 min,
 // 5 tries, single use) and, with 2FA on, the current TOTP in `totp`. Sandbox writes and the
 // API-key channel need nothing more.
 
@@ -385,7 +385,7 @@ describe("what needs no step-up", () => {
 describe("a new sensitive route cannot forget the step-up silently", () => {
   it("every dashboard-channel write either declares otp and totp or is a reviewed exception", async () => {
     const doc = svc.proc.app?.swagger() as { paths: Record<string, Record<string, any>> };
-    // Reviewed: none of these moves money or weakens a production control (CONTRACT §6.1).
+    // Reviewed: none of these moves money or weakens a production control (docs/merchants/authentication.md#step-up-for-production-changes).
     const exempt = new Set([
       "POST /api/v1/auth/register", // no session yet
       "POST /api/v1/auth/login",

@@ -8,7 +8,7 @@ import { rawRequest } from "./support.js";
 
 // Finding 3 (issue #18): TRUST_PROXY=true made Fastify trust every hop and take the leftmost
 // X-Forwarded-For entry, which the client writes itself: a forged entry passed the merchant's IP
-// allowlist and a rotating one escaped every rate limit. Now (CONTRACT §7) TRUST_PROXY is a hop
+// allowlist and a rotating one escaped every rate limit. Now (docs/decisions/security.md) TRUST_PROXY is a hop
 // count (`true` = 1) or a list of proxy addresses/CIDRs, the client is the entry the trusted proxy
 // appended (counted from the right), and the allowlist and the limiter use that one address.
 //

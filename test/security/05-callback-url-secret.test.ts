@@ -5,7 +5,7 @@ import { call, keysOf, startTestService, type TestService } from "../support/har
 // Security issue #18, finding 5: a checkout session that sets `callbackUrl` aims a delivery signed
 // with the merchant's webhook secret at a URL of the caller's choice. Holding only the `apikey`
 // (the less protected half of the pair) must not be enough: the secret is required there
-// (CONTRACT §4), and an Idempotency-Key replay must not get around it.
+// (docs/merchants/authentication.md#where-the-secret-is-required), and an Idempotency-Key replay must not get around it.
 
 let svc: TestService;
 let merchant: CreatedMerchant;

@@ -7,7 +7,7 @@ import { Browser } from "../dashboard/support.js";
 
 // Security issue #18, finding 6: the embedded database (PGlite) wrote its WAL and catalogs 0666
 // under a 0755 DATA_DIR, so any local account could read password hashes, outbox OTPs and reset
-// tokens, and tamper with the WAL. CONTRACT §9: DATA_DIR and everything the service writes in it
+// tokens, and tamper with the WAL. docs/decisions/security.md: DATA_DIR and everything the service writes in it
 // are private to the service's user (directories 0700, files 0600).
 //
 // The real CLI (`src/main.ts` through tsx's loader, as test/cli.test.ts runs it) is started by a

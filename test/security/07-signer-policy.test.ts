@@ -26,7 +26,7 @@ import { openTestDatabase } from "../support/db.js";
 
 // Security issue #18, finding 7: the signer signed any transfer to any destination, and the
 // internet-facing `api` role held INTERNAL_SHARED_SECRET, so a compromised api process could have
-// the signer drain the hot wallet. CONTRACT §9: the signer accepts only transfers from the hot
+// the signer drain the hot wallet. docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11: the signer accepts only transfers from the hot
 // wallet to a recorded withdrawal/payout destination (amount matching), sweeps from deposit
 // addresses to the hot wallet and gas top-ups from the gas tank to deposit addresses, checked
 // against rows it reads itself, per chain (network, environment); anything else is refused and
@@ -523,7 +523,7 @@ describe("the api role and INTERNAL_SHARED_SECRET (finding 7)", () => {
     SECRET_ENCRYPTION_KEY: "a".repeat(64),
     JWT_SECRET: "j".repeat(40),
     METRICS_TOKEN: "m".repeat(32),
-    // api and worker derive addresses from the account public keys only (CONTRACT §9).
+    // api and worker derive addresses from the account public keys only (docs/decisions/custody-and-faults.md#key-custody).
     MASTER_XPUBS: formatAccountXpubs(accountXpubsOf(wallet)),
     DATA_DIR: `/tmp/sg-policy-api-${process.pid}`,
   };

@@ -6,7 +6,7 @@ import { rawRequest } from "./support.js";
 
 // Finding 9 (issue #18): `/metrics` trusted any loopback peer — every request through a same-host
 // proxy is one — and `/readyz` showed hot-wallet balances, lags and queue depths to anyone. Now
-// (CONTRACT §9) `/metrics` needs `Authorization: Bearer <METRICS_TOKEN>`, production mode refuses
+// (docs/api-reference.md#operations) `/metrics` needs `Authorization: Bearer <METRICS_TOKEN>`, production mode refuses
 // to start without the token, and `/readyz` answers only its overall status without it.
 
 const TOKEN = "metrics-token-0123456789abcdef";

@@ -121,7 +121,7 @@ describe("failed sign-ins are throttled per (account, client IP)", () => {
     }
   });
 
-  it("an IPv6 attacker rotating addresses within one /64 is one client (CONTRACT §7)", async () => {
+  it("an IPv6 attacker rotating addresses within one /64 is one client (docs/decisions/security.md)", async () => {
     const email = await merchant();
     const statuses: number[] = [];
     for (let i = 1; i <= 7; i++)

@@ -4,7 +4,7 @@ import { addMember, type Headers, type Member, otpFor, registerOwner } from "../
 
 // Issue #34 finding 3 (High): a `developer` (read-only on production money) minted a production
 // key pair (allowed, with step-up) and withdrew through the API-key channel, which had no role.
-// CONTRACT §6, one principal model: a key pair records who created it (`createdBy`) and never does
+// docs/permissions.md, one principal model: a key pair records who created it (`createdBy`) and never does
 // more than that member's role allows in its environment (403 `key_owner_role`); when the member is
 // removed its pairs stop (403 `key_owner_removed`) until an owner or admin takes them over, which
 // gives the pair a new secret (a pair acts for whoever holds its secret; test 29).

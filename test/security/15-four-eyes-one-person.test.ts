@@ -6,7 +6,7 @@ import { expectLedgerOk, type Funded, fundedMerchant } from "../withdrawals/supp
 
 // Issue #34 finding 4 (High): four-eyes (`dualApprovalThreshold`) was satisfied by one person: the
 // owner approved with its API key pair, then again with its dashboard session, and the withdrawal
-// executed. CONTRACT §4.2: the approvals counted are those of distinct people; an approval through
+// executed. docs/decisions/team-accounts.md#four-eyes: the approvals counted are those of distinct people; an approval through
 // the API-key channel counts as the member who created (holds) that key pair.
 
 let svc: TestService;

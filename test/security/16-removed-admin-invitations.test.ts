@@ -3,7 +3,7 @@ import { call, startTestService, type TestService } from "../support/harness.js"
 import { accept, addMember, invite, mailedInvitation, otpFor, registerOwner } from "../team/support.js";
 
 // Issue #34 finding 6 (Medium): an admin invited a friend as admin, was removed, and the friend
-// still joined as admin with the pending invitation. CONTRACT §6: removing or demoting a member
+// still joined as admin with the pending invitation. docs/decisions/team-accounts.md#members-and-invitations: removing or demoting a member
 // revokes the invitations it sent, in the same transaction; accepting checks that the inviter is
 // still a member who may grant that role.
 

@@ -19,7 +19,7 @@ import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { requestTransfer } from "../support/backed-transfer.js";
 import { openTestDatabase } from "../support/db.js";
 
-// Issue #34, finding 1 and CONTRACT §9: whoever controls the api, the worker AND the database can
+// Issue #34, finding 1 and SECURITY.md: whoever controls the api, the worker AND the database can
 // forge every row the signer's evidence checks read. The outflow cap bounds what they take before a
 // person reacts: `SIGNER_MAX_OUTFLOW_PER_HOUR` / `_PER_DAY`, per currency type, in token units, set
 // on the signer host, counted by the signer itself from what it signed (never in that database) and
@@ -103,7 +103,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe("the signer's outflow cap (issue #34 finding 1, CONTRACT §9)", () => {
+describe("the signer's outflow cap (issue #34 finding 1, docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11)", () => {
   it("in-process: a run past the hourly cap stops signing and alerts; a restart keeps the count; the day cap follows", async () => {
     const clock = new ManualClock();
     const file = join(dir, "in-process", OUTFLOW_FILE);

@@ -8,7 +8,7 @@ import { addMember, type Headers, otpFor, registerOwner } from "../team/support.
 import { sampleTransaction, sleep, waitFor } from "../webhooks/support.js";
 
 // Issue #34 finding 5 (Medium): a revoked key's webhook stream kept delivering signed deliveries.
-// CONTRACT §6: long-lived connections are re-authorised; revoking, rotating or demoting ends them
+// docs/decisions/webhooks.md#the-webhook-streams-access-and-places-issue-34-findings-5-and-9: long-lived connections are re-authorised; revoking, rotating or demoting ends them
 // within seconds. Every change that takes the key's access away (revoke, rotate, the merchant's IP
 // allowlist, the merchant suspended, the key's creator demoted or removed) ends an open stream
 // with a last `event: end` message, and nothing written after the change is streamed. Every

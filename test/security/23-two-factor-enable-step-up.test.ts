@@ -5,9 +5,9 @@ import { Browser, outboxOtp } from "../dashboard/support.js";
 import { type Call, startTestService, type TestService } from "../support/harness.js";
 
 // Finding 7 of issue #34: turning 2FA on needed only a session, so whoever held a stolen session
-// cookie could enrol its own authenticator and lock the owner out of the next sign-in. CONTRACT
-// §6.1: 2FA enable and disable need a fresh e-mailed `sensitive` code (`otp`) — account-wide, in
-// every environment —, plus the current TOTP (`totp`) when 2FA is on. CONTRACT §6: the account
+// cookie could enrol its own authenticator and lock the owner out of the next sign-in. See
+// docs/merchants/authentication.md#step-up-for-production-changes: 2FA enable and disable need a fresh e-mailed `sensitive` code (`otp`) — account-wide, in
+// every environment —, plus the current TOTP (`totp`) when 2FA is on. docs/merchants/authentication.md#security-notifications: the account
 // owner is e-mailed when 2FA is turned on or off.
 
 const PASSWORD = "correct horse battery";

@@ -5,7 +5,7 @@ import { OutboxMailer } from "../../src/mail/outbox.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { addMember, type Headers, invite, otpFor, registerOwner } from "../team/support.js";
 
-// Finding 7 of issue #34, second half (CONTRACT §6): "the account owner (and the member concerned)
+// Finding 7 of issue #34, second half (docs/merchants/authentication.md#security-notifications): "the account owner (and the member concerned)
 // is e-mailed when 2FA is turned on or off, a password changes, a production key pair is created or
 // rotated, a member is invited, removed or changes role, or ownership moves." One mail per person
 // per event: never lost (a failed send is retried by the worker), never duplicated (several

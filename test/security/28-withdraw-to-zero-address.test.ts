@@ -11,7 +11,7 @@ import { balance, expectLedgerOk, type Funded, fundedMerchant } from "../withdra
 // VALIDATION_ERROR on `walletAddress`, before anything is held, on the API-key channel and on the
 // dashboard. EVM's conventional burn address 0x…dEaD is refused the same way.
 //
-// One exception, by CONTRACT §4.1: in the sandbox the test failure addresses (TRON's zero address
+// One exception, by docs/merchants/sandbox.md#test-failure-addresses: in the sandbox the test failure addresses (TRON's zero address
 // and EVM's 0x…dEaD) stay accepted — the simulator fails a transfer to them on-chain, so merchants
 // can test the `failed` path; nothing is destroyed.
 

@@ -39,7 +39,7 @@ afterAll(async () => {
   await node?.stop();
 });
 
-describe("EvmChainWriter: on-chain verification (SPEC §8.7)", () => {
+describe("EvmChainWriter: on-chain verification (docs/decisions/sending.md#chains-part-2-sending-money-issue-6)", () => {
   it("a transfer with the expected Transfer log succeeds; wrong amount, wrong recipient, revert and no receipt do not", async () => {
     await mintTestUsdt(node, token, deployer, USDT(100));
     const r = await transferTestUsdt(node, token, ANVIL_DEPLOYER_KEY, recipient(1), USDT(3));

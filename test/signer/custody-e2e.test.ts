@@ -28,7 +28,7 @@ import { call } from "../support/harness.js";
 import { freePort, RoleProcess, runToEnd } from "../support/processes.js";
 import { waitFor } from "../webhooks/support.js";
 
-// Issue 25, key custody, end to end as an operator deploys it (CONTRACT §9): the mnemonic lives on
+// Issue 25, key custody, end to end as an operator deploys it (docs/decisions/custody-and-faults.md#key-custody): the mnemonic lives on
 // the signer host only. `stablegate signer export-xpubs` run there prints MASTER_XPUBS=…; the api
 // and worker hosts get that line and nothing else — no mnemonic, and the api not even
 // INTERNAL_SHARED_SECRET. Every process is a real OS process in production mode on one
@@ -38,7 +38,7 @@ import { waitFor } from "../webhooks/support.js";
 // confirmed on anvil. Then the refusals: the mnemonic given to api or worker, or another
 // mnemonic's xpubs on a worker, stop start-up with exit 2 and a message saying why.
 //
-// Each process connects as its own database role (issue #34 finding 1, CONTRACT §9): after
+// Each process connects as its own database role (issue #34 finding 1, README.md#production-database-roles): after
 // `migrate`, `stablegate db roles` (run with the owner's DATABASE_URL, as `migrate` and the operator
 // commands keep) prints one DATABASE_URL per process role; the api's cannot write the sending tables.
 //
@@ -125,7 +125,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
       INTERNAL_SHARED_SECRET,
       SIGNER_HOST: "127.0.0.1",
       SIGNER_PORT: String(signerPort),
-      // The signer's outflow cap (CONTRACT §9), required in production mode: the first withdrawal's
+      // The signer's outflow cap (docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11), required in production mode: the first withdrawal's
       // net amount (45) fits in an hour's 60, the second's does not (step 4).
       SIGNER_MAX_OUTFLOW_PER_HOUR: String(OUTFLOW_CAP_PER_HOUR),
       SIGNER_MAX_OUTFLOW_PER_DAY: "100000",

@@ -12,7 +12,7 @@ import { accountXpubsOf } from "../../src/wallet/account-keys.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { openTestDatabase } from "../support/db.js";
 
-// Issue 25, key custody (CONTRACT §9): only `signer` (and `serve`, which embeds it) reads the
+// Issue 25, key custody (docs/decisions/custody-and-faults.md#key-custody): only `signer` (and `serve`, which embeds it) reads the
 // mnemonic. `api`, `worker`, `migrate` and the operator commands work without it — the roles that
 // derive addresses from the account public keys in MASTER_XPUBS — and in production mode refuse
 // to start when given it. Every process checks its account keys against the ones the database

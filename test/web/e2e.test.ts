@@ -472,7 +472,7 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await shot("settings-2fa-qr");
       await page.getByLabel("Enter the 6-digit code it shows").fill(await generate({ secret: seed }));
       await page.getByRole("button", { name: "Turn on" }).click();
-      // Turning 2FA on is account-wide step-up (CONTRACT §6.1): the e-mailed code, in any environment.
+      // Turning 2FA on is account-wide step-up (docs/merchants/authentication.md#step-up-for-production-changes): the e-mailed code, in any environment.
       const twofaStepUp = page.getByRole("dialog", { name: "Confirm it's you" });
       await pwExpect(twofaStepUp).toContainText("Two-factor authentication guards every sign-in");
       await twofaStepUp.getByRole("button", { name: "E-mail me a code" }).click();

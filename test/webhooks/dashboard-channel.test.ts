@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from "./support.js";
 
-// Webhook management accepts both channels (CONTRACT §5): here, the dashboard session.
+// Webhook management accepts both channels (docs/merchants/authentication.md#webhook-management-from-the-dashboard): here, the dashboard session.
 let svc: TestService;
 let receiver: Receiver;
 let bearer: Record<string, string>;

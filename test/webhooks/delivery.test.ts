@@ -114,7 +114,7 @@ describe("webhook delivery against a real local receiver", () => {
     const r = got!;
     expect(verifyLegacy(secret, r.raw, r.headers["x-webhook-signature"] as string)).toBe(true);
     expect(verifyStandard(secret, r.raw, r.headers)).toBe(true);
-    // A re-serialised body does not verify (SPEC §5.3 rule 3): the signature is over the exact bytes.
+    // A re-serialised body does not verify (docs/merchants/webhooks.md#signatures): the signature is over the exact bytes.
     const reserialised = Buffer.from(JSON.stringify(JSON.parse(r.raw.toString()), null, 1));
     expect(verifyLegacy(secret, reserialised, r.headers["x-webhook-signature"] as string)).toBe(false);
     expect(verifyLegacy("whsec_wrong", r.raw, r.headers["x-webhook-signature"] as string)).toBe(false);

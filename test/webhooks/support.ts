@@ -67,7 +67,7 @@ export async function startReceiver(initial: Behaviour = { kind: "status", statu
 }
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-/** What a merchant's receiver does (SPEC §5.3): HMAC-SHA256 over the raw bytes, constant-time compare. */
+/** What a merchant's receiver does (docs/merchants/webhooks.md#signatures): HMAC-SHA256 over the raw bytes, constant-time compare. */
 export function verifyLegacy(secret: string, raw: Buffer, header: string | undefined): boolean {
   if (!header?.startsWith("sha256=")) return false;
   const expected = Buffer.from(createHmac("sha256", secret).update(raw).digest("hex"));
@@ -114,7 +114,7 @@ export async function waitFor<T>(
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A SPEC §2.2 transaction object, as the ledger will format it. */
+/** A transaction object (docs/api-reference.md#schema-transaction), as the ledger will format it. */
 export function sampleTransaction(merchantId: string, transactionId: string, status = "confirmed") {
   return {
     type: "deposit",

@@ -5,7 +5,7 @@ import { call, startTestService, type TestService } from "../support/harness.js"
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { balance, expectLedgerOk, type Funded, fundedMerchant, hookStatuses } from "./support.js";
 
-// SPEC §3.4 rows for withdrawals and payouts, executed on the sandbox simulator through the real
+// The withdrawal and payout lifecycles (docs/api-reference.md#withdrawals), executed on the sandbox simulator through the real
 // sending pipeline: statuses, balances (available/held) and the exact webhook sequence.
 let svc: TestService;
 let receiver: Receiver;

@@ -4,7 +4,7 @@ import { call, startTestService, type TestService } from "../support/harness.js"
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { balance, expectLedgerOk, type Funded, fundedMerchant, hookStatuses } from "./support.js";
 
-// Withdrawal requests that wait for the merchant (SPEC §3.4 manual rows), validation, and the
+// Withdrawal requests that wait for the merchant (the manual-approval lifecycle, docs/api-reference.md#withdrawals), validation, and the
 // hold under concurrency — everything up to execution, on the sandbox simulator.
 let svc: TestService;
 let receiver: Receiver;

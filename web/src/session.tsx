@@ -34,7 +34,7 @@ function storedEnvironment(): Environment | null {
 
 /**
  * Who is signed in and which environment the dashboard looks at. The environment is the merchant's
- * last choice, else the one of the base URL the dashboard was opened on (CONTRACT §6); it is sent
+ * last choice, else the one of the base URL the dashboard was opened on (docs/decisions/dashboard.md#dashboard-channel); it is sent
  * as `X-Environment` on every request and is part of every query key, so switching refetches.
  */
 export function SessionProvider({ children }: { children: ReactNode }) {

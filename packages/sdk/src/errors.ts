@@ -1,5 +1,5 @@
 /**
- * Errors as classes chosen by the API's `error.code` (CONTRACT §2), so callers branch with
+ * Errors as classes chosen by the API's `error.code` (docs/merchants/errors.md#codes), so callers branch with
  * `instanceof` instead of comparing strings. Every error the SDK throws is a {@link StablegateError}.
  */
 

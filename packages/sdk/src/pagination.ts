@@ -1,6 +1,6 @@
 import type { Page } from "./types.js";
 
-/** Largest page the API serves (CONTRACT §4.5); iterating asks for it to make fewer requests. */
+/** Largest page the API serves (docs/api-reference.md#pagination); iterating asks for it to make fewer requests. */
 export const MAX_PAGE_SIZE = 100;
 
 /**

@@ -7,7 +7,7 @@ export const EVM_DEFINITION = {
   network: "USDT-ERC20",
   /** SLIP-44 coin type of its HD keys (`m/44'/60'/…`). */
   coinType: 60,
-  /** Confirmations when `CONFIRMATIONS_ERC20` is unset (CONTRACT §10). */
+  /** Confirmations when `CONFIRMATIONS_ERC20` is unset (docs/chains.md#the-read-side-chainadapter). */
   defaultConfirmations: 12,
   /** Ethereum: 12 s blocks, log queries over ranges. */
   scan: { pollIntervalMs: 2_000, initialRangeBlocks: 100, maxRangeBlocks: 1_000 },

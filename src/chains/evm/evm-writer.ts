@@ -32,7 +32,7 @@ export interface EvmWriterOptions {
   rpcUrl: string;
   tokenAddress: string;
   timeoutMs?: number;
-  /** Buffer on the network's fees (SPEC §8.7: 10 %). */
+  /** Buffer on the network's fees (docs/decisions/sending.md#chains-part-2-sending-money-issue-6: 10 %). */
   feeBufferPercent?: number;
   /** Margin on the gas estimate. Default 25 %. */
   gasMarginPercent?: number;
@@ -247,7 +247,7 @@ export class EvmChainWriter implements SignedChainWriter {
   }
 
   /**
-   * Network fees with the buffer (SPEC §8.7): tip = eth_maxPriorityFeePerGas; max = (base fee + tip) × 1.1.
+   * Network fees with the buffer (docs/decisions/sending.md#chains-part-2-sending-money-issue-6): tip = eth_maxPriorityFeePerGas; max = (base fee + tip) × 1.1.
    * `floor` (base fee + unbuffered tip) is the least max fee that is still included now.
    */
   private async networkFees(): Promise<{

@@ -4,7 +4,7 @@
  */
 export const SIMULATOR_DEFINITION = {
   kind: "simulator",
-  /** The sandbox simulator always uses 1 (CONTRACT §10). */
+  /** The sandbox simulator always uses 1 (docs/chains.md#the-read-side-chainadapter). */
   confirmations: 1,
   /**
    * Each mined block is announced by NOTIFY, so the watcher wakes at once; the poll is the

@@ -8,7 +8,7 @@ import { SimulatorChainWriter } from "./simulator-writer.js";
 
 /**
  * The sandbox simulator module: the database-backed chain (`SimulatedChain`) that stands in for any
- * network in the sandbox when its `SANDBOX_*` endpoint is unset (CONTRACT §1). It spells addresses
+ * network in the sandbox when its `SANDBOX_*` endpoint is unset (docs/chains.md#the-simulator-sandbox-default). It spells addresses
  * as the network it simulates does.
  */
 

@@ -43,7 +43,7 @@ export interface SimBlock {
 
 export interface SimulatedChainOptions {
   network: CurrencyType;
-  /** Sandbox by default; the simulator never serves production (CONTRACT §1). */
+  /** Sandbox by default; the simulator never serves production (docs/chains.md#the-simulator-sandbox-default). */
   environment?: Environment;
   /** Clock for block timestamps. */
   clock?: Clock;
@@ -65,7 +65,7 @@ export interface SimTransferOptions extends SimWriteOptions {
 }
 
 /**
- * The sandbox USDT chain (CONTRACT §1), kept in the database (`sim_chains`, `sim_blocks`,
+ * The sandbox USDT chain (docs/chains.md#the-simulator-sandbox-default), kept in the database (`sim_chains`, `sim_blocks`,
  * `sim_transactions`): every api and worker process of a deployment sees the same chain, and a
  * restart keeps it. Deterministic: hashes are sha256 of the content, timestamps come from the clock.
  *

@@ -7,7 +7,7 @@ export const TRON_DEFINITION = {
   network: "USDT-TRC20",
   /** SLIP-44 coin type of its HD keys (`m/44'/195'/…`). */
   coinType: 195,
-  /** Confirmations when `CONFIRMATIONS_TRC20` is unset (CONTRACT §10). */
+  /** Confirmations when `CONFIRMATIONS_TRC20` is unset (docs/chains.md#the-read-side-chainadapter). */
   defaultConfirmations: 19,
   /** TRON: 3 s blocks, one call per block. */
   scan: { pollIntervalMs: 1_000, initialRangeBlocks: 20, maxRangeBlocks: 100 },

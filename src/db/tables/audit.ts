@@ -24,7 +24,7 @@ export interface AuditLogTable {
 
 export type AuditLogRow = Selectable<AuditLogTable>;
 
-/** Migration 0026: the security notifications to mail (CONTRACT §6), one row per mail. */
+/** Migration 0026: the security notifications to mail (docs/merchants/authentication.md#security-notifications), one row per mail. */
 export interface SecurityNotificationsTable {
   id: ColumnType<bigint | number, never, never>;
   audit_id: bigint | number | string;

@@ -15,7 +15,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * The API-key channel of a request: the headers and the matched route's own config handed to the
  * one decision `authorizeApiKey` (merchants/authorize.ts: key, environment, secret, revocation,
  * merchant, IP allowlist, then the member the pair acts for against the route's
- * `config.permission`, CONTRACT §6).
+ * `config.permission`, docs/permissions.md).
  */
 export function authenticateApiKey(
   request: FastifyRequest,
@@ -38,7 +38,7 @@ export function authenticateApiKey(
 
 /**
  * For a request whose content makes the secret necessary although the route does not always need
- * it (CONTRACT §4: a checkout session that sets `callbackUrl` aims a signed delivery): 401 on the
+ * it (docs/merchants/authentication.md#where-the-secret-is-required: a checkout session that sets `callbackUrl` aims a signed delivery): 401 on the
  * API-key channel unless a correct `x-api-secret` came with the key. The dashboard channel passes.
  */
 export function requireVerifiedSecret(who: Principal, what: string): void {

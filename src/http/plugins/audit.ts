@@ -59,7 +59,7 @@ export function auditTrail(request: FastifyRequest): AuditTrail {
 }
 
 /**
- * A key pair acts for a member (issue #34, CONTRACT §6): its records name that person too, so two
+ * A key pair acts for a member (issue #34, docs/permissions.md): its records name that person too, so two
  * approvals through pairs read as the people they counted as.
  */
 function actingFor(request: FastifyRequest): Record<string, unknown> {
@@ -130,7 +130,7 @@ export function registerAudit(
   deps: Pick<RouteDeps, "database" | "logger" | "authKit">,
 ) {
   const db = deps.database.db;
-  // A security-relevant record's notices (CONTRACT §6) are mailed before the answer (audit/notifications.ts).
+  // A security-relevant record's notices (docs/merchants/authentication.md#security-notifications) are mailed before the answer (audit/notifications.ts).
   const notify = {
     mailer: { send: (mail: { to: string; subject: string; text: string }) => deps.authKit.mailer.send(mail) },
     clock: deps.authKit.clock,

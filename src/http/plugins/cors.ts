@@ -4,7 +4,7 @@ import type { Config } from "../../config/config.js";
 import { AppError } from "../../domain/errors.js";
 
 /**
- * CORS for the dashboard (SPEC §5.2, CONTRACT §9): the browser may call dashboard, auth, admin and
+ * CORS for the dashboard (docs/decisions/security.md): the browser may call dashboard, auth, admin and
  * webhook-management routes from the origins of `CORS_ORIGINS`, with credentials. API-key paths
  * are exempt: they get no CORS headers at all (server-to-server; a secret never belongs in a browser).
  *

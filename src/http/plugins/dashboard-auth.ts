@@ -9,7 +9,7 @@ import type { Principal } from "../context.js";
 import { allowedOrigins, assertWriteOrigin, isSafeMethod } from "./cors.js";
 
 /**
- * The dashboard channel (SPEC §5.2, CONTRACT §6): a short-lived access JWT from the httpOnly
+ * The dashboard channel (docs/decisions/dashboard.md#dashboard-channel): a short-lived access JWT from the httpOnly
  * cookie or `Authorization: Bearer`, checked against its live session (so logout, reuse detection
  * and password changes end it at once). The environment is `X-Environment` when sent, else the
  * base URL that received the request. Which accounts a route serves is its `config.audience`
@@ -174,7 +174,7 @@ export function adminPrincipal(request: FastifyRequest): Extract<Principal, { ch
 }
 
 function cookieBase(config: Config) {
-  // Production mode: Secure + SameSite=Strict (SPEC §5.2). Locally (plain http) Secure would drop them.
+  // Production mode: Secure + SameSite=Strict (docs/decisions/dashboard.md#dashboard-channel). Locally (plain http) Secure would drop them.
   return config.production
     ? ({ httpOnly: true, secure: true, sameSite: "strict" } as const)
     : ({ httpOnly: true, secure: false, sameSite: "lax" } as const);

@@ -36,7 +36,7 @@ export function tierOf(request: FastifyRequest): RateLimitTier | false {
 
 /**
  * Per client (its address, an IPv6 client's /64: `clientKey`), per tier, sliding 15-minute window
- * (SPEC §8, CONTRACT §7). The client address is `clientIp`, the one the IP allowlist checks. Runs first, before
+ * (docs/merchants/authentication.md#rate-limits, docs/decisions/security.md). The client address is `clientIp`, the one the IP allowlist checks. Runs first, before
  * authentication, so credential guessing is limited too; its headers are set before anything can
  * fail, so every response — 2xx, 4xx and 5xx alike — carries them.
  */

@@ -3,7 +3,7 @@ import { AppError } from "../../domain/errors.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** Exists only in the sandbox (CONTRACT §4.1): 404 in production, before credentials are looked at. */
+    /** Exists only in the sandbox (docs/merchants/sandbox.md#simulated-payments): 404 in production, before credentials are looked at. */
     sandboxOnly?: boolean;
   }
 }

@@ -12,7 +12,7 @@ import type { Environment } from "../../domain/environment.js";
 import { dashboardSession } from "./dashboard-auth.js";
 
 /**
- * Step-up of sensitive dashboard writes (CONTRACT §6.1), declared by the route:
+ * Step-up of sensitive dashboard writes (docs/merchants/authentication.md#step-up-for-production-changes), declared by the route:
  *
  *   config: { auth: "dashboard", tier: "dashboard", stepUp: {} }            // the request's environment
  *   config: { ..., stepUp: { target: (request) => keyEnvironment(request) } } // the environment written
@@ -32,7 +32,7 @@ import { dashboardSession } from "./dashboard-auth.js";
  * A route whose OTP must be spent inside its own transaction (the payout, whose idempotent replays
  * must not ask for a code again) declares `stepUp: { inRoute: "payout" }` and calls
  * `checkStepUpOf` itself; on the dashboard channel that checks the route's own code in the sandbox
- * too (a payout needs its OTP in both environments, CONTRACT §4.3).
+ * too (a payout needs its OTP in both environments, docs/api-reference.md#dashboardcreatepayout).
  *
  * Every code is checked against the session of the request: a code works only in the dashboard
  * session that requested it (issue #34).

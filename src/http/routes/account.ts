@@ -15,7 +15,7 @@ const Account = Type.Object(
     apiKeyId: Type.String({ description: "The key pair that authenticated this request" }),
     createdBy: Type.Union([Type.String(), Type.Null()], {
       description:
-        "The member (user id) this key pair acts for (CONTRACT §6); null for a pair the operator issued to a merchant without members",
+        "The member (user id) this key pair acts for (docs/permissions.md); null for a pair the operator issued to a merchant without members",
     }),
     role: Type.Union(
       MEMBER_ROLES.map((r) => Type.Literal(r)),

@@ -57,7 +57,7 @@ function adminMerchantView(m: AdminMerchantView) {
 }
 
 /**
- * `/api/v1/admin/*` (CONTRACT §6): read-only views across merchants for the platform operator's
+ * `/api/v1/admin/*` (docs/api-reference.md#admin): read-only views across merchants for the platform operator's
  * admin accounts. Every route declares `audience: "admin"`, so the dashboard verifier admits admin
  * accounts only, and only for reads, whatever spelling of the path the router matched; each
  * handler asks again (`adminPrincipal`). Any write answers 403 (this catch-all makes every write

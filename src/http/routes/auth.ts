@@ -43,7 +43,7 @@ import { commonErrors, ok } from "../schemas/common.js";
 
 /**
  * The client a failed sign-in is counted against: its address as the rate limiter and the IP
- * allowlist see it, an IPv6 client per /64 (CONTRACT §7) — one subscriber's /64 is one client.
+ * allowlist see it, an IPv6 client per /64 (docs/decisions/security.md) — one subscriber's /64 is one client.
  */
 function throttleClient(request: FastifyRequest): string {
   return clientKey(clientIp(request));
@@ -282,7 +282,7 @@ export function authRoutes(app: App, deps: RouteDeps) {
       schema: {
         summary: "E-mail a 6-digit one-time code for a purpose (payout, password_change, sensitive)",
         description:
-          "`sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, team changes, 2FA enable and disable (CONTRACT §6.1). A code works only in the session that requested it (the same access or refresh token family), once, for 10 minutes; requesting a new code of a purpose retires the open one.",
+          "`sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, team changes, 2FA enable and disable ([Step-up for production changes](/docs/guides/authentication#step-up-for-production-changes)). A code works only in the session that requested it (the same access or refresh token family), once, for 10 minutes; requesting a new code of a purpose retires the open one.",
         tags: ["Dashboard auth"],
         body: Type.Object(
           { purpose: Type.Union(OTP_PURPOSES.map((p) => Type.Literal(p))) },

@@ -5,7 +5,7 @@ import { apiKeyPrincipal } from "../plugins/auth.js";
 import { BalanceSchema, presentBalance } from "../schemas/balance.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
-/** `GET /api/v1/public/balance` (CONTRACT §4.4). */
+/** `GET /api/v1/public/balance` (docs/api-reference.md#getbalance). */
 export function balanceRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/public/balance",

@@ -49,8 +49,8 @@ const GeneratedWalletSchema = Type.Object(
 );
 
 /**
- * Deposits (CONTRACT §4.1): `POST /checkout/session`, `GET /checkout/session/{id}`,
- * `POST /wallet/generate` — at the root, without `/api/v1` (SPEC §1). Both credential channels:
+ * Deposits (docs/api-reference.md#deposits): `POST /checkout/session`, `GET /checkout/session/{id}`,
+ * `POST /wallet/generate` — at the root, without `/api/v1` (docs/api-reference.md#deposits). Both credential channels:
  * the API key of a merchant's server, or the dashboard session (its "create a test session").
  */
 export function checkoutRoutes(app: App, deps: RouteDeps) {

@@ -77,7 +77,7 @@ function view(k: ApiKeyRow) {
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
-/** `/api/v1/dashboard/api-keys`: key pairs of the dashboard's environment (CONTRACT §6). */
+/** `/api/v1/dashboard/api-keys`: key pairs of the dashboard's environment (docs/api-reference.md#dashboardcreateapikey). */
 export function dashboardApiKeyRoutes(app: App, { database, authKit: kit }: RouteDeps) {
   const db = database.db;
   const cfg = { auth: "dashboard", tier: "dashboard" } as const;

@@ -13,7 +13,7 @@ import { CurrencyTypeSchema, TransactionSchema } from "../schemas/transaction.js
 import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
 
 /**
- * The dashboard-channel versions of the account reads (CONTRACT §4.4, §6 "the same reads"): the
+ * The dashboard-channel versions of the account reads (docs/api-reference.md#dashboard): the
  * dashboard session (cookie or Bearer) and its `X-Environment` instead of an API key — same data,
  * same schemas, same repositories as `/api/v1/public/balance` and `/transactions`. Plus the volume
  * series behind the dashboard's overview chart. (The admin's cross-merchant views are in `admin.ts`.)

@@ -3,7 +3,7 @@ import type { App, RouteDeps } from "../app-types.js";
 import { commonErrors } from "../schemas/common.js";
 
 /**
- * Endpoints that the spec retired (SPEC §4, §9; CONTRACT §8). Registered explicitly so they answer
+ * Endpoints that the spec retired (docs/merchants/errors.md#retired-endpoints). Registered explicitly so they answer
  * 404 NOT_FOUND before any authentication, whatever later routes are added around them.
  */
 export const DISABLED_ROUTES = [

@@ -5,7 +5,7 @@ import { docsBasicAuth } from "../docs-auth.js";
 
 /**
  * `/docs` (interactive reference, Scalar, served from the package — no CDN) and `/docs/openapi.json`
- * (OpenAPI 3.1 generated from the route schemas), both behind HTTP basic auth (CONTRACT §9).
+ * (OpenAPI 3.1 generated from the route schemas), both behind HTTP basic auth (docs/decisions/developer-kit.md#the-document).
  * Without DOCS_USER/DOCS_PASSWORD both answer 404.
  */
 export function docsRoutes(app: App, { config }: RouteDeps) {

@@ -21,7 +21,7 @@ const Readiness = Type.Object({
 });
 
 /**
- * The operator's token (CONTRACT §9): `Authorization: Bearer <METRICS_TOKEN>`, compared in constant
+ * The operator's token (docs/api-reference.md#operations): `Authorization: Bearer <METRICS_TOKEN>`, compared in constant
  * time. Without a configured token (possible only outside production mode: start-up refuses it
  * there) nobody holds it — the peer's address is never a credential: behind a same-host proxy
  * every request comes from loopback.
@@ -32,7 +32,7 @@ function holdsMetricsToken(request: FastifyRequest, token: string | undefined): 
   return typeof authorization === "string" && safeEqual(authorization, `Bearer ${token}`);
 }
 
-/** Operational endpoints (CONTRACT §9); exempt from rate limits so probes never starve. */
+/** Operational endpoints (docs/api-reference.md#operations); exempt from rate limits so probes never starve. */
 export function healthRoutes(app: App, { readiness, metrics, config }: RouteDeps) {
   app.get(
     "/healthz",

@@ -31,7 +31,7 @@ import { commonErrors, list, ok } from "../schemas/common.js";
 /**
  * Team accounts (issue #21): the merchant's members and invitations on the dashboard, and the
  * invitee's accept. Granting access (invite, role change, ownership) is a sensitive account-wide
- * write: step-up in every environment (CONTRACT §6.1, target `account`); removing a member takes
+ * write: step-up in every environment (docs/merchants/authentication.md#step-up-for-production-changes, target `account`); removing a member takes
  * access away and needs none.
  */
 

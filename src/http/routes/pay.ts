@@ -49,7 +49,7 @@ function pageHeaders(reply: FastifyReply, nonce: string) {
 }
 
 /**
- * The hosted payment page (CONTRACT §4.1, issue #7): `GET /pay/{id}` (server-rendered HTML: amount,
+ * The hosted payment page (docs/api-reference.md#hosted-payment-page, issue #7): `GET /pay/{id}` (server-rendered HTML: amount,
  * network, address, QR code, countdown, status; works without JavaScript) and `GET /pay/{id}/events`
  * (its live status as Server-Sent Events over one long-lived connection). Public Page tier, no
  * credentials; a session is visible only on the base URL of its environment. The page never carries

@@ -38,7 +38,7 @@ function payment({ tx, address, units, currencyType }: SandboxPayment) {
 }
 
 /**
- * Sandbox payments (CONTRACT §4.1, 404 in production): the built-in simulator pays an address of
+ * Sandbox payments (docs/merchants/sandbox.md#simulated-payments, 404 in production): the built-in simulator pays an address of
  * the merchant from its faucet, mined at once. The deposit then takes the real path — the watcher
  * sees the block, the deposit logic confirms and credits, the webhook leaves — so a merchant tests
  * exactly what production does. Answers 202: the payment is on-chain, the deposit follows.

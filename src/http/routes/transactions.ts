@@ -9,7 +9,7 @@ import { commonErrors, list, ok } from "../schemas/common.js";
 import { TransactionSchema } from "../schemas/transaction.js";
 import { TransactionsQuery, transactionFilter } from "../transaction-query.js";
 
-/** `GET /api/v1/public/transactions` and `/transactions/{id}` (CONTRACT §4.4). */
+/** `GET /api/v1/public/transactions` and `/transactions/{id}` (docs/api-reference.md#listtransactions). */
 export function transactionRoutes(app: App, { database }: RouteDeps) {
   app.get(
     "/api/v1/public/transactions",

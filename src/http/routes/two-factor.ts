@@ -7,7 +7,7 @@ import { StepUpBody, StepUpFields } from "../plugins/step-up.js";
 import { Code, Done } from "../schemas/auth.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
-/** Two-factor authentication (TOTP) of the signed-in account: setup, enable, disable (SPEC §5.2). */
+/** Two-factor authentication (TOTP) of the signed-in account: setup, enable, disable (docs/decisions/dashboard.md#dashboard-channel). */
 export function twoFactorRoutes(app: App, deps: RouteDeps) {
   const kit = deps.authKit;
 
@@ -40,7 +40,7 @@ export function twoFactorRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/auth/2fa/enable",
     {
-      // Account-wide, whatever the environment (CONTRACT §6.1): a session alone must not enrol an
+      // Account-wide, whatever the environment (docs/merchants/authentication.md#step-up-for-production-changes): a session alone must not enrol an
       // authenticator, or a stolen session would lock the owner out of the next sign-in.
       config: {
         auth: "dashboard",

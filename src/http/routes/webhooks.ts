@@ -18,9 +18,9 @@ import { commonErrors, documentedAs, ErrorEnvelope, list, Nullable, ok } from ".
 import { WebhookDelivery as DeliveryBody, type WebhookDeliveryBody } from "../schemas/webhook-delivery.js";
 
 /**
- * Webhook management (CONTRACT §5), on both channels (`auth: "merchant"`); per merchant × the
+ * Webhook management (docs/merchants/authentication.md#webhook-management-from-the-dashboard), on both channels (`auth: "merchant"`); per merchant × the
  * request's environment. On the API-key channel `x-api-secret` is required for URL set, secret read
- * and rotate (CONTRACT §4).
+ * and rotate (docs/merchants/authentication.md#where-the-secret-is-required).
  */
 
 const DeliveryStatus = Type.Union([
@@ -282,7 +282,7 @@ export function webhookRoutes(app: App, deps: RouteDeps) {
       schema: {
         summary: "The event log of this environment",
         description:
-          "Newest first by default. `status` and `deliveryStatus` are the same filter (SPEC §4 names it both ways).",
+          "Newest first by default. `status` and `deliveryStatus` are the same filter (either name works).",
         tags,
         querystring: Type.Composite([
           ListQuerySchema,

@@ -42,9 +42,9 @@ const WithdrawalListQuery = Type.Composite([
 ]);
 
 /**
- * Withdrawal requests (CONTRACT §4.2) on the API-key channel (`/api/v1/public/…`, secret required
+ * Withdrawal requests (docs/api-reference.md#withdrawals) on the API-key channel (`/api/v1/public/…`, secret required
  * where money moves) and the same reads and approve/reject on the dashboard channel
- * (`/api/v1/dashboard/…`); payouts (§4.3): created from the dashboard after an OTP, read on both.
+ * (`/api/v1/dashboard/…`); payouts (docs/api-reference.md#dashboardcreatepayout): created from the dashboard after an OTP, read on both.
  */
 export function withdrawalRoutes(app: App, deps: RouteDeps) {
   const desk = deps.useCases.withdrawals;
@@ -242,7 +242,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
       "With `id`: that payout (`PayoutResponse`). Without: one page of payouts, newest first (`PayoutListResponse`).",
   });
 
-  // The same payout read on both channels: `/api/v1/public/payout/get` (CONTRACT §4.3) and the dashboard's.
+  // The same payout read on both channels: `/api/v1/public/payout/get` (docs/api-reference.md#getpayouts) and the dashboard's.
   for (const route of [
     { url: "/api/v1/public/payout/get", auth: "apiKey", tier: "standard" },
     { url: "/api/v1/dashboard/payouts", auth: "dashboard", tier: "dashboard" },
@@ -268,7 +268,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
   app.post(
     "/api/v1/dashboard/payouts",
     {
-      // The payout OTP is its step-up (CONTRACT §6.1); in production with 2FA on, the TOTP too.
+      // The payout OTP is its step-up (docs/merchants/authentication.md#step-up-for-production-changes); in production with 2FA on, the TOTP too.
       config: {
         auth: "dashboard",
         tier: "financial",
@@ -310,7 +310,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
             success: true as const,
             data: presentPayout(t),
           })),
-          // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (§4.3).
+          // Production: the step-up check (OTP, and TOTP when 2FA is on); sandbox: the OTP (docs/api-reference.md#dashboardcreatepayout).
           stepUp: () => checkStepUpOf(request, kit),
           audit: auditTrail(request),
         },

@@ -20,7 +20,7 @@ export const CheckoutSessionStatusSchema = Type.Unsafe<TransactionStatus>({
     "or `expiresAt` has passed without it (then `failed`)",
 });
 
-/** An amount in a request: a JSON number or a numeric string (CONTRACT §3); checked by `amountField`. */
+/** An amount in a request: a JSON number or a numeric string (docs/api-reference.md#amounts); checked by `amountField`. */
 export const AmountInput = Type.Union([Type.Number(), Type.String({ maxLength: 64 })], {
   description: "USDT, positive, at most 6 decimals, at most 1000000000",
 });
@@ -144,7 +144,7 @@ export const DepositWalletSchema = Type.Object(
   { description: "A permanent deposit address" },
 );
 
-/** The session object of CONTRACT §4.1 (amounts in USDT; `id` = `transactionId`). */
+/** The session object of docs/api-reference.md#schema-checkoutsession (amounts in USDT; `id` = `transactionId`). */
 export function presentCheckoutSession(
   s: CheckoutSessionRecord,
   checkoutUrl: string,

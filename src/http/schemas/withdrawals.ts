@@ -188,7 +188,7 @@ export function presentApprovals(approvals: readonly RecordedApproval[], require
   };
 }
 
-/** The withdrawal object of CONTRACT §4.2 (amounts in USDT). */
+/** The withdrawal object of docs/api-reference.md#schema-withdrawal (amounts in USDT). */
 export function presentWithdrawal(t: TransactionRecord) {
   return {
     id: t.id,
@@ -210,7 +210,7 @@ export function presentWithdrawal(t: TransactionRecord) {
   };
 }
 
-/** The payout object of CONTRACT §4.3. */
+/** The payout object of docs/api-reference.md#schema-payout. */
 export function presentPayout(t: TransactionRecord) {
   return {
     id: t.id,

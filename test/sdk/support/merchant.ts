@@ -68,7 +68,7 @@ export async function payoutOtp(svc: TestService, bearer: Record<string, string>
   return code;
 }
 
-/** A dashboard payout (payouts have no API-key create: CONTRACT §4.3). */
+/** A dashboard payout (payouts have no API-key create: docs/api-reference.md#dashboardcreatepayout). */
 export async function createPayout(
   svc: TestService,
   bearer: Record<string, string>,

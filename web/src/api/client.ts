@@ -1,6 +1,6 @@
 /**
  * The one way the dashboard talks to stablegate: same-origin fetch with the session cookies, the
- * chosen environment in `X-Environment`, the envelope of CONTRACT §2 unwrapped, and an expired
+ * chosen environment in `X-Environment`, the envelope of docs/merchants/errors.md#the-envelope unwrapped, and an expired
  * access token refreshed once (rotating refresh token) before the request is retried.
  */
 

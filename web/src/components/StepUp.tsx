@@ -4,7 +4,7 @@ import { useSession } from "../session";
 import { CodeField, ConfirmDialog, ErrorNotice } from "./ui";
 
 /**
- * Step-up for sensitive production writes (CONTRACT §6.1): key pair create and rotate, settings,
+ * Step-up for sensitive production writes (docs/merchants/authentication.md#step-up-for-production-changes): key pair create and rotate, settings,
  * webhook URL and secret rotate, team changes, 2FA on and off. A screen wraps the write:
  *
  *   const stepUp = useStepUp();

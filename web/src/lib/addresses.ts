@@ -2,8 +2,8 @@ import type { CurrencyType } from "../api/types";
 
 /**
  * The shape of a wallet address per network, checked in the form before the e-mailed code is asked
- * for (issue #35). The server checks the checksum too (TRON base58check, EVM EIP-55: CONTRACT
- * §4.2); this only catches what is plainly the wrong network or a typo in the length.
+ * for (issue #35). The server checks the checksum too (TRON base58check, EVM EIP-55:
+ * docs/api-reference.md#createwithdrawalrequest); this only catches what is plainly the wrong network or a typo in the length.
  */
 const SHAPES: Record<CurrencyType, { pattern: RegExp; rule: string }> = {
   "USDT-TRC20": {

@@ -47,7 +47,7 @@ export default function Payouts() {
   });
   const [otp, setOtp] = useState("");
   const [totp, setTotp] = useState("");
-  // Production with 2FA on: the authenticator code too (CONTRACT §6.1).
+  // Production with 2FA on: the authenticator code too (docs/merchants/authentication.md#step-up-for-production-changes).
   const needsTotp = environment === "production" && me?.user.totpEnabled === true;
   const otpInput = useRef<HTMLInputElement>(null);
   useEffect(() => {

@@ -172,7 +172,7 @@ function TwoFactor() {
   const [setup, setSetup] = useState<{ secret: string; otpauthUri: string; qrCode: string } | null>(null);
   const [code, setCode] = useState("");
   // Turning 2FA on or off is account-wide: the e-mailed code (and, to turn it off, the
-  // authenticator code), in any environment (CONTRACT §6.1).
+  // authenticator code), in any environment (docs/merchants/authentication.md#step-up-for-production-changes).
   const stepUp = useStepUp({ always: true, reason: "Two-factor authentication guards every sign-in" });
   const start = useMutation({
     mutationFn: () => post<{ secret: string; otpauthUri: string; qrCode: string }>("/api/v1/auth/2fa/setup"),

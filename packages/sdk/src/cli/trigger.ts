@@ -19,7 +19,7 @@ export type TriggerEvent = (typeof TRIGGER_EVENTS)[number];
 export type Currency = "USDT-TRC20" | "USDT-ERC20";
 
 /**
- * The sandbox test addresses (CONTRACT §4.1): every outgoing transfer succeeds except to these,
+ * The sandbox test addresses (docs/merchants/sandbox.md#simulated-payments): every outgoing transfer succeeds except to these,
  * which fail on-chain.
  */
 export const FAILURE_ADDRESSES: Record<Currency, string> = {
@@ -31,7 +31,7 @@ export const DESTINATION_ADDRESSES: Record<Currency, string> = {
   "USDT-TRC20": "TJCx4A1XzNvy32sqbmi86xcURjRi1Etver",
   "USDT-ERC20": "0x5a5A5a5a5A5a5a5a5a5A5a5A5A5a5a5A5A5A5A5A",
 };
-/** The gateway's default `autoApproveThreshold` (CONTRACT §4.2): a withdrawal above it waits. */
+/** The gateway's default `autoApproveThreshold` (docs/api-reference.md#createwithdrawalrequest): a withdrawal above it waits. */
 export const DEFAULT_AUTO_APPROVE_THRESHOLD = 1_000;
 /** The gateway's default shortest session (`CHECKOUT_MIN_EXPIRY_SECONDS` = 300). */
 export const DEFAULT_FAIL_EXPIRY_MINUTES = 5;

@@ -213,7 +213,7 @@ export type paths = {
         put?: never;
         /**
          * E-mail a 6-digit one-time code for a purpose (payout, password_change, sensitive)
-         * @description `sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, team changes, 2FA enable and disable. A code works only in the session that requested it (the same access or refresh token family), once, for 10 minutes; requesting a new code of a purpose retires the open one.
+         * @description `sensitive` is the step-up code of production writes: key pair create and rotate, settings, webhook URL and secret rotate through the dashboard, team changes, 2FA enable and disable ([Step-up for production changes](/docs/guides/authentication#step-up-for-production-changes)). A code works only in the session that requested it (the same access or refresh token family), once, for 10 minutes; requesting a new code of a purpose retires the open one.
          */
         post: operations["requestOtp"];
         delete?: never;
@@ -947,7 +947,7 @@ export type paths = {
         };
         /**
          * The event log of this environment
-         * @description Newest first by default. `status` and `deliveryStatus` are the same filter.
+         * @description Newest first by default. `status` and `deliveryStatus` are the same filter (either name works).
          */
         get: operations["listWebhookEvents"];
         put?: never;
@@ -1443,7 +1443,7 @@ export type components = {
             environment: "production" | "sandbox";
             /** @description The key pair that authenticated this request */
             apiKeyId: string;
-            /** @description The member (user id) this key pair acts for; null for a pair the operator issued to a merchant without members */
+            /** @description The member (user id) this key pair acts for (docs/permissions.md); null for a pair the operator issued to a merchant without members */
             createdBy: string | null;
             /** @description That member's role now: the pair never does more than it allows in this environment */
             role: "owner" | "admin" | "developer" | "finance" | "viewer";
