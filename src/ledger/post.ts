@@ -40,7 +40,7 @@ export class ConcurrentPostingError extends Error {
   }
 }
 
-/** One row of `ledger_post(...)` (migration 0016). */
+/** One row of `ledger_post(...)` (`migrations/functions/ledger_post.sql`). */
 interface PostRow {
   r_status: "posted" | "already_posted" | "closed_otherwise" | "insufficient_balance" | "concurrent";
   r_posting_id: string | null;
@@ -78,7 +78,8 @@ const postStatement = compiledByShape(
 
 /**
  * Applies a posting inside the caller's transaction (with its status change and webhook event), in
- * ONE statement: the database function `ledger_post` (migrations 0016, 0022, 0023, 0025).
+ * ONE statement: the database function `ledger_post` (`migrations/functions/ledger_post.sql` and
+ * `ledger_post_unchecked.sql`; their history: migrations 0016, 0022, 0023, 0025).
  *  - A deposit takes no lock: it writes the posting and its entries (a replay of its key answers
  *    `already_posted`, after waiting for a transaction in flight that wrote the same key), and the
  *    commit-time check raises the merchant's running balance at COMMIT. Until then the caller's
