@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layering rule of src/ (ARCHITECTURE.md "Layers"): dependency-cruiser's rules
 # (.dependency-cruiser.cjs), no folder cycles, and ARCHITECTURE.md's imports table equal to the
-# code; one route shape (scripts/route-shape.mjs: a route builds no service). `npm run lint:deps --
+# code; one route shape (scripts/route-shape.mjs: a route builds no service); tables and their
+# owners (scripts/table-owners.mjs: SQL against a table only in its owner, src/db/table-owners.json). `npm run lint:deps --
 # --write` rewrites that table from the code.
 set -uo pipefail
 json=$(mktemp)
@@ -12,4 +13,5 @@ depcruise src --config .dependency-cruiser.cjs --output-type json >"$json" || tr
 node scripts/folder-cycles.mjs <"$json" || status=1
 node scripts/folder-imports.mjs "${1:---check}" ARCHITECTURE.md <"$json" || status=1
 node scripts/route-shape.mjs || status=1
+node scripts/table-owners.mjs src "${1:---check}" ARCHITECTURE.md || status=1
 exit $status

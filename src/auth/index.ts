@@ -17,6 +17,7 @@ export {
   type SignedIn,
   type UserProfile,
 } from "./accounts.js";
+export { currentMembers, findMerchantOwnerId } from "./approvers.js";
 export { checkOtp, consumeOtp, requestOtp, spendCheckedOtp } from "./codes.js";
 export {
   acceptInvitation,

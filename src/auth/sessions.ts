@@ -4,6 +4,7 @@ import type { Db } from "../db/database.js";
 import type { SessionRevokedReason, TokenDelivery } from "../db/tables/dashboard.js";
 import { newId } from "../domain/ids.js";
 import type { MemberRole } from "../domain/permissions.js";
+import { merchantStatuses } from "../merchants/index.js";
 
 /**
  * Sessions are refresh-token families (OAuth 2.0 Security BCP §4.14): each refresh hands out a new
@@ -184,7 +185,7 @@ export async function findActiveSession(
   const row = await db
     .selectFrom("dashboard_sessions as s")
     .innerJoin("dashboard_users as u", "u.id", "s.user_id")
-    .leftJoin("merchants as m", "m.id", "u.merchant_id")
+    .leftJoin(merchantStatuses(db).as("m"), "m.id", "u.merchant_id")
     .select([
       "s.id",
       "s.expires_at",

@@ -12,7 +12,7 @@ import { depositFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { Coalescer } from "../lib/coalescer.js";
-import { TRANSACTION_RECORD_COLUMNS, toRecord, transactionValues } from "../transactions/index.js";
+import { insertTransactionRows, toRecord, transactionValues } from "../transactions/index.js";
 import {
   type AddressDeriver,
   allocateDepositAddress,
@@ -20,6 +20,7 @@ import {
   nextDepositIndex,
   watchedAddressValues,
 } from "../wallet/index.js";
+import { insertWatchedAddressRows } from "../watcher/index.js";
 
 /**
  * What creating deposits needs: the watch-only deriver, the process's reserve of HD indexes, fees,
@@ -52,7 +53,9 @@ interface SessionRows {
 
 /**
  * The watched addresses, the deposit transactions and the session rows of one or more sessions in
- * ONE statement (data-modifying CTEs; the foreign keys are checked at its end): one round trip
+ * ONE statement (data-modifying CTEs; the foreign keys are checked at its end; the watched
+ * addresses' and the transactions' inserts are their owners' fragments, watcher/ and
+ * transactions/, composed here): one round trip
  * instead of three, prepared once per connection and row count (its planning was a third of
  * PostgreSQL's work per session) and built once per process and row count.
  */
@@ -65,13 +68,12 @@ const insertSessionRows = compiledByShape(
       t: Insertable<TransactionsTable>[];
     },
   ) =>
-    db
-      .with("w", (d) => d.insertInto("watched_addresses").values(r.w))
-      .with("s", (d) => d.insertInto("checkout_sessions").values(r.s))
-      .insertInto("transactions")
-      .values(r.t)
-      .returning(TRANSACTION_RECORD_COLUMNS)
-      .modifyEnd(PREPARED),
+    insertTransactionRows(
+      db
+        .with("w", (d) => insertWatchedAddressRows(d, r.w))
+        .with("s", (d) => d.insertInto("checkout_sessions").values(r.s)),
+      r.t,
+    ).modifyEnd(PREPARED),
 );
 
 async function insertSessions(db: Db, sessions: SessionRows[]): Promise<TransactionRecord[]> {

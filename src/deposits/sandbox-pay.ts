@@ -4,6 +4,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { amountField, parseAmount } from "../domain/money.js";
+import { isMerchantDepositAddress } from "../watcher/index.js";
 import { findCheckoutSession } from "./sessions-store.js";
 
 /**
@@ -67,14 +68,12 @@ export async function paySandboxAddress(
     throw AppError.validation([{ field: "address", message: `is not a valid ${currencyType} address` }]);
   }
   // Only the merchant's own deposit addresses: the faucet is not a way to fund arbitrary addresses.
-  const watched = await deps.db
-    .selectFrom("watched_addresses")
-    .select("address")
-    .where("network", "=", currencyType)
-    .where("environment", "=", "sandbox")
-    .where("address", "=", address)
-    .where("merchant_id", "=", scope.merchantId)
-    .executeTakeFirst();
+  const watched = await isMerchantDepositAddress(deps.db, {
+    merchantId: scope.merchantId,
+    network: currencyType,
+    environment: "sandbox",
+    address,
+  });
   if (!watched) throw AppError.notFound("No deposit address of yours with this value in the sandbox.");
   const tx = await deps.chains.simulator(currencyType, "sandbox").pay(address, parsed.units);
   return { tx, address, units: parsed.units, currencyType };

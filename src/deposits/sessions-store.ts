@@ -1,11 +1,38 @@
-import { sql } from "kysely";
+import { expressionBuilder, sql } from "kysely";
 import type { Db } from "../db/database.js";
+import type { CheckoutSessionsTable } from "../db/tables/deposits.js";
 import type { CheckoutSessionRecord, SessionDetection } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { toRecord } from "../transactions/index.js";
+import { findUnderpaymentToleranceBp } from "../merchants/index.js";
+import { joinTransactionOf, toRecord } from "../transactions/index.js";
+import {
+  chainTimeOf,
+  confirmingTransfersInTime,
+  hasConfirmingTransferBefore,
+  joinObservedPayments,
+  type PaymentTarget,
+} from "../watcher/index.js";
 
-/** SQL of checkout sessions: a `checkout_sessions` row joined to its deposit transaction. */
+/**
+ * SQL of checkout sessions: a `checkout_sessions` row joined to its deposit transaction. The other
+ * tables' parts are their owners' fragments (issue #36), composed here into the same statements:
+ * the transaction join (transactions/), the chain's time and the transfers seen (watcher/).
+ */
+
+/** References to the columns of the session `s` of a statement. */
+const sessionRefs = expressionBuilder<{ s: CheckoutSessionsTable }, "s">();
+
+/**
+ * The session `s` of a statement as the target of the watcher's fragments: its address on its
+ * chain, and its deadline (`s.expires_at`, as raw text: the statements' text stays as it was).
+ */
+const SESSION_TARGET: PaymentTarget = {
+  network: sessionRefs.ref("s.network"),
+  environment: sessionRefs.ref("s.environment"),
+  address: sessionRefs.ref("s.address"),
+  deadline: sql<Date>`s.expires_at`,
+};
 
 export async function insertCheckoutSession(
   trx: Db,
@@ -34,17 +61,14 @@ export async function insertCheckoutSession(
 }
 
 function sessionQuery(db: Db) {
-  return db
-    .selectFrom("checkout_sessions as s")
-    .innerJoin("transactions as t", "t.id", "s.id")
-    .selectAll("t")
-    .select([
-      "s.network as s_network",
-      "s.address as s_address",
-      "s.expires_at as s_expires_at",
-      "s.callback_url as s_callback_url",
-      "s.closed_at as s_closed_at",
-    ]);
+  const sessions = db.selectFrom("checkout_sessions as s");
+  return joinTransactionOf(sessions, sessionRefs.ref("s.id")).select([
+    "s.network as s_network",
+    "s.address as s_address",
+    "s.expires_at as s_expires_at",
+    "s.callback_url as s_callback_url",
+    "s.closed_at as s_closed_at",
+  ]);
 }
 
 type SessionJoinRow = Awaited<ReturnType<ReturnType<typeof sessionQuery>["executeTakeFirstOrThrow"]>>;
@@ -150,30 +174,10 @@ export async function claimExpiredSessionIds(
         ...clockTimedChains.map((c) =>
           eb.and([eb("s.network", "=", c.network), eb("s.environment", "=", c.environment)]),
         ),
-        eb(
-          "s.expires_at",
-          "<=",
-          eb
-            .selectFrom("chain_cursors as c")
-            .select("c.chain_time")
-            .whereRef("c.network", "=", "s.network")
-            .whereRef("c.environment", "=", "s.environment"),
-        ),
+        eb("s.expires_at", "<=", chainTimeOf(SESSION_TARGET)),
       ]),
     )
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom("chain_observations as o")
-            .select(sql`1`.as("one"))
-            .whereRef("o.network", "=", "s.network")
-            .whereRef("o.environment", "=", "s.environment")
-            .whereRef("o.address", "=", "s.address")
-            .where("o.status", "=", "observed")
-            .where(sql<boolean>`coalesce(o.block_time, o.observed_at) < s.expires_at`),
-        ),
-      ),
-    )
+    .where(({ not, exists }) => not(exists(confirmingTransfersInTime(SESSION_TARGET))))
     .orderBy("s.expires_at")
     .limit(limit)
     .forUpdate()
@@ -187,28 +191,17 @@ export async function claimExpiredSessionIds(
  * deadline: while there are any, the session is not closed as failed.
  */
 export async function hasConfirmingTransferInTime(trx: Db, session: CheckoutSessionRecord): Promise<boolean> {
-  const row = await trx
-    .selectFrom("chain_observations as o")
-    .select("o.id")
-    .where("o.network", "=", session.network)
-    .where("o.environment", "=", session.transaction.environment)
-    .where("o.address", "=", session.address)
-    .where("o.status", "=", "observed")
-    .where(sql<boolean>`coalesce(o.block_time, o.observed_at) < ${session.expiresAt}`)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+  return hasConfirmingTransferBefore(trx, {
+    network: session.network,
+    environment: session.transaction.environment,
+    address: session.address,
+    deadline: session.expiresAt,
+  });
 }
 
 /** The merchant's underpayment tolerance (basis points) in the session's environment; 0 without settings. */
 export async function underpaymentToleranceBp(trx: Db, session: CheckoutSessionRecord): Promise<number> {
-  const row = await trx
-    .selectFrom("merchant_settings")
-    .select("underpayment_tolerance_bp")
-    .where("merchant_id", "=", session.transaction.merchantId)
-    .where("environment", "=", session.transaction.environment)
-    .executeTakeFirst();
-  return row?.underpayment_tolerance_bp ?? 0;
+  return findUnderpaymentToleranceBp(trx, session.transaction.merchantId, session.transaction.environment);
 }
 
 /**
@@ -224,31 +217,12 @@ export async function findSessionDetections(
 ): Promise<Map<string, SessionDetection>> {
   const out = new Map<string, SessionDetection>();
   if (ids.length === 0) return out;
-  const rows = await db
+  const sessions = db
     .selectFrom("checkout_sessions as s")
-    .leftJoin("chain_observations as o", (j) =>
-      j
-        .onRef("o.network", "=", "s.network")
-        .onRef("o.environment", "=", "s.environment")
-        .onRef("o.address", "=", "s.address")
-        .on("o.status", "<>", "reorged")
-        .on(sql<boolean>`coalesce(o.block_time, o.observed_at) < s.expires_at`),
-    )
-    .leftJoin("chain_cursors as c", (j) =>
-      j.onRef("c.network", "=", "s.network").onRef("c.environment", "=", "s.environment"),
-    )
-    .select([
-      "s.id",
-      "s.network",
-      "s.environment",
-      "c.head_block",
-      sql<Date | string | null>`min(coalesce(o.block_time, o.observed_at))`.as("detected_at"),
-      sql<string | null>`sum(o.amount)`.as("detected_amount"),
-      sql<string | number | bigint | null>`max(o.block_number)`.as("newest_block"),
-    ])
+    .select(["s.id", "s.network", "s.environment"])
     .where("s.id", "in", ids)
-    .groupBy(["s.id", "s.network", "s.environment", "c.head_block"])
-    .execute();
+    .groupBy(["s.id", "s.network", "s.environment"]);
+  const rows = await joinObservedPayments(sessions, SESSION_TARGET).execute();
   for (const r of rows) {
     const need = required(r.network, r.environment);
     const newest = r.newest_block === null ? null : Number(r.newest_block);

@@ -1,5 +1,7 @@
 /** The double-entry ledger: postings of the money flows, balances, and the consistency check. */
+export { owedOnChain } from "./account-sums.js";
 export { type Balance, getBalances } from "./balances.js";
+export { holdState } from "./hold-reads.js";
 export { creditDeposit, holdFunds, releaseHold, requirePosted, settleHold } from "./operations.js";
 export {
   ConcurrentPostingError,

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.js";
+import { closedDeposits } from "../transactions/index.js";
 
 export interface LedgerProblem {
   kind: "unbalanced_posting" | "balance_mismatch" | "negative_balance" | "deposit_mismatch";
@@ -62,7 +63,7 @@ export async function verifyLedger(db: Db): Promise<LedgerReport> {
 
   const deposits = await sql<{ id: string; net_amount: string; fee: string; credited: string; fees: string }>`
     select t.id, t.net_amount::text, t.fee::text, d.credited::text, d.fees::text
-    from transactions t
+    from ${closedDeposits(db).as("t")}
     cross join lateral (
       select coalesce(sum(e.amount) filter (where a.kind = 'available'), 0) as credited,
              coalesce(sum(e.amount) filter (where a.kind = 'fees'), 0) as fees
@@ -71,8 +72,7 @@ export async function verifyLedger(db: Db): Promise<LedgerReport> {
       join ledger_accounts a on a.id = e.account_id
       where p.business_key = 'deposit:' || t.id
     ) d
-    where t.type = 'deposit' and t.status <> 'pending'
-      and (t.net_amount <> d.credited or t.fee <> d.fees)`.execute(db);
+    where t.net_amount <> d.credited or t.fee <> d.fees`.execute(db);
   for (const r of deposits.rows) {
     problems.push({
       kind: "deposit_mismatch",

@@ -21,6 +21,7 @@ export {
   rotateApiKey,
   setApiKeyHolder,
 } from "./api-keys.js";
+export { findApprovalThresholds, merchantKeyPairs } from "./approval-reads.js";
 export {
   type ApiKeyCredentials,
   type ApiKeyDemand,
@@ -29,6 +30,7 @@ export {
   authorizeApiKey,
 } from "./authorize.js";
 export { type CreatedMerchant, createMerchantWithKeys } from "./create.js";
+export { findUnderpaymentToleranceBp } from "./deposit-settings.js";
 export {
   DEFAULT_AUTO_APPROVE_THRESHOLD,
   getSettings,
@@ -36,4 +38,5 @@ export {
   type SettingsPatch,
   updateSettings,
 } from "./settings.js";
+export { merchantStatuses } from "./statuses.js";
 export { findMerchantById } from "./store.js";

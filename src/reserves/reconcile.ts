@@ -3,7 +3,10 @@ import type { ChainAdapter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { owedOnChain } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
+import { confirmedSweptFrom, sendingWalletAddresses, tokenTransfersInFlight } from "../sender/index.js";
+import { handedOffReceipts } from "../watcher/index.js";
 
 /**
  * Reserve reconciliation (issue #22): do the coins stablegate holds on one chain still cover what
@@ -61,14 +64,10 @@ export async function reconcileReserves(
 ): Promise<ReserveReport> {
   const { db } = deps;
   const { network, environment } = chain;
+  const scope = { network, environment };
   const notes: string[] = [];
 
-  const wallets = await db
-    .selectFrom("sending_wallets")
-    .select(["role", "address"])
-    .where("network", "=", network)
-    .where("environment", "=", environment)
-    .execute();
+  const wallets = await sendingWalletAddresses(db, scope);
   const addressOf = (role: string) => wallets.find((w) => w.role === role)?.address;
   const hot = addressOf("hot_wallet");
   const tank = addressOf("gas_tank");
@@ -79,19 +78,15 @@ export async function reconcileReserves(
     chain.coldWallet ? chain.adapter.tokenBalance(chain.coldWallet) : Promise.resolve(0n),
   ]);
 
-  // Addresses that received more than was swept from them: read on chain.
+  // Addresses that received more than was swept from them: read on chain. One statement: what
+  // each address received (the watcher's) against what was swept from it (the sender's).
+  const received = handedOffReceipts(db, scope).as("h");
+  const swept = confirmedSweptFrom(db, scope, sql.ref<bigint | number>("h.derivation_index"));
   const unswept = await sql<{ address: string }>`
-    select o.address
-    from chain_observations o
-    join watched_addresses w
-      on w.network = o.network and w.environment = o.environment and w.address = o.address
-    where o.network = ${network} and o.environment = ${environment} and o.status = 'handed_off'
-    group by o.address, w.derivation_index
-    having sum(o.amount) > coalesce((
-      select sum(t.amount) from outgoing_transfers t
-      where t.network = ${network} and t.environment = ${environment} and t.kind = 'sweep'
-        and t.status = 'confirmed' and t.from_index = w.derivation_index), 0)
-    order by o.address
+    select h.address
+    from ${received}
+    where h.received > coalesce(${swept}, 0)
+    order by h.address
   `.execute(db);
   const toRead = unswept.rows.slice(0, MAX_ADDRESSES_READ);
   if (unswept.rows.length > toRead.length)
@@ -99,38 +94,11 @@ export async function reconcileReserves(
   let depositAddresses = 0n;
   for (const { address } of toRead) depositAddresses += await chain.adapter.tokenBalance(address);
 
-  const flows = await db
-    .selectFrom("outgoing_transfers")
-    .select((eb) => [
-      eb.fn
-        .sum<string | null>(
-          eb.case().when("kind", "in", ["withdrawal", "payout"]).then(eb.ref("amount")).else(0).end(),
-        )
-        .as("out"),
-      eb.fn
-        .sum<string | null>(eb.case().when("kind", "=", "sweep").then(eb.ref("amount")).else(0).end())
-        .as("sweep"),
-    ])
-    .where("network", "=", network)
-    .where("environment", "=", environment)
-    .where("asset", "=", "token")
-    .where("status", "in", ["queued", "signed", "broadcast"])
-    .executeTakeFirstOrThrow();
-
-  const owedRow = await sql<{ merchants: string | null; fees: string | null }>`
-    select
-      (select sum(balance) from ledger_accounts
-        where owner <> 'system' and environment = ${environment} and currency_type = ${network}
-          and kind in ('available', 'held')) as merchants,
-      (select sum(e.amount) from ledger_entries e join ledger_accounts a on a.id = e.account_id
-        where a.owner = 'system' and a.kind = 'fees'
-          and a.environment = ${environment} and a.currency_type = ${network}) as fees
-  `.execute(db);
-  const owedToMerchants = BigInt(owedRow.rows[0]?.merchants ?? 0);
-  const fees = BigInt(owedRow.rows[0]?.fees ?? 0);
+  const flows = await tokenTransfersInFlight(db, scope);
+  const { merchants: owedToMerchants, fees } = await owedOnChain(db, scope);
   const owed = owedToMerchants + fees;
   const onChain = hotWallet + gasTank + coldWallet + depositAddresses;
-  const inFlight = BigInt(flows.out ?? 0);
+  const inFlight = flows.outflow;
   const gap = owed - (onChain + inFlight);
   const shortfall = gap > 0n ? gap : 0n;
   return {
@@ -145,7 +113,7 @@ export async function reconcileReserves(
     addressesUnswept: unswept.rows.length,
     onChain,
     inFlight,
-    pendingSweep: BigInt(flows.sweep ?? 0),
+    pendingSweep: flows.sweeps,
     owedToMerchants,
     fees,
     owed,

@@ -13,3 +13,13 @@ export {
 } from "./outcomes.js";
 export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";
 export { recordSendingWallets, registerSendingMetrics, sendingReadinessChecks } from "./status.js";
+export {
+  confirmedSweptFrom,
+  findTransferSource,
+  hasOpenSweep,
+  hasRecentColdForward,
+  openOutflow,
+  openSweepsFrom,
+  sendingWalletAddresses,
+  tokenTransfersInFlight,
+} from "./transfer-reads.js";

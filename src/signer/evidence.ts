@@ -1,8 +1,13 @@
+import { findMerchantOwnerId } from "../auth/index.js";
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { approvalsRequired } from "../domain/withdrawal.js";
+import { holdState } from "../ledger/index.js";
+import { findApprovalThresholds, merchantKeyPairs } from "../merchants/index.js";
+import { findPaymentBacking } from "../transactions/index.js";
+import { hasHandedOffDeposit } from "../watcher/index.js";
 
 /**
  * The evidence behind an intent (issue #34 finding 1), read by the signer itself: an intent row
@@ -12,7 +17,8 @@ import { approvalsRequired } from "../domain/withdrawal.js";
  * the ledger hold of its gross amount on the merchant's `held` account, not closed yet, and for a
  * withdrawal request the approvals it needed (four-eyes: distinct people). A sweep comes from a
  * deposit address with a recorded confirmed deposit. Each check returns the reason for a
- * refusal, or null. Plain reads of the owning features' tables: the signer trusts no other code's
+ * refusal, or null. Plain reads of the owning features' tables, which each owner exports (a read or
+ * a fragment joined here) and the signer runs on its own connection: it trusts no other code's
  * answer, and writes nothing.
  */
 
@@ -32,22 +38,7 @@ const DEFAULT_AUTO_APPROVE_THRESHOLD = 1_000_000_000n;
 
 export async function paymentEvidence(db: Db, intent: PaymentIntent): Promise<string | null> {
   const { kind } = intent;
-  const tx = await db
-    .selectFrom("transactions")
-    .select([
-      "id",
-      "merchant_id",
-      "environment",
-      "type",
-      "status",
-      "currency_type",
-      "amount",
-      "fee",
-      "net_amount",
-      "wallet_address",
-    ])
-    .where("id", "=", intent.id)
-    .executeTakeFirst();
+  const tx = await findPaymentBacking(db, intent.id);
   if (!tx) return "no withdrawal or payout backs this intent";
   if (tx.type !== kind) return `the backing transaction is a ${tx.type}, not a ${kind}`;
   if (tx.environment !== intent.environment || tx.currency_type !== intent.network)
@@ -68,36 +59,6 @@ export async function paymentEvidence(db: Db, intent: PaymentIntent): Promise<st
   return null;
 }
 
-/** The hold posting of `transactionId` (what it put on the merchant's held account) and whether it was closed. */
-async function holdState(
-  db: Db,
-  transactionId: string,
-  merchantId: string,
-  environment: Environment,
-  network: CurrencyType,
-): Promise<{ held: bigint; closed: boolean }> {
-  const held = await db
-    .selectFrom("ledger_postings as p")
-    .innerJoin("ledger_entries as e", "e.posting_id", "p.id")
-    .innerJoin("ledger_accounts as a", "a.id", "e.account_id")
-    .select((eb) => eb.fn.sum<string | null>("e.amount").as("total"))
-    .where("p.business_key", "=", `hold:${transactionId}`)
-    .where("p.kind", "=", "hold")
-    .where("p.transaction_id", "=", transactionId)
-    .where("a.owner", "=", merchantId)
-    .where("a.environment", "=", environment)
-    .where("a.currency_type", "=", network)
-    .where("a.kind", "=", "held")
-    .executeTakeFirst();
-  const closed = await db
-    .selectFrom("ledger_postings")
-    .select("id")
-    .where("business_key", "=", `hold-close:${transactionId}`)
-    .limit(1)
-    .executeTakeFirst();
-  return { held: BigInt(held?.total ?? 0), closed: closed !== undefined };
-}
-
 /**
  * A withdrawal request's approvals (docs/decisions/team-accounts.md#four-eyes): none when it was executed at once (at or under
  * the auto-approve threshold), else those of the distinct people four-eyes asks for — a member's
@@ -111,22 +72,14 @@ async function approvalEvidence(
   intent: PaymentIntent,
   gross: bigint,
 ): Promise<string | null> {
-  const settings = await db
-    .selectFrom("merchant_settings")
-    .select(["auto_approve_threshold", "dual_approval_threshold"])
-    .where("merchant_id", "=", merchantId)
-    .where("environment", "=", intent.environment)
-    .executeTakeFirst();
+  const settings = await findApprovalThresholds(db, merchantId, intent.environment);
   const units = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? BigInt(v) : undefined);
   const auto = units(settings?.auto_approve_threshold?.[intent.network]) ?? DEFAULT_AUTO_APPROVE_THRESHOLD;
   const dual = units(settings?.dual_approval_threshold?.[intent.network]) ?? null;
   const rows = await db
     .selectFrom("withdrawal_approvals as w")
-    .leftJoin("api_keys as k", (j) =>
-      j
-        .onRef("k.id", "=", "w.actor_id")
-        .on("w.actor_type", "=", "api_key")
-        .on("k.merchant_id", "=", merchantId),
+    .leftJoin(merchantKeyPairs(db, merchantId).as("k"), (j) =>
+      j.onRef("k.id", "=", "w.actor_id").on("w.actor_type", "=", "api_key"),
     )
     .select(["w.approver", "w.actor_type", "w.actor_id", "k.created_by"])
     .where("w.transaction_id", "=", transactionId)
@@ -144,15 +97,7 @@ async function approvalEvidence(
     else if (r.created_by) people.add(r.created_by);
     else {
       // The API-key channel of a pair acting for no member: the merchant's owner, whoever it is.
-      owner ??= (
-        await db
-          .selectFrom("dashboard_users")
-          .select("id")
-          .where("merchant_id", "=", merchantId)
-          .where("member_role", "=", "owner")
-          .where("removed_at", "is", null)
-          .executeTakeFirst()
-      )?.id;
+      owner ??= await findMerchantOwnerId(db, merchantId);
       people.add(owner ?? "api_key");
     }
   }
@@ -172,32 +117,8 @@ export async function sweepEvidence(
   db: Db,
   intent: { network: CurrencyType; environment: Environment; from: string },
 ): Promise<string | null> {
-  const credit = await db
-    .selectFrom("chain_observations")
-    .select("id")
-    .where("network", "=", intent.network)
-    .where("environment", "=", intent.environment)
-    .where("address", "=", intent.from)
-    .where("status", "=", "handed_off")
-    .limit(1)
-    .executeTakeFirst();
+  const credit = await hasHandedOffDeposit(db, intent.network, intent.environment, intent.from);
   return credit ? null : "no confirmed deposit to this address is recorded";
-}
-
-/** Is `address` one the gateway recorded as a deposit address of this network (either environment)? */
-export async function isRecordedDepositAddress(
-  db: Db,
-  network: CurrencyType,
-  address: string,
-): Promise<boolean> {
-  const row = await db
-    .selectFrom("watched_addresses")
-    .select("address")
-    .where("network", "=", network)
-    .where("address", "=", address)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
 }
 
 function sameAddress(network: CurrencyType, a: string, b: string): boolean {

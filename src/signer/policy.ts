@@ -4,7 +4,8 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
-import { isRecordedDepositAddress, paymentEvidence, sweepEvidence } from "./evidence.js";
+import { isRecordedAddressFromIndex, isRecordedDepositAddress, recordedAddressAt } from "../watcher/index.js";
+import { paymentEvidence, sweepEvidence } from "./evidence.js";
 import { SignerRejectedError } from "./protocol.js";
 
 /**
@@ -201,15 +202,13 @@ export class SigningPolicy {
       }
       case "gas_tank": {
         if (kind !== "gas_topup") return refuse(`the gas tank does not send a ${kind}`, role);
-        const deposit = await db
-          .selectFrom("watched_addresses")
-          .select("address")
-          .where("network", "=", t.network)
-          .where("environment", "=", t.environment)
-          .where("address", "=", to)
-          .where("derivation_index", ">=", FIRST_DEPOSIT_INDEX)
-          .limit(1)
-          .executeTakeFirst();
+        const deposit = await isRecordedAddressFromIndex(
+          db,
+          t.network,
+          t.environment,
+          to,
+          FIRST_DEPOSIT_INDEX,
+        );
         if (!deposit) return refuse("the gas tank sends only to recorded deposit addresses", role);
         return decision;
       }
@@ -238,16 +237,9 @@ export class SigningPolicy {
     if (t.index === HOT_WALLET_INDEX) return "hot_wallet";
     if (t.index === GAS_TANK_INDEX) return "gas_tank";
     if (t.index < FIRST_DEPOSIT_INDEX) return null;
-    const row = await db
-      .selectFrom("watched_addresses")
-      .select("address")
-      .where("network", "=", t.network)
-      .where("environment", "=", t.environment)
-      .where("derivation_index", "=", t.index)
-      .limit(1)
-      .executeTakeFirst();
+    const recorded = await recordedAddressAt(db, t.network, t.environment, t.index);
     // The recorded address must be the key's own (a row of another derivation is not this key).
-    return row && sameAddress(t.network, row.address, t.from) ? "deposit" : null;
+    return recorded !== undefined && sameAddress(t.network, recorded, t.from) ? "deposit" : null;
   }
 }
 

@@ -8,10 +8,8 @@ import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import { requestTransfer } from "../sender/index.js";
+import { hasRecentColdForward, openOutflow, requestTransfer } from "../sender/index.js";
 import { HOT_WALLET_INDEX } from "../wallet/index.js";
-
-const OPEN = ["queued", "signed", "broadcast"] as const;
 
 export interface ColdForwarderOptions {
   db: Db;
@@ -49,32 +47,11 @@ export class ColdForwarder {
       await sql`select pg_advisory_xact_lock(hashtext(${`cold-forward:${network}:${environment}`}))`.execute(
         trx,
       );
-      const recent = await trx
-        .selectFrom("outgoing_transfers")
-        .select(["status", "updated_at"])
-        .where("network", "=", network)
-        .where("environment", "=", environment)
-        .where("kind", "=", "cold_forward")
-        .where((eb) =>
-          eb.or([
-            eb("status", "in", OPEN),
-            eb("updated_at", ">", new Date(this.o.clock.now() - (this.o.settleMs ?? 60_000))),
-          ]),
-        )
-        .limit(1)
-        .executeTakeFirst();
-      if (recent) return 0n;
+      const since = new Date(this.o.clock.now() - (this.o.settleMs ?? 60_000));
+      if (await hasRecentColdForward(trx, { network, environment }, since)) return 0n;
       const balance = await this.o.writer.tokenBalance(this.o.hotWallet);
-      const demand = await trx
-        .selectFrom("outgoing_transfers")
-        .select((eb) => eb.fn.sum<string | null>("amount").as("total"))
-        .where("network", "=", network)
-        .where("environment", "=", environment)
-        .where("kind", "in", ["withdrawal", "payout"])
-        .where("asset", "=", "token")
-        .where("status", "in", OPEN)
-        .executeTakeFirstOrThrow();
-      const excess = balance - BigInt(demand.total ?? 0) - this.o.cold.max;
+      const demand = await openOutflow(trx, { network, environment });
+      const excess = balance - demand - this.o.cold.max;
       if (excess <= 0n) return 0n;
       await requestTransfer(trx, {
         intentId: `cold_${base62(randomBytes(16))}`,

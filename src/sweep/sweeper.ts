@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { sql } from "kysely";
 import type { ChainWriter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
@@ -7,8 +6,15 @@ import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import { requestTransfer, type TransferOutcomes } from "../sender/index.js";
+import {
+  findTransferSource,
+  hasOpenSweep,
+  openSweepsFrom,
+  requestTransfer,
+  type TransferOutcomes,
+} from "../sender/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
+import { handedOffAfter, watchedAddressesOf } from "../watcher/index.js";
 
 export interface SweeperOptions {
   db: Db;
@@ -46,7 +52,7 @@ export class Sweeper {
   async tick(): Promise<number> {
     const { db, network, environment } = this.o;
     const candidates = await db
-      .selectFrom("watched_addresses as w")
+      .selectFrom(watchedAddressesOf(db, { network, environment }).as("w"))
       .leftJoin("sweep_checks as s", (j) =>
         j
           .onRef("s.network", "=", "w.network")
@@ -54,31 +60,23 @@ export class Sweeper {
           .onRef("s.address", "=", "w.address"),
       )
       .select(["w.address", "w.derivation_index"])
-      .where("w.network", "=", network)
-      .where("w.environment", "=", environment)
-      .where(({ exists, selectFrom }) =>
+      .where(({ exists, ref }) =>
         exists(
-          selectFrom("chain_observations as o")
-            .select(sql`1`.as("one"))
-            .whereRef("o.network", "=", "w.network")
-            .whereRef("o.environment", "=", "w.environment")
-            .whereRef("o.address", "=", "w.address")
-            .where("o.status", "=", "handed_off")
-            .where((eb) =>
-              eb.or([eb("s.checked_at", "is", null), eb("o.handed_off_at", ">", eb.ref("s.checked_at"))]),
-            ),
+          handedOffAfter(
+            db,
+            { network: ref("w.network"), environment: ref("w.environment"), address: ref("w.address") },
+            ref("s.checked_at"),
+          ),
         ),
       )
-      .where(({ not, exists, selectFrom }) =>
+      .where(({ not, exists, ref }) =>
         not(
           exists(
-            selectFrom("outgoing_transfers as t")
-              .select(sql`1`.as("one"))
-              .whereRef("t.network", "=", "w.network")
-              .whereRef("t.environment", "=", "w.environment")
-              .where("t.kind", "=", "sweep")
-              .where("t.status", "in", ["queued", "signed", "broadcast"])
-              .where(sql<boolean>`t.from_index = w.derivation_index`),
+            openSweepsFrom(db, {
+              network: ref("w.network"),
+              environment: ref("w.environment"),
+              fromIndex: ref("w.derivation_index"),
+            }),
           ),
         ),
       )
@@ -188,17 +186,7 @@ export class Sweeper {
       .skipLocked()
       .executeTakeFirst();
     if (!locked) return false;
-    const open = await trx
-      .selectFrom("outgoing_transfers")
-      .select("intent_id")
-      .where("network", "=", network)
-      .where("environment", "=", environment)
-      .where("kind", "=", "sweep")
-      .where("from_index", "=", index)
-      .where("status", "in", ["queued", "signed", "broadcast"])
-      .limit(1)
-      .executeTakeFirst();
-    return !open;
+    return !(await hasOpenSweep(trx, { network, environment }, index));
   }
 }
 
@@ -209,11 +197,7 @@ export class Sweeper {
 export function registerSweepOutcomes(outcomes: TransferOutcomes): void {
   outcomes.register("sweep", async (trx, outcome) => {
     if (outcome.status !== "failed") return;
-    const row = await trx
-      .selectFrom("outgoing_transfers")
-      .select(["network", "environment", "from_address"])
-      .where("intent_id", "=", outcome.intentId)
-      .executeTakeFirst();
+    const row = await findTransferSource(trx, outcome.intentId);
     if (!row?.from_address) return;
     await trx
       .deleteFrom("sweep_checks")

@@ -10,6 +10,7 @@ export {
   type TransactionFilter,
   transactionListQueries,
 } from "./list.js";
+export { findPaymentBacking } from "./payment-backing.js";
 export { dailyVolume, findAnyTransaction, type VolumeDay } from "./reads.js";
 export {
   findTransaction,
@@ -21,3 +22,5 @@ export {
   transactionValues,
   updateTransaction,
 } from "./records.js";
+export { insertTransactionRows, joinTransactionOf } from "./session-rows.js";
+export { closedDeposits } from "./verify-reads.js";

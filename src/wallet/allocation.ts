@@ -2,6 +2,7 @@ import type { Db } from "../db/database.js";
 import type { AddressPurpose } from "../db/tables/chains.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { insertWatchedAddressRows } from "../watcher/index.js";
 import type { AddressDeriver } from "./address-deriver.js";
 import { type DepositIndexReserve, reserveIndexes } from "./index-reserve.js";
 
@@ -43,10 +44,7 @@ export async function allocateDepositAddress(
 ): Promise<AllocatedAddress> {
   const index = await nextDepositIndex(trx, request.network, request.environment, request.indexes);
   const address = request.deriver.address(request.network, request.environment, index);
-  await trx
-    .insertInto("watched_addresses")
-    .values(watchedAddressValues(request, index, address))
-    .execute();
+  await insertWatchedAddressRows(trx, watchedAddressValues(request, index, address)).execute();
   return { address, index };
 }
 

@@ -1,4 +1,5 @@
 import { sql } from "kysely";
+import { currentMembers } from "../auth/index.js";
 import type { Db } from "../db/database.js";
 import type { Environment } from "../domain/environment.js";
 import { isMemberRole, roleAllows } from "../domain/permissions.js";
@@ -65,11 +66,8 @@ export async function standingApprovals(
 ): Promise<number> {
   const rows = await trx
     .selectFrom("withdrawal_approvals as w")
-    .leftJoin("dashboard_users as u", (j) =>
-      j
-        .on(sql<boolean>`w.approver = 'user:' || u.id`)
-        .on("u.merchant_id", "=", merchantId)
-        .on("u.removed_at", "is", null),
+    .leftJoin(currentMembers(trx, merchantId).as("u"), (j) =>
+      j.on(sql<boolean>`w.approver = 'user:' || u.id`),
     )
     .select(["w.approver", "u.member_role"])
     .where("w.transaction_id", "=", transactionId)

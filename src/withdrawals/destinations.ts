@@ -5,6 +5,7 @@ import { isRefusedBurnAddress } from "../domain/destination.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { type AddressDeriver, FIRST_DEPOSIT_INDEX } from "../wallet/index.js";
+import { isIssuedDepositAddress } from "../watcher/index.js";
 
 /** What the destination check derives the gateway's system addresses with (watch-only is enough). */
 export type SystemAddresses = Pick<AddressDeriver, "address">;
@@ -41,14 +42,8 @@ export async function checkDestination(
     throw refused(`is a burn address of ${network} (whatever is sent there is destroyed)`);
   if (systemAddresses(addresses, network).has(comparable(network, address)))
     throw refused("is one of this gateway's own system wallets, not an outside destination");
-  const issued = await db
-    .selectFrom("watched_addresses")
-    .select("address")
-    .where("network", "=", network)
-    .where("environment", "in", [...ENVIRONMENTS])
-    .where("address", "=", address)
-    .executeTakeFirst();
-  if (issued) throw refused("is a deposit address issued by this gateway, not an outside destination");
+  if (await isIssuedDepositAddress(db, network, ENVIRONMENTS, address))
+    throw refused("is a deposit address issued by this gateway, not an outside destination");
 }
 
 function refused(message: string): AppError {

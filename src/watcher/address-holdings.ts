@@ -1,0 +1,71 @@
+import type { Expression, QueryCreator } from "kysely";
+import { sql } from "kysely";
+import type { DB } from "../db/schema.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+
+/**
+ * What the deposit addresses hold, read from the watcher's tables (`watched_addresses`,
+ * `chain_observations`) for the sweeper and reserve reconciliation (issue #36: the tables' SQL stays
+ * here). Fragments: the caller composes them into its own statement (one statement as before).
+ */
+
+export interface WatchedScope {
+  network: CurrencyType;
+  environment: Environment;
+}
+
+/**
+ * The watched (deposit) addresses of one chain with their derivation index, as a sub-query to
+ * select from: `db.selectFrom(watchedAddressesOf(db, chain).as("w"))`.
+ */
+export function watchedAddressesOf(db: QueryCreator<DB>, scope: WatchedScope) {
+  return db
+    .selectFrom("watched_addresses")
+    .select(["network", "environment", "address", "derivation_index"])
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment);
+}
+
+/**
+ * The deposits to an address handed off after `after` (all of them when `after` is null), as a
+ * sub-query the caller wraps in `exists(…)`; the address (and chain) are columns of its query.
+ */
+export function handedOffAfter(
+  db: QueryCreator<DB>,
+  to: {
+    network: Expression<CurrencyType>;
+    environment: Expression<Environment>;
+    address: Expression<string>;
+  },
+  after: Expression<Date | null>,
+) {
+  return db
+    .selectFrom("chain_observations as o")
+    .select(sql`1`.as("one"))
+    .where("o.network", "=", to.network)
+    .where("o.environment", "=", to.environment)
+    .where("o.address", "=", to.address)
+    .where("o.status", "=", "handed_off")
+    .where((eb) => eb.or([eb(after, "is", null), eb("o.handed_off_at", ">", after)]));
+}
+
+/**
+ * What each address of one chain received in deposits handed off, with its derivation index, as a
+ * sub-query to select from (`received`: the sum of their amounts).
+ */
+export function handedOffReceipts(db: QueryCreator<DB>, scope: WatchedScope) {
+  return db
+    .selectFrom("chain_observations as o")
+    .innerJoin("watched_addresses as w", (j) =>
+      j
+        .onRef("w.network", "=", "o.network")
+        .onRef("w.environment", "=", "o.environment")
+        .onRef("w.address", "=", "o.address"),
+    )
+    .select((eb) => ["o.address", "w.derivation_index", eb.fn.sum<string>("o.amount").as("received")])
+    .where("o.network", "=", scope.network)
+    .where("o.environment", "=", scope.environment)
+    .where("o.status", "=", "handed_off")
+    .groupBy(["o.address", "w.derivation_index"]);
+}
