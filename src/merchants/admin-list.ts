@@ -1,5 +1,6 @@
 import type { Db } from "../db/database.js";
 import { paginate } from "../db/paginate.js";
+import { AppError } from "../domain/errors.js";
 import type { ListParams } from "../domain/list.js";
 
 /** A merchant as the platform admin's read-only views show it. */
@@ -74,4 +75,11 @@ export async function findMerchantForAdmin(db: Db, id: string): Promise<AdminMer
   if (!m) return undefined;
   const [view] = await views(db, [m]);
   return view;
+}
+
+/** The admin's `GET /api/v1/admin/merchants/{id}`: one merchant, else 404 NOT_FOUND. */
+export async function getMerchantForAdmin(db: Db, id: string): Promise<AdminMerchantView> {
+  const m = await findMerchantForAdmin(db, id);
+  if (!m) throw AppError.notFound("No such merchant.");
+  return m;
 }

@@ -5,7 +5,12 @@
  */
 
 export type { ApiKeyRow, Merchant } from "../db/schema.js";
-export { type AdminMerchantView, findMerchantForAdmin, listMerchantsForAdmin } from "./admin-list.js";
+export {
+  type AdminMerchantView,
+  findMerchantForAdmin,
+  getMerchantForAdmin,
+  listMerchantsForAdmin,
+} from "./admin-list.js";
 export {
   type ApiKeyLookup,
   ApiKeyLookups,

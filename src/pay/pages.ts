@@ -8,6 +8,7 @@ import {
 import { type CheckoutSessionRecord, noDetection } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber, snapshotOf } from "./live-status.js";
@@ -85,13 +86,13 @@ export class PayPages {
     });
   }
 
-  /** The live status of session `id` in `environment` as it is now, or null when there is none. */
+  /** The live status of session `id` in `environment` as it is now; 404 NOT_FOUND when there is none. */
   async liveStatus(
     environment: Environment,
     id: string,
-  ): Promise<{ sessionId: string; first: LiveSnapshot } | null> {
+  ): Promise<{ sessionId: string; first: LiveSnapshot }> {
     const session = await this.#find(environment, id);
-    if (!session) return null;
+    if (!session) throw AppError.notFound("No checkout session with this id.");
     return { sessionId: session.transaction.id, first: await this.#snapshotOfOne(session) };
   }
 

@@ -11,9 +11,10 @@ export {
   transactionListQueries,
 } from "./list.js";
 export { findPaymentBacking } from "./payment-backing.js";
-export { dailyVolume, findAnyTransaction, type VolumeDay } from "./reads.js";
+export { dailyVolume, findAnyTransaction, getAnyTransaction, type VolumeDay } from "./reads.js";
 export {
   findTransaction,
+  getTransaction,
   insertTransaction,
   lockTransaction,
   type NewTransaction,

@@ -2,6 +2,7 @@ import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { toRecord } from "./records.js";
 
@@ -71,4 +72,11 @@ export async function dailyVolume(
 export async function findAnyTransaction(db: Db, id: string): Promise<TransactionRecord | undefined> {
   const row = await db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
   return row ? toRecord(row) : undefined;
+}
+
+/** The admin's `GET /api/v1/admin/transactions/{id}`: any merchant's transaction, else 404 NOT_FOUND. */
+export async function getAnyTransaction(db: Db, id: string): Promise<TransactionRecord> {
+  const t = await findAnyTransaction(db, id);
+  if (!t) throw AppError.notFound("No such transaction.");
+  return t;
 }

@@ -2,6 +2,7 @@ import type { Db } from "../db/database.js";
 import type { TransactionRow } from "../db/tables/ledger.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { AppError } from "../domain/errors.js";
 import type { TransactionRecord, TransactionStatus, TransactionType } from "../domain/transaction.js";
 
 /** The columns a `TransactionRecord` is made of (an explicit list for prepared statements' results). */
@@ -176,4 +177,15 @@ export async function findTransaction(
     .where("environment", "=", scope.environment)
     .executeTakeFirst();
   return row ? toRecord(row) : undefined;
+}
+
+/** The use case behind `GET …/transactions/{id}`: one transaction of the merchant, else 404 NOT_FOUND. */
+export async function getTransaction(
+  db: Db,
+  scope: { merchantId: string; environment: Environment },
+  id: string,
+): Promise<TransactionRecord> {
+  const t = await findTransaction(db, scope, id);
+  if (!t) throw AppError.notFound("No such transaction.");
+  return t;
 }

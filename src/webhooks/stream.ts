@@ -113,8 +113,8 @@ export async function positionToken(db: Db, fromTime: string): Promise<string> {
 }
 
 /**
- * The cursor a new stream starts from: after `lastEventId` (null when no event of this merchant and
- * environment has that id — the caller answers 404), from a position token (`positionToken`), else
+ * The cursor a new stream starts from: after `lastEventId` (404 NOT_FOUND when no event of this
+ * merchant and environment has that id), from a position token (`positionToken`), else
  * from the current horizon (events written from about now on).
  */
 export async function startCursor(
@@ -122,7 +122,7 @@ export async function startCursor(
   merchantId: string,
   environment: Environment,
   lastEventId: string | undefined,
-): Promise<StreamCursor | null> {
+): Promise<StreamCursor> {
   if (lastEventId === undefined) return { fromTime: await readHorizon(db) };
   const position = POSITION.exec(lastEventId)?.[1];
   if (position !== undefined) {
@@ -137,7 +137,8 @@ export async function startCursor(
     .where("merchant_id", "=", merchantId)
     .where("environment", "=", environment)
     .executeTakeFirst();
-  return found ? { afterEventId: found.id } : null;
+  if (!found) throw AppError.notFound("No webhook event with this Last-Event-ID in this environment.");
+  return { afterEventId: found.id };
 }
 
 /** The next events after `cursor` and below `horizon`, in stream order. */

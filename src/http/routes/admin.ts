@@ -1,12 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { presentTransaction, type TransactionRecord } from "../../domain/transaction.js";
-import {
-  type AdminMerchantView,
-  findMerchantForAdmin,
-  listMerchantsForAdmin,
-} from "../../merchants/index.js";
-import { findAnyTransaction, listTransactionsAcrossMerchants } from "../../transactions/index.js";
+import { type AdminMerchantView, getMerchantForAdmin, listMerchantsForAdmin } from "../../merchants/index.js";
+import { getAnyTransaction, listTransactionsAcrossMerchants } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { adminPrincipal } from "../plugins/dashboard-auth.js";
@@ -103,8 +99,7 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       adminPrincipal(request);
-      const m = await findMerchantForAdmin(db, request.params.id);
-      if (!m) throw AppError.notFound("No such merchant.");
+      const m = await getMerchantForAdmin(db, request.params.id);
       return { success: true as const, data: adminMerchantView(m) };
     },
   );
@@ -151,8 +146,7 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       adminPrincipal(request);
-      const t = await findAnyTransaction(db, request.params.id);
-      if (!t) throw AppError.notFound("No such transaction.");
+      const t = await getAnyTransaction(db, request.params.id);
       return { success: true as const, data: adminTransactionView(t) };
     },
   );

@@ -1,9 +1,8 @@
 import { Type } from "@sinclair/typebox";
-import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
 import { presentTransaction } from "../../domain/transaction.js";
 import { getBalances } from "../../ledger/index.js";
-import { dailyVolume, findTransaction, listTransactions } from "../../transactions/index.js";
+import { dailyVolume, getTransaction, listTransactions } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { listParams, pagination } from "../list.js";
 import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
@@ -96,8 +95,7 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      const tx = await findTransaction(db, p, request.params.id);
-      if (!tx) throw AppError.notFound("No such transaction.");
+      const tx = await getTransaction(db, p, request.params.id);
       return { success: true as const, data: presentTransaction(tx) };
     },
   );

@@ -3,7 +3,6 @@ import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
-import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
 import {
   chooseLanguage,
@@ -120,7 +119,6 @@ export function payRoutes(app: App, deps: RouteDeps) {
     },
     async (request, reply) => {
       const live = await pages.liveStatus(request.environment, request.params.id);
-      if (!live) throw AppError.notFound("No checkout session with this id.");
 
       // A stream payload keeps Fastify's lifecycle (headers set by hooks, logging, metrics at the end);
       // Fastify destroys it when the client goes away. Node's requestTimeout only bounds receiving the

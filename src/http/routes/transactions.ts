@@ -1,7 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import { AppError } from "../../domain/errors.js";
 import { presentTransaction } from "../../domain/transaction.js";
-import { findTransaction, listTransactions } from "../../transactions/index.js";
+import { getTransaction, listTransactions } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { listParams, pagination } from "../list.js";
 import { apiKeyPrincipal } from "../plugins/auth.js";
@@ -52,8 +51,7 @@ export function transactionRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       const p = apiKeyPrincipal(request);
-      const tx = await findTransaction(database.db, p, request.params.id);
-      if (!tx) throw AppError.notFound("No such transaction.");
+      const tx = await getTransaction(database.db, p, request.params.id);
       return { success: true as const, data: presentTransaction(tx) };
     },
   );

@@ -1,7 +1,6 @@
 import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
-import { AppError } from "../../domain/errors.js";
 import { positionToken, type StreamEnd, type StreamedDelivery, startCursor } from "../../webhooks/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { authenticateApiKey } from "../plugins/api-key-auth.js";
@@ -99,9 +98,6 @@ export function webhookStreamRoutes(app: App, deps: RouteDeps) {
       const p = apiKeyPrincipal(request);
       const lastEventId = request.headers["last-event-id"] ?? request.query.lastEventId;
       const cursor = await startCursor(deps.database.db, p.merchantId, p.environment, lastEventId);
-      if (!cursor) {
-        throw AppError.notFound("No webhook event with this Last-Event-ID in this environment.");
-      }
       // A stream payload keeps Fastify's lifecycle (hook headers, logging, metrics at the end);
       // Fastify destroys it when the client goes away.
       const stream = new PassThrough();
