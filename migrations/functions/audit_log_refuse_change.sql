@@ -10,7 +10,9 @@
 -- They stay as they are (an applied migration is checksummed and never edited): do not read
 -- them to know what the function does today, and do not redefine it in a new versioned migration.
 --
--- To change it, edit this file (CREATE OR REPLACE keeps the function's owner and grants; every
+-- To change it, edit this file and add a versioned migration with it (a comment-only file will
+-- do: it tells builds which definition is newer, and migrate refuses an edit without one)
+-- (CREATE OR REPLACE keeps the function's owner and grants; every
 -- other attribute, SECURITY DEFINER and SET included, is what this statement says). A change of
 -- its name, arguments or result columns, which CREATE OR REPLACE cannot make, is a versioned
 -- migration (drop or rename there), then this file follows. A versioned migration must not rely

@@ -142,7 +142,8 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<MigrateResu
             "is an older build running against a newer database?",
         );
       }
-      const functions = await applyFunctionFiles(conn, functionFiles);
+      const buildVersion = Math.max(0, ...files.map((f) => f.version));
+      const functions = await applyFunctionFiles(conn, functionFiles, buildVersion);
       return { applied, functions };
     } finally {
       await sql`select pg_advisory_unlock(${LOCK_KEY})`.execute(conn);
@@ -151,14 +152,61 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<MigrateResu
 }
 
 /**
- * Applies the function files whose checksum differs from the recorded one, in one transaction (the
- * caller holds the migration lock), and forgets the records of files that were removed. Returns the
- * names applied.
+ * Which function files a build may apply, from what the database recorded: each record holds the
+ * checksum applied and `migration_version`, the highest versioned migration of the build that
+ * applied it. A changed file is applied only by a build whose migrations are newer than that
+ * record's: a function change comes with a versioned migration (even a comment-only one), so an
+ * older build never puts back its older definition (it stops at "migrations this build does not
+ * know" first, and would refuse here anyway), and an edit without a migration is refused instead
+ * of being applied in whichever direction the last build to start happened to be.
  */
-async function applyFunctionFiles(conn: Db, files: readonly FunctionFile[]): Promise<string[]> {
+function planFunctionFiles(
+  files: readonly FunctionFile[],
+  recorded: readonly { name: string; checksum: string; migration_version: number }[],
+  buildVersion: number,
+) {
+  const byName = new Map(recorded.map((r) => [r.name, r]));
+  const apply: FunctionFile[] = [];
+  const refused: string[] = [];
+  const newer: string[] = [];
+  for (const f of files) {
+    const r = byName.get(f.name);
+    if (!r) apply.push(f);
+    else if (r.checksum === f.checksum) continue;
+    else if (r.migration_version < buildVersion) apply.push(f);
+    else if (r.migration_version > buildVersion) {
+      newer.push(
+        `${FUNCTIONS_SUBDIR}/${f.name}.sql was applied by a newer build (migration ${r.migration_version}; ` +
+          `this build has ${buildVersion}): an older build does not change it back`,
+      );
+    } else {
+      refused.push(
+        `${FUNCTIONS_SUBDIR}/${f.name}.sql changed without a new versioned migration (both at ${buildVersion}): ` +
+          "add one (a comment-only migration will do) so that the newer definition is the one applied",
+      );
+    }
+  }
+  // A removed file's function stays as it is (dropping one is a versioned migration); its record
+  // goes, so that a file of that name added later is applied — unless a newer build wrote it.
+  const removed = recorded
+    .filter((r) => !files.some((f) => f.name === r.name) && r.migration_version <= buildVersion)
+    .map((r) => r.name);
+  return { apply, refused, newer, removed };
+}
+
+/**
+ * Applies the function files `planFunctionFiles` allows, in one transaction (the caller holds the
+ * migration lock), and forgets the records of files that were removed. Returns the names applied.
+ */
+async function applyFunctionFiles(
+  conn: Db,
+  files: readonly FunctionFile[],
+  buildVersion: number,
+): Promise<string[]> {
   await sql`create table if not exists schema_functions (
     name text primary key,
     checksum text not null,
+    migration_version integer not null,
     applied_at timestamptz not null default now()
   )`.execute(conn);
   // Every table is readable by the process roles' groups (migration 0025; on a database migrated
@@ -173,14 +221,13 @@ async function applyFunctionFiles(conn: Db, files: readonly FunctionFile[]): Pro
         end if;
       end loop;
     end $$`.execute(conn);
-  const done = await sql<{ name: string; checksum: string }>`
-    select name, checksum from schema_functions`.execute(conn);
-  const recorded = new Map(done.rows.map((r) => [r.name, r.checksum]));
-  const changed = files.filter((f) => recorded.get(f.name) !== f.checksum);
-  const removed = done.rows.map((r) => r.name).filter((name) => !files.some((f) => f.name === name));
-  if (changed.length === 0 && removed.length === 0) return [];
+  const done = await sql<{ name: string; checksum: string; migration_version: number }>`
+    select name, checksum, migration_version from schema_functions`.execute(conn);
+  const { apply, refused, newer, removed } = planFunctionFiles(files, done.rows, buildVersion);
+  if (refused.length + newer.length > 0) throw new Error([...newer, ...refused].join("; "));
+  if (apply.length === 0 && removed.length === 0) return [];
   await conn.transaction().execute(async (trx) => {
-    for (const file of changed) {
+    for (const file of apply) {
       try {
         await sql.raw(file.sql).execute(trx);
       } catch (err) {
@@ -191,21 +238,21 @@ async function applyFunctionFiles(conn: Db, files: readonly FunctionFile[]): Pro
           },
         );
       }
-      await sql`insert into schema_functions (name, checksum) values (${file.name}, ${file.checksum})
-        on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`.execute(trx);
+      await sql`insert into schema_functions (name, checksum, migration_version)
+        values (${file.name}, ${file.checksum}, ${buildVersion})
+        on conflict (name) do update set checksum = excluded.checksum,
+          migration_version = excluded.migration_version, applied_at = now()`.execute(trx);
     }
-    // A removed file's function stays as it is (dropping one is a versioned migration); its record
-    // goes, so that a file of that name added later is applied.
     if (removed.length > 0)
       await sql`delete from schema_functions where name = any (${removed})`.execute(trx);
   });
-  return changed.map((f) => f.name);
+  return apply.map((f) => f.name);
 }
 
 /**
  * What this build has that the database has not applied (the `api`/`worker`/`signer` roles refuse to
- * start): versioned migrations by name, then function files that are new or changed, as
- * `functions/<name>`.
+ * start): versioned migrations by name, then function files this build would apply, as
+ * `functions/<name>` (or refuse: then the reason).
  */
 export async function pendingMigrations(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
   const files = await readMigrations(dir);
@@ -218,15 +265,18 @@ export async function pendingMigrations(db: Db, dir = MIGRATIONS_DIR): Promise<s
     if (functionFiles.length === 0) return [];
     const done = exists.rows[0]?.f
       ? (
-          await sql<{ name: string; checksum: string }>`select name, checksum from schema_functions`.execute(
-            db,
-          )
+          await sql<{ name: string; checksum: string; migration_version: number }>`
+            select name, checksum, migration_version from schema_functions`.execute(db)
         ).rows
       : [];
-    const recorded = new Map(done.map((r) => [r.name, r.checksum]));
-    return functionFiles
-      .filter((f) => recorded.get(f.name) !== f.checksum)
-      .map((f) => `${FUNCTIONS_SUBDIR}/${f.name}`);
+    // What `migrate` of this build would apply or refuse; what a newer build applied is not pending
+    // (like its versioned migrations: an older api may keep serving through an upgrade).
+    const { apply, refused } = planFunctionFiles(
+      functionFiles,
+      done,
+      Math.max(0, ...files.map((f) => f.version)),
+    );
+    return [...apply.map((f) => `${FUNCTIONS_SUBDIR}/${f.name}`), ...refused];
   };
   if (!exists.rows[0]?.m) return [...files.map((f) => f.name), ...(await pendingFunctions())];
   const done = await sql<{ version: number }>`select version from schema_migrations`.execute(db);

@@ -33,8 +33,9 @@ export async function runMigrations(
   await tightenDataDir(config.dataDir, logger);
   const opened = await openRoleDatabase(config, "migrate");
   try {
-    const { applied } = await migrate(opened.database.db);
-    logger.info({ applied }, applied.length > 0 ? "migrations applied" : "schema up to date");
+    const { applied, functions } = await migrate(opened.database.db);
+    const changed = applied.length + functions.length > 0;
+    logger.info({ applied, functions }, changed ? "migrations applied" : "schema up to date");
     return applied;
   } finally {
     await opened.close();
@@ -85,8 +86,8 @@ export async function startRole(
   try {
     const db = runtime.database.db;
     if (role === "serve") {
-      const { applied } = await migrate(db);
-      if (applied.length > 0) log.info({ applied }, "migrations applied");
+      const { applied, functions } = await migrate(db);
+      if (applied.length + functions.length > 0) log.info({ applied, functions }, "migrations applied");
     } else {
       const pending = await pendingMigrations(db);
       if (pending.length > 0) {

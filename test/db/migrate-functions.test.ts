@@ -57,6 +57,13 @@ async function copyFunctionFiles(dir: string): Promise<void> {
 
 const functionPath = (dir: string, name: string) => path.join(dir, FUNCTIONS_SUBDIR, `${name}.sql`);
 
+/** The versioned migration a function change comes with (a comment is enough): its applied name. */
+async function functionChangeMigration(dir: string, n: number): Promise<string> {
+  const name = `${9000 + n}_function_change_${n}`;
+  await writeFile(path.join(dir, `${name}.sql`), `-- functions/ changed (test ${n})\n`);
+  return name;
+}
+
 /** What a function file says: the function it creates, its body, SECURITY DEFINER, its SET search_path. */
 function parse(file: FunctionFile): {
   name: string;
@@ -232,8 +239,18 @@ describe("an edited function file", () => {
     expect(edited).not.toBe(text);
     await writeFile(file, edited);
 
-    expect(await pendingMigrations(database.db, dir)).toEqual([`${FUNCTIONS_SUBDIR}/ledger_post`]);
-    expect(await migrate(database.db, dir)).toEqual({ applied: [], functions: ["ledger_post"] });
+    // Without a versioned migration no build could tell the newer definition: refused, nothing applied.
+    const refusal = /functions\/ledger_post\.sql changed without a new versioned migration/;
+    expect(await pendingMigrations(database.db, dir)).toEqual([expect.stringMatching(refusal)]);
+    await expect(migrate(database.db, dir)).rejects.toThrow(refusal);
+    expect((await proc(database.db, "ledger_post")).xmin).toBe(before.xmin);
+
+    const change = await functionChangeMigration(dir, 1);
+    expect(await pendingMigrations(database.db, dir)).toEqual([
+      "function_change_1",
+      `${FUNCTIONS_SUBDIR}/ledger_post`,
+    ]);
+    expect(await migrate(database.db, dir)).toEqual({ applied: [change], functions: ["ledger_post"] });
 
     const after = await proc(database.db, "ledger_post");
     expect(after.prosrc).toContain("is not this role''s to make (edited)'");
@@ -262,6 +279,7 @@ describe("an edited function file", () => {
     const unchecked = functionPath(dir, "ledger_post_unchecked");
     const uncheckedText = await readFile(unchecked, "utf8");
     await writeFile(unchecked, uncheckedText.replace("  wanted integer;\n", "  wanted no_such_type;\n"));
+    await functionChangeMigration(dir, 2);
 
     // audit_log_refuse_change is applied first (name order), then ledger_post_unchecked fails.
     await expect(migrate(database.db, dir)).rejects.toThrow(
@@ -286,6 +304,23 @@ describe("an edited function file", () => {
     await proc(database.db, "audit_log_refuse_change");
     await writeFile(file, text);
     expect(await migrate(database.db, dir)).toEqual({ applied: [], functions: ["audit_log_refuse_change"] });
+  });
+
+  it("an older build neither puts back its older definitions nor counts them as pending", async () => {
+    const older = await copyOfMigrations(true);
+    try {
+      const before = await proc(database.db, "ledger_post");
+      const recordedBefore = await recorded(database.db);
+      // Its start-up check: the database is ahead, nothing of the older build is pending (an older
+      // api may keep serving through an upgrade, as with the versioned migrations).
+      expect(await pendingMigrations(database.db, older)).toEqual([]);
+      // Its migrate stops at the newer build's versioned migrations, before any function file.
+      await expect(migrate(database.db, older)).rejects.toThrow(/migrations this build does not know/);
+      expect(await proc(database.db, "ledger_post")).toEqual(before);
+      expect(await recorded(database.db)).toEqual(recordedBefore);
+    } finally {
+      await rm(older, { recursive: true, force: true });
+    }
   });
 });
 
