@@ -209,6 +209,10 @@ async function applyFunctionFiles(
     migration_version integer not null,
     applied_at timestamptz not null default now()
   )`.execute(conn);
+  // A table made before records held the build's migration (0: any newer build may re-apply).
+  await sql`alter table schema_functions add column if not exists migration_version integer not null default 0`.execute(
+    conn,
+  );
   // Every table is readable by the process roles' groups (migration 0025; on a database migrated
   // before them, the first run after gives it): they check at start-up that nothing is pending.
   await sql`do $$
