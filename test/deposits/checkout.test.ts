@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyLedger } from "../../src/ledger/verify.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
+import { callOperation, dataOf, type RequestBody } from "../support/operation.js";
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard, waitFor } from "../webhooks/support.js";
 import { balanceOf, hooksFor, type SandboxMerchant, sandboxMerchant } from "./support.js";
 
@@ -29,13 +30,17 @@ afterAll(async () => {
 
 const TRC = "USDT-TRC20";
 
-async function createSession(body: Record<string, unknown>, headers = m.headers) {
-  const r = await call(svc.urls.sandbox, "/checkout/session", {
+/** A session through the route's own request and response types (test/support/operation.ts). */
+async function createSession(
+  body: Omit<RequestBody<"createCheckoutSession">, "currencyType"> &
+    Partial<RequestBody<"createCheckoutSession">>,
+  headers = m.headers,
+) {
+  const r = await callOperation(svc.urls.sandbox, "createCheckoutSession", {
     headers,
     json: { currencyType: TRC, ...body },
   });
-  expect(r.status, r.text).toBe(201);
-  return r.body.data;
+  return dataOf(r, 201);
 }
 
 async function pay(sessionId: string, amount?: number | string) {

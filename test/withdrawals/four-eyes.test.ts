@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestService, type TestService } from "../support/harness.js";
+import { callOperation, dataOf } from "../support/operation.js";
 import { addMember, type Member } from "../team/support.js";
 import { type Receiver, startReceiver, waitFor } from "../webhooks/support.js";
 import { balance, expectLedgerOk, type Funded, fundedMerchant, hookStatuses } from "./support.js";
@@ -42,13 +43,13 @@ afterEach(async () => {
 });
 
 const withdraw = async (amount: number) => {
-  const r = await call(svc.urls.sandbox, "/api/v1/public/withdrawal-requests", {
+  const r = await callOperation(svc.urls.sandbox, "createWithdrawalRequest", {
     headers: m.api,
     json: { currencyType: TRC, walletAddress: TRON_TO, amount },
   });
-  expect(r.status, r.text).toBe(201);
-  expect(r.body.data.status).toBe("pending");
-  return r.body.data.id as string;
+  const data = dataOf(r, 201);
+  expect(data.status).toBe("pending");
+  return data.id;
 };
 
 const approve = (id: string, headers: Record<string, string>) => {
