@@ -114,7 +114,7 @@ export async function sealSimBlock(
   const hash = params.hash(`block|${chain.fork}|${number}|${parent.hash}|${tx?.txHash ?? ""}`);
   const timestamp = params.now();
   // Announce the block when the mining transaction commits: the watcher of any process wakes at
-  // once instead of waiting for its next poll (CONTRACT: a sandbox payment lands in moments).
+  // once instead of waiting for its next poll (a sandbox payment lands in moments: docs/merchants/sandbox.md).
   await sql`select pg_notify(${SIMULATOR_DEFINITION.blockChannel}, ${`${key.network}/${key.environment}`})`.execute(
     trx,
   );
