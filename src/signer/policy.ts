@@ -4,7 +4,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
-import { isRecordedAddressFromIndex, isRecordedDepositAddress, recordedAddressAt } from "../watcher/index.js";
+import { isIssuedDepositAddress, isRecordedAddressFromIndex, recordedAddressAt } from "../watcher/index.js";
 import { paymentEvidence, sweepEvidence } from "./evidence.js";
 import { SignerRejectedError } from "./protocol.js";
 
@@ -229,7 +229,7 @@ export class SigningPolicy {
     for (const environment of ["production", "sandbox"] as const)
       for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
         if (this.o.address(network, environment, index) === to) return true;
-    return isRecordedDepositAddress(db, network, to);
+    return isIssuedDepositAddress(db, network, to);
   }
 
   /** The role of the signing key on this chain, from the index and the recorded deposit addresses. */

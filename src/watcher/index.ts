@@ -20,7 +20,6 @@ export {
   hasHandedOffDeposit,
   isIssuedDepositAddress,
   isRecordedAddressFromIndex,
-  isRecordedDepositAddress,
   recordedAddressAt,
 } from "./own-addresses.js";
 export { MAX_RESCAN_BLOCKS, type RescanResult, type RescanTarget, rescanRange } from "./rescan.js";

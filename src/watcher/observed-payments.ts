@@ -50,16 +50,20 @@ export async function hasConfirmingTransferBefore(
   target: { network: CurrencyType; environment: Environment; address: string; deadline: Date },
 ): Promise<boolean> {
   const row = await db
-    .selectFrom("chain_observations as o")
-    .select("o.id")
-    .where("o.network", "=", target.network)
-    .where("o.environment", "=", target.environment)
-    .where("o.address", "=", target.address)
-    .where("o.status", "=", "observed")
-    .where(sql<boolean>`coalesce(o.block_time, o.observed_at) < ${target.deadline}`)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .selectNoFrom((eb) =>
+      eb
+        .exists(
+          confirmingTransfersInTime({
+            network: eb.val(target.network),
+            environment: eb.val(target.environment),
+            address: eb.val(target.address),
+            deadline: eb.val(target.deadline),
+          }),
+        )
+        .as("found"),
+    )
+    .executeTakeFirstOrThrow();
+  return Boolean(row.found);
 }
 
 /** The columns `joinObservedPayments` adds to each row of the caller. */

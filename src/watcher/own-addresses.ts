@@ -1,6 +1,6 @@
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
-import type { Environment } from "../domain/environment.js";
+import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 
 /**
  * Is an address ours, and what arrived at it: reads of `watched_addresses` (the deposit addresses
@@ -9,35 +9,22 @@ import type { Environment } from "../domain/environment.js";
  * Addresses are normalised by the caller.
  */
 
-/** Is `address` one the gateway recorded as a deposit address of this network (either environment)? */
-export async function isRecordedDepositAddress(
-  db: Db,
-  network: CurrencyType,
-  address: string,
-): Promise<boolean> {
-  const row = await db
-    .selectFrom("watched_addresses")
-    .select("address")
-    .where("network", "=", network)
-    .where("address", "=", address)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
-/** Is `address` a deposit address the gateway issued on this network in one of `environments`? */
+/**
+ * Is `address` a deposit address the gateway issued on this network, in either environment? (Both
+ * environments named: the primary key (network, environment, address) answers it.)
+ */
 export async function isIssuedDepositAddress(
   db: Db,
   network: CurrencyType,
-  environments: readonly Environment[],
   address: string,
 ): Promise<boolean> {
   const issued = await db
     .selectFrom("watched_addresses")
     .select("address")
     .where("network", "=", network)
-    .where("environment", "in", [...environments])
+    .where("environment", "in", [...ENVIRONMENTS])
     .where("address", "=", address)
+    .limit(1)
     .executeTakeFirst();
   return issued !== undefined;
 }

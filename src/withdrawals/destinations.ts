@@ -42,7 +42,7 @@ export async function checkDestination(
     throw refused(`is a burn address of ${network} (whatever is sent there is destroyed)`);
   if (systemAddresses(addresses, network).has(comparable(network, address)))
     throw refused("is one of this gateway's own system wallets, not an outside destination");
-  if (await isIssuedDepositAddress(db, network, ENVIRONMENTS, address))
+  if (await isIssuedDepositAddress(db, network, address))
     throw refused("is a deposit address issued by this gateway, not an outside destination");
 }
 
