@@ -203,28 +203,16 @@ async function applyFunctionFiles(
   files: readonly FunctionFile[],
   buildVersion: number,
 ): Promise<string[]> {
-  await sql`create table if not exists schema_functions (
-    name text primary key,
-    checksum text not null,
-    migration_version integer not null,
-    applied_at timestamptz not null default now()
-  )`.execute(conn);
-  // A table made before records held the build's migration (0: any newer build may re-apply).
-  await sql`alter table schema_functions add column if not exists migration_version integer not null default 0`.execute(
+  // The record is migration 0029's table; a folder of migrations without it holds no function file.
+  const table = await sql<{ t: string | null }>`select to_regclass('schema_functions')::text as t`.execute(
     conn,
   );
-  // Every table is readable by the process roles' groups (migration 0025; on a database migrated
-  // before them, the first run after gives it): they check at start-up that nothing is pending.
-  await sql`do $$
-    declare r text;
-    begin
-      foreach r in array array['stablegate_api', 'stablegate_worker', 'stablegate_signer'] loop
-        if exists (select from pg_roles where rolname = r)
-           and not has_table_privilege(r, 'schema_functions', 'SELECT') then
-          execute format('grant select on schema_functions to %I', r);
-        end if;
-      end loop;
-    end $$`.execute(conn);
+  if (!table.rows[0]?.t) {
+    if (files.length === 0) return [];
+    throw new Error(
+      "function files need the schema_functions table of migration 0029, which this folder lacks",
+    );
+  }
   const done = await sql<{ name: string; checksum: string; migration_version: number }>`
     select name, checksum, migration_version from schema_functions`.execute(conn);
   const { apply, refused, newer, removed } = planFunctionFiles(files, done.rows, buildVersion);
