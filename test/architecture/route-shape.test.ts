@@ -1,39 +1,21 @@
-import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { fixtureRoot, runLint } from "./support.js";
 
 // Issue #36: one route shape — a route never builds a service; `npm run lint:deps` runs
 // scripts/route-shape.mjs, which must fail on a route that does (each shape the old routes had).
-const run = promisify(execFile);
-const SCRIPT = path.resolve("scripts/route-shape.mjs");
-const roots: string[] = [];
 
-async function check(routes: Record<string, string>) {
-  const root = mkdtempSync(path.join(tmpdir(), "route-shape-"));
-  roots.push(root);
-  mkdirSync(path.join(root, "http", "routes"), { recursive: true });
-  for (const [name, text] of Object.entries(routes))
-    writeFileSync(path.join(root, "http", "routes", name), text);
-  try {
-    const { stdout } = await run(process.execPath, [SCRIPT, root]);
-    return { code: 0, out: stdout };
-  } catch (err) {
-    const e = err as { code: number; stderr: string };
-    return { code: e.code, out: e.stderr };
-  }
+function check(routes: Record<string, string>) {
+  const files = Object.fromEntries(
+    Object.entries(routes).map(([name, text]) => [`http/routes/${name}`, text]),
+  );
+  return runLint("route-shape.mjs", fixtureRoot("route-shape-", files));
 }
-
-afterAll(() => {
-  for (const r of roots) rmSync(r, { recursive: true, force: true });
-});
 
 describe("lint:deps — a route that builds a service fails", () => {
   it("the real routes pass", async () => {
-    const { stdout } = await run(process.execPath, [SCRIPT, path.resolve("src")]);
-    expect(stdout).toMatch(/route files build no service/);
+    const { out } = await runLint("route-shape.mjs", path.resolve("src"));
+    expect(out).toMatch(/route files build no service/);
   });
 
   it("new of a feature's class, a factory call while registering, a typed dependency literal", async () => {

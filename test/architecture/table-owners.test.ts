@@ -1,47 +1,24 @@
-import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { fixtureRoot, runLint } from "./support.js";
 
 // Issue #36: tables have owners — `npm run lint:deps` runs scripts/table-owners.mjs, which must fail
 // on SQL against a table outside its owner (src/db/table-owners.json), in every form a query takes.
-const run = promisify(execFile);
-const SCRIPT = path.resolve("scripts/table-owners.mjs");
-const roots: string[] = [];
 
 const OWNERS = {
   owners: { transactions: "transactions", watched_addresses: "watcher", dashboard_users: "auth" },
   readers: { dashboard_users: { audit: "names the actor (audit sits below auth)" } },
 };
 
-async function check(files: Record<string, string>, owners: object = OWNERS) {
-  const root = mkdtempSync(path.join(tmpdir(), "table-owners-"));
-  roots.push(root);
-  mkdirSync(path.join(root, "db"), { recursive: true });
-  writeFileSync(path.join(root, "db", "table-owners.json"), JSON.stringify(owners));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
-    writeFileSync(path.join(root, name), text);
-  }
-  try {
-    const { stdout } = await run(process.execPath, [SCRIPT, root]);
-    return { code: 0, out: stdout };
-  } catch (err) {
-    const e = err as { code: number; stderr: string };
-    return { code: e.code, out: e.stderr };
-  }
+function check(files: Record<string, string>, owners: object = OWNERS) {
+  const root = fixtureRoot("table-owners-", { ...files, "db/table-owners.json": JSON.stringify(owners) });
+  return runLint("table-owners.mjs", root);
 }
-
-afterAll(() => {
-  for (const r of roots) rmSync(r, { recursive: true, force: true });
-});
 
 describe("lint:deps — SQL against a table outside its owner fails", () => {
   it("the real code passes", async () => {
-    const { stdout } = await run(process.execPath, [SCRIPT, path.resolve("src")]);
-    expect(stdout).toMatch(/each in its table's owner/);
+    const { out } = await runLint("table-owners.mjs", path.resolve("src"));
+    expect(out).toMatch(/each in its table's owner/);
   });
 
   it("a deliberate cross-owner query in each form: Kysely, a join, a sql template, sql.raw, a destructured builder", async () => {
