@@ -52,21 +52,13 @@ module.exports = {
     {
       name: "config-and-observability-below-features",
       comment:
-        "config/ and observability/ sit under every feature; config may read a chain module's pure definition (its defaults and variable names).",
+        "config/ and observability/ sit under every feature: config reads each network's variables from the registry in domain/ (issue #37), never from chains/.",
       severity: "error",
       from: { path: "^src/(config|observability)/" },
       to: {
         path: "^src/",
-        pathNot: "^src/(config|observability|domain|lib)/|^src/chains/[^/]+/definition\\.ts$",
+        pathNot: "^src/(config|observability|domain|lib)/",
       },
-    },
-    {
-      name: "chain-definitions-are-pure",
-      comment:
-        "A chain's definition.ts (its defaults and variable names, read by config/) imports only domain/: it sits under config.",
-      severity: "error",
-      from: { path: "^src/chains/[^/]+/definition\\.ts$" },
-      to: { path: "^src/", pathNot: "^src/domain/" },
     },
     {
       name: "db-and-worker-mechanism-import-no-feature",
@@ -90,7 +82,7 @@ module.exports = {
       from: { path: "^src/([^/]+)/" },
       to: {
         path: features,
-        pathNot: [`^src/$1/`, "^src/[^/]+/index\\.ts$", "^src/chains/[^/]+/definition\\.ts$"],
+        pathNot: [`^src/$1/`, "^src/[^/]+/index\\.ts$"],
       },
     },
     {

@@ -4,10 +4,7 @@
 import { readFileSync } from "node:fs";
 
 const result = JSON.parse(readFileSync(0, "utf8"));
-// A chain's definition.ts is pure (domain only, a rule of .dependency-cruiser.cjs) and read by
-// config/: it counts as a floor of its own, under config, not as part of chains/.
 const folderOf = (p) => {
-  if (/^src\/chains\/[^/]+\/definition\.ts$/.test(p)) return "chains/*/definition.ts";
   const m = /^src\/([^/]+)\//.exec(p);
   return m ? m[1] : /^src\/[^/]+\.ts$/.test(p) ? p.slice(4, -3) : null;
 };

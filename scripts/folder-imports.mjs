@@ -6,9 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 
 const [mode, file] = process.argv.slice(2);
 const result = JSON.parse(readFileSync(0, "utf8"));
-// A chain's definition.ts is pure and read by config/: a row of its own (see folder-cycles.mjs).
 const folderOf = (p) => {
-  if (/^src\/chains\/[^/]+\/definition\.ts$/.test(p)) return "chains/*/definition.ts";
   const m = /^src\/([^/]+)\//.exec(p);
   return m ? `${m[1]}/` : /^src\/[^/]+\.ts$/.test(p) ? p.slice(4) : null;
 };

@@ -7,6 +7,7 @@ import {
   providerReadinessChecks,
   registerProviderMetrics,
 } from "./chains/index.js";
+import { coldWalletOf, configuredContract } from "./config/chains.js";
 import type { Config } from "./config/config.js";
 import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
@@ -272,7 +273,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   readiness.push(...sendingReadinessChecks(chains, db.db, clock));
   readiness.push(...reserveReadinessChecks(chains, db.db, config.reserves.checkEveryMs, () => clock.now()));
   registerReserveMetrics(metrics.registry, db.db);
-  registerSendingMetrics(metrics, chains, db.db, (n, e) => config.sending.cold[e][n]?.max);
+  registerSendingMetrics(metrics, chains, db.db, (n, e) => coldWalletOf(config.chains, n, e)?.max);
   registerWebhookMetrics(metrics, db.db);
   readiness.push(webhookReadinessCheck(db.db));
   const webhooks = createWebhookSending(config.webhooks, {
@@ -411,7 +412,13 @@ function composeUseCases(parts: {
       reauthMs: stream.reauthMs,
     }),
     apiKeyLookups: new ApiKeyLookups(db),
-    payPages: new PayPages({ db, clock, chains, contracts: config.chains, logger: parts.logger }),
+    payPages: new PayPages({
+      db,
+      clock,
+      chains,
+      tokenContract: (n, e) => configuredContract(config.chains, n, e),
+      logger: parts.logger,
+    }),
   };
 }
 

@@ -17,7 +17,7 @@
 -- This file is the one place to read and to change this function. `stablegate migrate` applies
 -- it after the versioned migrations, and again whenever this file changes (its checksum differs
 -- from the one recorded in `schema_functions`; src/db/migrate.ts).
--- Its history is in the versioned migrations 0016, 0022 and 0025.
+-- Its history is in the versioned migrations 0016, 0022, 0025 and 0030 (system accounts).
 -- They stay as they are (an applied migration is checksummed and never edited): do not read
 -- them to know what the function does today, and do not redefine it in a new versioned migration.
 --
@@ -69,6 +69,16 @@ begin
     end if;
   end loop;
   wanted := wants_available::integer + wants_held::integer;
+
+  -- The system accounts of a currency type exist from its first posting on: the registry in the
+  -- code lists the currency types (src/domain/currency.ts), not the database (migration 0030).
+  if not exists (select from ledger_accounts a
+                 where a.owner = 'system' and a.environment = p_environment and a.currency_type = p_currency_type) then
+    insert into ledger_accounts (owner, environment, currency_type, kind)
+    select 'system', p_environment, p_currency_type, k
+    from unnest(array['chain_incoming', 'chain_outgoing', 'fees']) as k
+    on conflict (owner, environment, currency_type, kind) do nothing;
+  end if;
 
   if p_kind = 'deposit' and takes then
     raise exception 'ledger_post %: a deposit takes from no merchant account', p_business_key

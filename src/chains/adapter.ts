@@ -14,7 +14,13 @@ export interface TokenTransfer {
   blockHash: string;
   from: string;
   to: string;
+  /** API base units (6 decimals), truncated when the token is finer. */
   amount: bigint;
+  /**
+   * What the truncation left out, in the token's on-chain base units (18-decimal tokens only;
+   * absent when zero): stays on the receiving address, reported as dust, never credited.
+   */
+  dust?: bigint;
 }
 
 /** A block as the watcher needs it: its hash (reorg detection) and its timestamp (on-time decisions). */
@@ -41,7 +47,8 @@ export interface TokenTransferQuery {
 
 /**
  * Read side of a chain, as a deposit watcher needs it. Block numbers are plain integers (they stay far
- * below 2^53); money is always `bigint` base units (6 decimals for both USDT tokens).
+ * below 2^53); money is always `bigint` base units of the API (6 decimals, whatever the token's
+ * on-chain decimals: the adapter of a finer token converts, `chainScale`).
  *
  * Failures of the endpoint surface as `ChainUnavailableError` (retryable); invalid addresses as
  * `InvalidAddressError`.

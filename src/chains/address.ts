@@ -1,14 +1,10 @@
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { AddressCodec } from "./module.js";
-import { NETWORK_CHAINS } from "./networks.js";
+import { networkChain } from "./networks.js";
 
-const CODECS = new Map<CurrencyType, AddressCodec>(NETWORK_CHAINS.map((m) => [m.network, m.address]));
-
-/** The address codec of `network` (its network module's). */
+/** The address codec of `network` (its network module's: EIP-55 on every EVM network, base58check on TRON). */
 export function addressCodec(network: CurrencyType): AddressCodec {
-  const codec = CODECS.get(network);
-  if (!codec) throw new Error(`No chain module serves ${network}.`);
-  return codec;
+  return networkChain(currencyOf(network).network).address;
 }
 
 /** Whether `s` is a valid address of the network as a user would type it. */

@@ -1,8 +1,9 @@
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { ChainAdapter } from "./adapter.js";
 import type { EvmAdapterOptions } from "./evm/index.js";
-import { CHAIN_MODULES } from "./registry.js";
+import { networkChain } from "./networks.js";
 import type { SimulatorEndpoint } from "./simulator/index.js";
+import { simulatorChain } from "./simulator/index.js";
 import type { TronAdapterOptions } from "./tron/index.js";
 
 /**
@@ -16,7 +17,8 @@ export type ChainEndpoint =
 
 /** The read side of `network` over `endpoint`, by the chain module of its kind. */
 export function createChainAdapter(network: CurrencyType, endpoint: ChainEndpoint): ChainAdapter {
-  const module = CHAIN_MODULES.find((m) => m.kind === endpoint.kind);
-  if (!module) throw new Error(`No chain module of kind ${endpoint.kind}.`);
+  if (endpoint.kind === "simulator") return simulatorChain.createAdapterFor(network, endpoint);
+  const module = networkChain(currencyOf(network).network);
+  if (module.kind !== endpoint.kind) throw new Error(`${network} cannot use a ${endpoint.kind} endpoint.`);
   return module.createAdapterFor(network, endpoint);
 }

@@ -14,19 +14,19 @@ export {
 } from "./adapter.js";
 export { addressCodec, addressFromPublicKey, normalizeAddress, validateAddress } from "./address.js";
 export { type ChainEndpoint, createChainAdapter } from "./create-adapter.js";
+export { type CurrencyListing, listCurrencies } from "./currencies.js";
 export { ChainTimeError, ChainUnavailableError, InvalidAddressError } from "./errors.js";
-export { EVM_DEFINITION, evmAddress, evmChain, isEvmAddress } from "./evm/index.js";
+export { evmAddress, evmChain, isEvmAddress } from "./evm/index.js";
 export type {
   AddressCodec,
   ChainBuildContext,
   ChainModule,
-  NetworkChainDefinition,
   NetworkChainModule,
   NetworkEndpoint,
   WriterConfig,
 } from "./module.js";
 export { providerNames } from "./network-entry.js";
-export { NETWORK_CHAINS } from "./networks.js";
+export { networkChain, networkChains } from "./networks.js";
 export { PooledChainWriter, pooledWriter } from "./pooled-writer.js";
 export {
   type Disagreement,
@@ -42,12 +42,12 @@ export {
   type AvailableChain,
   type BuildChainRegistryOptions,
   buildChainRegistry,
-  CHAIN_MODULES,
   CHAIN_RPC_TIMEOUT_MS,
   type ChainEntry,
   ChainRegistry,
+  chainModules,
   createChainWriter,
-  DEFAULT_CONFIRMATIONS,
+  defaultConfirmations,
   type ScanSettings,
   type UnavailableChain,
 } from "./registry.js";
@@ -65,7 +65,6 @@ export {
   simulatorChain,
 } from "./simulator/index.js";
 export {
-  TRON_DEFINITION,
   tronAddress,
   tronAddressFromHex,
   tronAddressToHex,

@@ -1,6 +1,6 @@
 import type { Config } from "../config/config.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import type { CurrencyType, NetworkDefinition } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { ChainAdapter } from "./adapter.js";
@@ -9,8 +9,9 @@ import type { ChainWriter } from "./writer.js";
 
 /**
  * The one shape of a chain module (`chains/evm`, `chains/tron`, `chains/simulator`): what the
- * registry, the adapter and writer factories and the address codec iterate over. A module's pure
- * settings (defaults, variable names) sit in its `definition.ts`, which `config/` may read.
+ * registry, the adapter and writer factories and the address codec iterate over. A network's data
+ * (chain id, tokens, defaults) is its `NetworkDefinition` in the registry (`domain/currency.ts`); its
+ * settings are `Config.chains.networks[network]`, read by one naming rule (`config/chains.ts`).
  */
 
 /** RPC timeout of every chain call (10 to 15 s: docs/decisions/chains.md#chains-part-1, decision 13). */
@@ -41,6 +42,8 @@ export interface AvailableChainOf<Simulator> {
   /** How many providers the adapter reads from (more than one: a `ProviderPool`, issue #22). */
   providers: number;
   adapter: ChainAdapter;
+  /** The token contract read and sent (null on the simulator, which has none). */
+  contract: string | null;
   confirmations: number;
   scan: ScanSettings;
   /** The database-backed simulator when `kind` is "simulator". */
@@ -100,21 +103,6 @@ export interface AddressCodec {
   fromAccountBytes(account: Uint8Array): string;
 }
 
-/** A network's variables and defaults (its `definition.ts`). */
-export interface NetworkChainDefinition {
-  readonly kind: string;
-  readonly network: CurrencyType;
-  /** SLIP-44 coin type of the network's HD keys (wallet/derivation-path.ts). */
-  readonly coinType: number;
-  readonly defaultConfirmations: number;
-  readonly scan: Readonly<ScanSettings>;
-  readonly variables: {
-    readonly endpoint: Readonly<Record<Environment, string>>;
-    readonly endpoints: Readonly<Record<Environment, string>>;
-    readonly contract: Readonly<Record<Environment, string>>;
-  };
-}
-
 /** Where one (network, environment) is reached, as configured. */
 export interface NetworkEndpoint {
   url: string | undefined;
@@ -124,19 +112,29 @@ export interface NetworkEndpoint {
 }
 
 /**
- * The module of a real network (Ethereum, TRON): it serves its own network wherever its endpoint
- * is configured, and owns that network's address codec (the simulator spells addresses with it).
+ * The module of a real network (`evmChain(definition)` for each EVM network, `tronChain(definition)`):
+ * it serves its network's currency types wherever its endpoint is configured, and owns that
+ * network's address codec (the simulator spells addresses with it).
  */
 export interface NetworkChainModule<AdapterOptions> extends ChainModule<AdapterOptions> {
-  readonly network: CurrencyType;
-  readonly definition: NetworkChainDefinition;
+  /** The network's name (`ERC20`). */
+  readonly network: string;
+  readonly definition: NetworkDefinition;
   readonly address: AddressCodec;
-  /** The endpoint of `environment` as configured. */
-  endpoint(config: Pick<Config, "chains">, environment: Environment): NetworkEndpoint;
-  /** `CONFIRMATIONS_*` as configured (undefined: the definition's default). */
-  configuredConfirmations(config: Config): number | undefined;
+  /** How the watcher scans it (EVM: log ranges; TRON: a block per call). */
+  readonly scan: Readonly<ScanSettings>;
+  /** The endpoint of a currency type of the network in `environment`, as configured. */
+  endpoint(
+    config: Pick<Config, "chains">,
+    currencyType: CurrencyType,
+    environment: Environment,
+  ): NetworkEndpoint;
   /** The read side over an endpoint (throws `InvalidAddressError` for a bad token address). */
   createAdapter(options: AdapterOptions): ChainAdapter;
   /** The read side's options from the configured endpoint. */
-  adapterOptions(endpoint: { url: string; contract: string }, timeoutMs: number): AdapterOptions;
+  adapterOptions(
+    currencyType: CurrencyType,
+    endpoint: { url: string; contract: string },
+    timeoutMs: number,
+  ): AdapterOptions;
 }

@@ -1,5 +1,6 @@
+import { networkVariables } from "../config/chains.js";
 import { type Config, ConfigError } from "../config/config.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { ChainAdapter } from "./adapter.js";
 import { InvalidAddressError } from "./errors.js";
@@ -23,19 +24,21 @@ export function networkChainEntry<O>(
   config: Config,
   context: ChainBuildContext,
 ): ChainEntryOf<never> | null {
-  if (network !== module.network) return null;
+  const currency = currencyOf(network);
+  if (currency.network !== module.network) return null;
   const { definition } = module;
-  const { url, urls, contract } = module.endpoint(config, environment);
+  const variables = networkVariables(definition, environment);
+  const { url, urls, contract } = module.endpoint(config, network, environment);
   if (!url) {
     if (environment !== "production") return null;
     return {
       status: "unavailable",
       network,
       environment,
-      reason: `not configured (set ${definition.variables.endpoint[environment]})`,
+      reason: `not configured (set ${variables.endpoint})`,
     };
   }
-  const contractVar = definition.variables.contract[environment];
+  const contractVar = variables.contract(currency.token);
   if (!contract) {
     return { status: "unavailable", network, environment, reason: `not configured (set ${contractVar})` };
   }
@@ -44,7 +47,7 @@ export function networkChainEntry<O>(
   let adapter: ChainAdapter;
   try {
     const adapters = all.map((u) =>
-      module.createAdapter(module.adapterOptions({ url: u, contract }, context.timeoutMs)),
+      module.createAdapter(module.adapterOptions(network, { url: u, contract }, context.timeoutMs)),
     );
     adapter =
       adapters.length === 1 && adapters[0]
@@ -81,8 +84,10 @@ export function networkChainEntry<O>(
     endpoint: all.length === 1 ? new URL(url).host : names.join(", "),
     providers: all.length,
     adapter,
-    confirmations: module.configuredConfirmations(config) ?? definition.defaultConfirmations,
-    scan: { ...definition.scan },
+    contract,
+    confirmations:
+      config.chains.networks[definition.network]?.confirmations ?? definition.defaultConfirmations,
+    scan: { ...module.scan },
     simulator: null,
   };
 }

@@ -116,7 +116,7 @@ interface State {
 }
 
 const transferKey = (t: TokenTransfer) =>
-  `${t.txHash.toLowerCase()}:${t.logIndex}:${t.blockHash.toLowerCase()}:${t.from}:${t.to}:${t.amount}`;
+  `${t.txHash.toLowerCase()}:${t.logIndex}:${t.blockHash.toLowerCase()}:${t.from}:${t.to}:${t.amount}:${t.dust ?? 0n}`;
 
 export class ProviderPool implements ChainAdapter {
   readonly network: CurrencyType;

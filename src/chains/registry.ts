@@ -1,6 +1,6 @@
 import type { Config } from "../config/config.js";
 import type { Db } from "../db/database.js";
-import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
+import { CURRENCY_TYPES, type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
@@ -11,7 +11,7 @@ import {
   type ChainModule,
   type WriterConfig,
 } from "./module.js";
-import { NETWORK_CHAINS } from "./networks.js";
+import { networkChains } from "./networks.js";
 import type { Disagreement } from "./provider-pool.js";
 import { type SimulatedChain, simulatorChain } from "./simulator/index.js";
 import type { ChainWriter } from "./writer.js";
@@ -28,29 +28,61 @@ export { CHAIN_RPC_TIMEOUT_MS } from "./module.js";
  * then the sandbox simulator, which serves any sandbox chain they left unconfigured.
  */
 // biome-ignore lint/suspicious/noExplicitAny: each module has its own endpoint type.
-export const CHAIN_MODULES: readonly ChainModule<any, SimulatedChain>[] = [...NETWORK_CHAINS, simulatorChain];
+export function chainModules(): readonly ChainModule<any, SimulatedChain>[] {
+  return [...networkChains(), simulatorChain];
+}
 
-/** Confirmations when the variables are unset (docs/chains.md#the-read-side-chainadapter). The sandbox simulator always uses 1. */
-export const DEFAULT_CONFIRMATIONS: Readonly<Record<CurrencyType, number>> = Object.fromEntries(
-  NETWORK_CHAINS.map((m) => [m.network, m.definition.defaultConfirmations]),
-) as Record<CurrencyType, number>;
+/** Confirmations when `CONFIRMATIONS_<NETWORK>` is unset (docs/chains.md#the-read-side-chainadapter). The sandbox simulator always uses 1. */
+export function defaultConfirmations(network: CurrencyType): number {
+  return currencyOf(network).definition.defaultConfirmations;
+}
+
+const NOT_ENABLED = "not enabled (CURRENCY_TYPES)";
 
 /** Every (network, environment) chain of a deployment. */
 export class ChainRegistry {
   private readonly entries = new Map<string, ChainEntry>();
 
-  constructor(entries: ChainEntry[]) {
+  private readonly enabledTypes: readonly CurrencyType[];
+
+  /** `enabled`: the currency types with chains (default: those of `entries`). */
+  constructor(entries: ChainEntry[], enabled?: readonly CurrencyType[]) {
     for (const e of entries) this.entries.set(`${e.network}/${e.environment}`, e);
+    this.enabledTypes = enabled ?? CURRENCY_TYPES.filter((c) => entries.some((e) => e.network === c));
   }
 
   entry(network: CurrencyType, environment: Environment): ChainEntry {
     const e = this.entries.get(`${network}/${environment}`);
-    if (!e) return { status: "unavailable", network, environment, reason: "not configured" };
+    if (!e) return { status: "unavailable", network, environment, reason: NOT_ENABLED };
     return e;
   }
 
-  /** The chain, or `AppError("CHAIN_UNAVAILABLE")` (503) when it is not configured. */
+  /** Whether `CURRENCY_TYPES` enables the currency type. */
+  enabled(network: CurrencyType): boolean {
+    return this.enabledTypes.includes(network);
+  }
+
+  /** The enabled currency types, in the registry's order. */
+  enabledCurrencyTypes(): readonly CurrencyType[] {
+    return this.enabledTypes;
+  }
+
+  /**
+   * The chain; a currency type `CURRENCY_TYPES` does not enable is a 400 on `currencyType` (what the
+   * caller asked for does not exist here); an enabled one that is not configured or reachable is
+   * `AppError("CHAIN_UNAVAILABLE")` (503).
+   */
   get(network: CurrencyType, environment: Environment): AvailableChain {
+    if (!this.enabled(network)) {
+      throw new AppError("VALIDATION_ERROR", `${network} is not enabled on this deployment.`, {
+        fields: [
+          {
+            field: "currencyType",
+            message: `${network} is not enabled (enabled: ${this.enabledTypes.join(", ")})`,
+          },
+        ],
+      });
+    }
     const e = this.entry(network, environment);
     if (e.status !== "available") {
       throw new AppError("CHAIN_UNAVAILABLE", `${network} is not available in ${environment}.`, {
@@ -83,7 +115,7 @@ export class ChainRegistry {
    */
   requiredConfirmations(network: CurrencyType, environment: Environment): number {
     const e = this.entry(network, environment);
-    return e.status === "available" ? e.confirmations : DEFAULT_CONFIRMATIONS[network];
+    return e.status === "available" ? e.confirmations : defaultConfirmations(network);
   }
 
   available(): AvailableChain[] {
@@ -118,17 +150,19 @@ export function buildChainRegistry(config: Config, options: BuildChainRegistryOp
     onDisagreement: options.onDisagreement,
   };
   const entries: ChainEntry[] = [];
+  const modules = chainModules();
   for (const environment of ["production", "sandbox"] as const) {
-    for (const network of CURRENCY_TYPES) {
+    // Only the enabled currency types have chains: the others are not read, watched or sent on.
+    for (const network of config.chains.enabled) {
       let entry: ChainEntry | null = null;
-      for (const module of CHAIN_MODULES) {
+      for (const module of modules) {
         entry = module.entry(network, environment, config, context);
         if (entry) break;
       }
       entries.push(entry ?? { status: "unavailable", network, environment, reason: "not configured" });
     }
   }
-  return new ChainRegistry(entries);
+  return new ChainRegistry(entries, config.chains.enabled);
 }
 
 /** The write side of an available chain, from the same configuration as its read side (its module's). */
@@ -137,7 +171,10 @@ export function createChainWriter(
   config: WriterConfig,
   hotWallet: string,
 ): ChainWriter {
-  const module = CHAIN_MODULES.find((m) => m.kind === chain.kind);
-  if (!module) throw new Error(`No chain module of kind ${chain.kind}.`);
+  const module =
+    chain.kind === "simulator"
+      ? simulatorChain
+      : networkChains().find((m) => m.network === currencyOf(chain.network).network);
+  if (!module) throw new Error(`No chain module serves ${chain.network} (${chain.kind}).`);
   return module.createWriter(chain, config, hotWallet);
 }

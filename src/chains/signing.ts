@@ -1,3 +1,4 @@
+import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
 /**
@@ -23,7 +24,8 @@ export interface EvmTransactionFields {
 
 export interface EvmSignRequest {
   chain: "evm";
-  network: "USDT-ERC20";
+  /** A currency type of an EVM network (the signer checks the family from the registry). */
+  network: CurrencyType;
   environment: Environment;
   index: number;
   transaction: EvmTransactionFields;
@@ -38,7 +40,7 @@ export interface TronTransactionFields {
 
 export interface TronSignRequest {
   chain: "tron";
-  network: "USDT-TRC20";
+  network: CurrencyType;
   environment: Environment;
   index: number;
   transaction: TronTransactionFields;

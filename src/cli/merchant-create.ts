@@ -1,5 +1,6 @@
 import path from "node:path";
 import { buildChainRegistry, type ChainRegistry } from "../chains/index.js";
+import { coldWalletOf } from "../config/chains.js";
 import type { Config } from "../config/config.js";
 import { type Db, openDatabase } from "../db/database.js";
 import { acquireEmbeddedLock, readEmbeddedLock } from "../db/embedded-lock.js";
@@ -50,7 +51,7 @@ export function operatorContext(config: Config, db: Db): OperatorContext {
   return {
     db,
     clock: systemClock,
-    coldWallet: (n, e) => config.sending.cold[e][n]?.address,
+    coldWallet: (n, e) => coldWalletOf(config.chains, n, e)?.address,
     chains: () => {
       chains ??= buildChainRegistry(config, { db, clock: systemClock });
       return chains;

@@ -1,8 +1,7 @@
 import path from "node:path";
-import { EVM_DEFINITION as EVM } from "../chains/evm/definition.js";
-import { TRON_DEFINITION as TRON } from "../chains/tron/definition.js";
-import { DEFAULT_FEE_SCHEDULE, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
-import { parseAmount } from "../domain/money.js";
+import type { CurrencyType } from "../domain/currency.js";
+import { defaultFeeSchedule, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
+import { type ChainsConfig, parseChainsConfig } from "./chains.js";
 import { parseOutflowCap } from "./outflow-cap.js";
 import { envSchema, type RawEnv } from "./schema.js";
 import { type AccountXpubs, parseAccountXpubs } from "./xpubs.js";
@@ -76,11 +75,8 @@ export interface Config {
   audit: { retentionDays: number };
   /** `RESERVE_CHECK_SECONDS` (0: no job) and `RESERVE_TOLERANCE` (USDT, as base units): issue #22. */
   reserves: { checkEveryMs: number; tolerance: bigint };
-  chains: {
-    confirmations: { trc20: number | undefined; erc20: number | undefined };
-    production: ChainEndpoints;
-    sandbox: ChainEndpoints;
-  };
+  /** `CURRENCY_TYPES` and each network's settings (`config/chains.ts`). */
+  chains: ChainsConfig;
   mnemonic: { value: string | undefined; file: string | undefined };
   /** `MASTER_XPUBS`: what the roles that never sign derive addresses from (`config/key-custody.ts`). */
   accountXpubs: AccountXpubs | undefined;
@@ -97,11 +93,6 @@ export interface Config {
   sending: SendingConfig;
 }
 
-export interface ColdWallet {
-  max: bigint;
-  address: string;
-}
-
 export interface SendingConfig {
   /** `SIGNER_URL`: the signer role, for `worker` processes (`serve` signs in-process). */
   signerUrl: string | undefined;
@@ -109,29 +100,10 @@ export interface SendingConfig {
   signerPort: number;
   /** `SIGNER_MAX_OUTFLOW_PER_HOUR` / `_PER_DAY` (token base units per currency type; null: unset). */
   outflowCap: {
-    perHour: Record<"USDT-ERC20" | "USDT-TRC20", bigint> | null;
-    perDay: Record<"USDT-ERC20" | "USDT-TRC20", bigint> | null;
+    perHour: Partial<Record<CurrencyType, bigint>> | null;
+    perDay: Partial<Record<CurrencyType, bigint>> | null;
   };
-  /** Deposit balances at or above this (token base units) are swept to the hot wallet. */
-  sweepThreshold: { erc20: bigint; trc20: bigint };
-  /**
-   * Cold-wallet forwarding per environment and network (issue #22): the hot wallet keeps at most
-   * `max` (base units); the excess goes to `address`. Absent: no forwarding.
-   */
-  cold: Record<"production" | "sandbox", Partial<Record<"USDT-ERC20" | "USDT-TRC20", ColdWallet>>>;
   stuckAfterMs: number;
-  tronFeeLimitSun: number;
-}
-
-export interface ChainEndpoints {
-  /** The first provider (the writer's endpoint); undefined when none is configured. */
-  erc20RpcUrl: string | undefined;
-  trc20ApiUrl: string | undefined;
-  /** Every provider: `ERC20_RPC_URL` then `ERC20_RPC_URLS`, without repeats (issue #22). */
-  erc20RpcUrls: string[];
-  trc20ApiUrls: string[];
-  usdtErc20Contract: string | undefined;
-  usdtTrc20Contract: string | undefined;
 }
 
 /** A start-up error that names the offending variable(s). */
@@ -173,57 +145,25 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if ((e.DOCS_USER === undefined) !== (e.DOCS_PASSWORD === undefined)) {
     problems.push({ variable: "DOCS_PASSWORD", message: "DOCS_USER and DOCS_PASSWORD are set together" });
   }
-  let accountXpubs: AccountXpubs | undefined;
-  if (e.MASTER_XPUBS) {
-    const parsedXpubs = parseAccountXpubs(e.MASTER_XPUBS);
-    if ("error" in parsedXpubs) problems.push({ variable: "MASTER_XPUBS", message: parsedXpubs.error });
-    else accountXpubs = parsedXpubs.xpubs;
-  }
-  let fees = DEFAULT_FEE_SCHEDULE;
+  let fees = defaultFeeSchedule();
   if (e.FEE_SCHEDULE) {
     const parsedFees = parseFeeSchedule(e.FEE_SCHEDULE);
     if ("error" in parsedFees) problems.push({ variable: "FEE_SCHEDULE", message: parsedFees.error });
     else fees = parsedFees.schedule;
   }
-  const sweepThreshold = { erc20: 0n, trc20: 0n };
-  for (const [key, variable] of [
-    ["erc20", EVM.variables.sweepThreshold],
-    ["trc20", TRON.variables.sweepThreshold],
-  ] as const) {
-    const r = parseAmount(e[variable]);
-    if (r.ok) sweepThreshold[key] = r.units;
-    else problems.push({ variable, message: `${r.message} (USDT)` });
-  }
-  const cold: SendingConfig["cold"] = { production: {}, sandbox: {} };
-  for (const environment of ["production", "sandbox"] as const) {
-    for (const [network, suffix] of [
-      ["USDT-ERC20", "ERC20"],
-      ["USDT-TRC20", "TRC20"],
-    ] as const) {
-      const prefix = environment === "sandbox" ? "SANDBOX_" : "";
-      const maxVar = `${prefix}HOT_WALLET_MAX_${suffix}` as const;
-      const addressVar = `${prefix}COLD_WALLET_${suffix}` as const;
-      const max = e[maxVar];
-      const address = e[addressVar];
-      if (max === undefined && address === undefined) continue;
-      if (max === undefined || address === undefined) {
-        problems.push({
-          variable: max === undefined ? maxVar : addressVar,
-          message: `set with ${max === undefined ? addressVar : maxVar}`,
-        });
-        continue;
-      }
-      const r = parseAmount(max);
-      if (r.ok) cold[environment][network] = { max: r.units, address };
-      else problems.push({ variable: maxVar, message: `${r.message} (USDT)` });
-    }
+  const chains = parseChainsConfig(cleaned as Record<string, string>, problems);
+  let accountXpubs: AccountXpubs | undefined;
+  if (e.MASTER_XPUBS) {
+    const parsedXpubs = parseAccountXpubs(e.MASTER_XPUBS, chains.enabled);
+    if ("error" in parsedXpubs) problems.push({ variable: "MASTER_XPUBS", message: parsedXpubs.error });
+    else accountXpubs = parsedXpubs.xpubs;
   }
   const outflowCap: SendingConfig["outflowCap"] = { perHour: null, perDay: null };
   for (const [key, variable] of [
     ["perHour", "SIGNER_MAX_OUTFLOW_PER_HOUR"],
     ["perDay", "SIGNER_MAX_OUTFLOW_PER_DAY"],
   ] as const) {
-    const r = parseOutflowCap(e[variable]);
+    const r = parseOutflowCap(e[variable], chains.enabled);
     if ("error" in r) problems.push({ variable, message: r.error });
     else outflowCap[key] = r.limits;
   }
@@ -289,11 +229,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     idempotency: { leaseMs: Math.round(e.IDEMPOTENCY_LEASE_SECONDS * 1000) },
     audit: { retentionDays: e.AUDIT_RETENTION_DAYS },
     reserves: { checkEveryMs: e.RESERVE_CHECK_SECONDS * 1000, tolerance: usdtUnits(e.RESERVE_TOLERANCE) },
-    chains: {
-      confirmations: { trc20: e[TRON.variables.confirmations], erc20: e[EVM.variables.confirmations] },
-      production: chainEndpoints(e, "production"),
-      sandbox: chainEndpoints(e, "sandbox"),
-    },
+    chains,
     mnemonic: { value: e.MASTER_MNEMONIC, file: e.MASTER_MNEMONIC_FILE },
     accountXpubs,
     secrets: {
@@ -316,31 +252,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       signerHost: e.SIGNER_HOST,
       signerPort: e.SIGNER_PORT,
       outflowCap,
-      sweepThreshold,
-      cold,
       stuckAfterMs: e.SENDER_STUCK_AFTER_SECONDS * 1000,
-      tronFeeLimitSun: e[TRON.variables.feeLimit],
     },
-  };
-}
-
-/** The endpoints of one environment, from the variables the chain modules' definitions name. */
-function chainEndpoints(e: RawEnv, environment: "production" | "sandbox"): ChainEndpoints {
-  const urls = (single: string | undefined, list: string[] | undefined) => [
-    ...new Set([...(single ? [single] : []), ...(list ?? [])]),
-  ];
-  const erc20RpcUrls = urls(e[EVM.variables.endpoint[environment]], e[EVM.variables.endpoints[environment]]);
-  const trc20ApiUrls = urls(
-    e[TRON.variables.endpoint[environment]],
-    e[TRON.variables.endpoints[environment]],
-  );
-  return {
-    erc20RpcUrl: erc20RpcUrls[0],
-    trc20ApiUrl: trc20ApiUrls[0],
-    erc20RpcUrls,
-    trc20ApiUrls,
-    usdtErc20Contract: e[EVM.variables.contract[environment]],
-    usdtTrc20Contract: e[TRON.variables.contract[environment]],
   };
 }
 

@@ -11,6 +11,7 @@ import { parseAmount } from "../domain/money.js";
  */
 export function parseOutflowCap(
   text: string | undefined,
+  enabled: readonly CurrencyType[],
 ): { limits: Record<CurrencyType, bigint> | null } | { error: string } {
   if (text === undefined || text.trim() === "") return { limits: null };
   const limits = {} as Record<CurrencyType, bigint>;
@@ -31,10 +32,12 @@ export function parseOutflowCap(
     if (!r.ok) return { error: `${name}: ${r.message} (USDT)` };
     limits[name] = r.units;
   }
-  const missing = CURRENCY_TYPES.filter((c) => !(c in limits));
+  const missing = enabled.filter((c) => !(c in limits));
   if (missing.length > 0)
     return {
-      error: `names no limit for ${missing.join(", ")}: give every currency type (0 stops one), or one amount for all`,
+      error: `names no limit for ${missing.join(", ")}: give every enabled currency type (0 stops one), or one amount for all`,
     };
+  // A currency type the list leaves out is not enabled: nothing may flow out of it.
+  for (const c of CURRENCY_TYPES) limits[c] ??= 0n;
   return { limits };
 }

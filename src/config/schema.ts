@@ -1,6 +1,4 @@
 import { z } from "zod";
-import { EVM_DEFINITION as EVM } from "../chains/evm/definition.js";
-import { TRON_DEFINITION as TRON } from "../chains/tron/definition.js";
 import { validateAllowlistEntry } from "../domain/ip-allowlist.js";
 import { DEFAULT_WEBHOOK_PORTS } from "../domain/webhook-ports.js";
 
@@ -16,8 +14,6 @@ const bool = z
   .transform((v) => v === "true" || v === "1" || v === "yes");
 const url = z.string().url();
 const optionalUrl = url.optional();
-const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be an Ethereum address");
-const tronAddress = z.string().regex(/^T[1-9A-HJ-NP-Za-km-z]{33}$/, "must be a TRON address");
 /** A comma list of URLs (several chain providers). */
 const urlList = z
   .string()
@@ -109,22 +105,8 @@ export const envSchema = z.object({
   LATE_PAYMENT_WATCH_HOURS: positiveInt.default(168),
   // How long an Idempotency-Key claim outlives its request's last heartbeat (fractions: tests).
   IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().finite().default(120),
-  // Each chain's variables, named and defaulted by its module's definition (`chains/<chain>/definition.ts`).
-  [TRON.variables.confirmations]: positiveInt.optional(),
-  [EVM.variables.confirmations]: positiveInt.optional(),
-
-  [EVM.variables.endpoint.production]: optionalUrl,
-  [TRON.variables.endpoint.production]: optionalUrl,
-  [EVM.variables.endpoint.sandbox]: optionalUrl,
-  [TRON.variables.endpoint.sandbox]: optionalUrl,
-  [EVM.variables.endpoints.production]: urlList.optional(),
-  [TRON.variables.endpoints.production]: urlList.optional(),
-  [EVM.variables.endpoints.sandbox]: urlList.optional(),
-  [TRON.variables.endpoints.sandbox]: urlList.optional(),
-  [EVM.variables.contract.production]: z.string().default(EVM.defaultContract),
-  [TRON.variables.contract.production]: z.string().default(TRON.defaultContract),
-  [EVM.variables.contract.sandbox]: z.string().optional(),
-  [TRON.variables.contract.sandbox]: z.string().optional(),
+  // Each network's variables (`CURRENCY_TYPES`, `<NETWORK>_RPC_URLS`, …) are read by `config/chains.ts`
+  // from the registry (`domain/currency.ts`), not listed here.
 
   MASTER_MNEMONIC: z.string().optional(),
   MASTER_MNEMONIC_FILE: z.string().optional(),
@@ -165,20 +147,7 @@ export const envSchema = z.object({
   // The signer's outflow cap (issue #34, docs/decisions/trust-round-two.md#the-signer-finding-1-signer-half-10-and-11): `config/outflow-cap.ts`.
   SIGNER_MAX_OUTFLOW_PER_HOUR: z.string().optional(),
   SIGNER_MAX_OUTFLOW_PER_DAY: z.string().optional(),
-  [EVM.variables.sweepThreshold]: z.string().default(EVM.defaultSweepThreshold),
-  [TRON.variables.sweepThreshold]: z.string().default(TRON.defaultSweepThreshold),
-  // Cold-wallet forwarding (issue #22): above the maximum (USDT), the hot wallet's excess goes to
-  // the cold address. Set both of a pair, or neither.
-  HOT_WALLET_MAX_ERC20: z.string().optional(),
-  HOT_WALLET_MAX_TRC20: z.string().optional(),
-  COLD_WALLET_ERC20: evmAddress.optional(),
-  COLD_WALLET_TRC20: tronAddress.optional(),
-  SANDBOX_HOT_WALLET_MAX_ERC20: z.string().optional(),
-  SANDBOX_HOT_WALLET_MAX_TRC20: z.string().optional(),
-  SANDBOX_COLD_WALLET_ERC20: evmAddress.optional(),
-  SANDBOX_COLD_WALLET_TRC20: tronAddress.optional(),
   SENDER_STUCK_AFTER_SECONDS: positiveInt.default(180),
-  [TRON.variables.feeLimit]: positiveInt.default(TRON.defaultFeeLimitSun),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

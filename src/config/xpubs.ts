@@ -1,17 +1,22 @@
 import { HDKey } from "@scure/bip32";
-import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
+import { CURRENCY_TYPES, type CurrencyType, DEFAULT_ENABLED_CURRENCY_TYPES } from "../domain/currency.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 
 /** `"<network>/<environment>"`, e.g. `"USDT-ERC20/production"`: one BIP44 account each. */
 export type AccountKeyName = `${CurrencyType}/${Environment}`;
 
-/** Every account a process derives addresses in: each network in each environment. */
-export const ACCOUNT_KEY_NAMES: readonly AccountKeyName[] = CURRENCY_TYPES.flatMap((network) =>
-  ENVIRONMENTS.map((environment) => `${network}/${environment}` as const),
-);
+/**
+ * The accounts a process derives addresses in: each currency type in each environment — every
+ * currency type the code knows, or those of `currencyTypes` (the enabled ones).
+ */
+export function accountKeyNames(currencyTypes: readonly CurrencyType[] = CURRENCY_TYPES): AccountKeyName[] {
+  return currencyTypes.flatMap((network) =>
+    ENVIRONMENTS.map((environment) => `${network}/${environment}` as const),
+  );
+}
 
-/** The account extended public keys (`m/44'/<coin>'/<account>'`), one per account. */
-export type AccountXpubs = Readonly<Record<AccountKeyName, string>>;
+/** The account extended public keys (`m/44'/<coin>'/<account>'`), one per account (the enabled ones). */
+export type AccountXpubs = Readonly<Partial<Record<AccountKeyName, string>>>;
 
 /**
  * Parses `MASTER_XPUBS`: `<network>/<environment>=<xpub>` entries separated by commas or
@@ -20,14 +25,19 @@ export type AccountXpubs = Readonly<Record<AccountKeyName, string>>;
  * spending power where it must not be, and a key of another depth would derive other addresses.
  * Returns the problems instead of throwing, for `parseConfig` to report with the others.
  */
-export function parseAccountXpubs(text: string): { xpubs: AccountXpubs } | { error: string } {
+export function parseAccountXpubs(
+  text: string,
+  enabled: readonly CurrencyType[] = DEFAULT_ENABLED_CURRENCY_TYPES,
+): { xpubs: AccountXpubs } | { error: string } {
+  const known = accountKeyNames();
+  const needed = accountKeyNames(enabled);
   const found = new Map<string, string>();
   for (const entry of text.split(/[\s,]+/).filter(Boolean)) {
     const eq = entry.indexOf("=");
     const name = eq < 0 ? entry : entry.slice(0, eq);
-    if (eq < 0 || !(ACCOUNT_KEY_NAMES as readonly string[]).includes(name)) {
+    if (eq < 0 || !(known as string[]).includes(name)) {
       return {
-        error: `"${eq < 0 ? "(no =)" : name}" is not an account: entries are <account>=<xpub> with accounts ${ACCOUNT_KEY_NAMES.join(", ")} (print them on the signer host with \`stablegate signer export-xpubs\`)`,
+        error: `"${eq < 0 ? "(no =)" : name}" is not an account: entries are <account>=<xpub> with accounts ${needed.join(", ")} (print them on the signer host with \`stablegate signer export-xpubs\`)`,
       };
     }
     if (found.has(name)) return { error: `${name} is given twice` };
@@ -35,10 +45,10 @@ export function parseAccountXpubs(text: string): { xpubs: AccountXpubs } | { err
     if (problem) return { error: `${name}: ${problem}` };
     found.set(name, entry.slice(eq + 1));
   }
-  const missing = ACCOUNT_KEY_NAMES.filter((n) => !found.has(n));
+  const missing = needed.filter((n) => !found.has(n));
   if (missing.length > 0) {
     return {
-      error: `missing ${missing.join(", ")} (every account is needed; \`stablegate signer export-xpubs\` prints them all)`,
+      error: `missing ${missing.join(", ")} (every enabled currency type's accounts are needed; \`stablegate signer export-xpubs\` prints them all)`,
     };
   }
   return { xpubs: Object.fromEntries(found) as AccountXpubs };
@@ -46,7 +56,10 @@ export function parseAccountXpubs(text: string): { xpubs: AccountXpubs } | { err
 
 /** The `MASTER_XPUBS` value of a set of account keys (what `parseAccountXpubs` reads back). */
 export function formatAccountXpubs(xpubs: AccountXpubs): string {
-  return ACCOUNT_KEY_NAMES.map((name) => `${name}=${xpubs[name]}`).join(",");
+  return accountKeyNames()
+    .filter((name) => xpubs[name] !== undefined)
+    .map((name) => `${name}=${xpubs[name]}`)
+    .join(",");
 }
 
 function xpubProblem(value: string): string | undefined {

@@ -1,19 +1,271 @@
 /**
- * Currency types (docs/api-reference.md#currency-types): USDT on TRON and on Ethereum, both 6 decimals. The one type for a
- * currency and the network it settles on: a transaction's `network` carries the same value.
+ * THE registry of networks and currency types (docs/api-reference.md#currency-types): the one place
+ * that lists them. Everything else — the configuration's variables, the chain modules, the
+ * database's system accounts, the HD accounts, the route schemas' enums, the web and the SDK (through
+ * the generated OpenAPI enums) — is derived from it.
+ *
+ * Adding an EVM network is one `NetworkDefinition` in `NETWORKS` below (ARCHITECTURE.md "Adding a
+ * network"); `registerNetwork` does the same at run time for a test fixture.
  */
-export const CURRENCY_TYPES = ["USDT-TRC20", "USDT-ERC20"] as const;
-export type CurrencyType = (typeof CURRENCY_TYPES)[number];
 
-export function isCurrencyType(v: unknown): v is CurrencyType {
-  return v === "USDT-TRC20" || v === "USDT-ERC20";
+/** How a network's chain is read and written: which chain module serves it. */
+export type ChainFamily = "evm" | "tron";
+
+/** One token on a network. */
+export interface TokenListing {
+  /** `USDT`, `USDC`: the first half of the currency type. */
+  readonly token: string;
+  /** The token contract's decimals (the API always keeps 6: finer amounts are dust). */
+  readonly decimals: number;
+  /** The mainnet contract: the production default of `<TOKEN>_<NETWORK>_CONTRACT`. */
+  readonly defaultContract: string;
+  /**
+   * This currency type's BIP44 account slot on the network's coin type: its accounts are
+   * `2 × slot + 0` (production) and `2 × slot + 1` (sandbox). Fixed forever once funds exist (the
+   * addresses derive from it); unique per coin type (test/domain/currency-registry.test.ts).
+   */
+  readonly accountSlot: number;
 }
 
+/** One network: what its chain module and the configuration need to know, as plain data. */
+export interface NetworkDefinition {
+  /** `ERC20`, `BEP20`, …: the second half of the currency type and the prefix of its variables. */
+  readonly network: string;
+  readonly family: ChainFamily;
+  /** Human name: "Ethereum", "BNB Smart Chain". */
+  readonly name: string;
+  /** The hosted page's label: "Ethereum (ERC-20)". */
+  readonly label: string;
+  /** EIP-155 chain id (EVM); null for TRON. */
+  readonly chainId: number | null;
+  /** SLIP-44 coin type of its HD keys (60 for every EVM network: one key, one address everywhere). */
+  readonly coinType: number;
+  /** `CONFIRMATIONS_<NETWORK>` when unset. */
+  readonly defaultConfirmations: number;
+  /** `SWEEP_THRESHOLD_<NETWORK>` when unset (token units). */
+  readonly defaultSweepThreshold: string;
+  /** Interval between head polls while caught up (about the block time). */
+  readonly pollIntervalMs: number;
+  /** Default withdrawal and payout fee (token units; `FEE_SCHEDULE` overrides). */
+  readonly defaultWithdrawalFee: string;
+  /** Overrides of the variable names, for the names that predate this registry. */
+  readonly endpointVariable?: string;
+  /** The chain module's own settings: positive integers read from `variable`, else `default`. */
+  readonly options?: readonly { readonly key: string; readonly variable: string; readonly default: number }[];
+  readonly tokens: readonly TokenListing[];
+}
+
+const evm = (
+  network: string,
+  name: string,
+  label: string,
+  chainId: number,
+  defaultConfirmations: number,
+  pollIntervalMs: number,
+  tokens: TokenListing[],
+): NetworkDefinition => ({
+  network,
+  family: "evm",
+  name,
+  label,
+  chainId,
+  coinType: 60,
+  defaultConfirmations,
+  defaultSweepThreshold: network === "ERC20" ? "50" : "10",
+  defaultWithdrawalFee: network === "ERC20" ? "5" : "1",
+  pollIntervalMs,
+  tokens,
+});
+
+/** The networks of a deployment, in display order. Account slots: see `TokenListing.accountSlot`. */
+const BUILT_IN_NETWORKS = [
+  {
+    network: "TRC20",
+    family: "tron",
+    name: "TRON",
+    label: "TRON (TRC-20)",
+    chainId: null,
+    coinType: 195,
+    defaultConfirmations: 19,
+    defaultSweepThreshold: "10",
+    defaultWithdrawalFee: "1",
+    pollIntervalMs: 1_000,
+    endpointVariable: "TRC20_API_URL",
+    // `fee_limit` of token transfers, in sun: the most TRX one may burn (100 TRX).
+    options: [{ key: "feeLimitSun", variable: "TRC20_FEE_LIMIT_SUN", default: 100_000_000 }],
+    tokens: [
+      { token: "USDT", decimals: 6, defaultContract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", accountSlot: 0 },
+    ],
+  },
+  evm("ERC20", "Ethereum", "Ethereum (ERC-20)", 1, 12, 2_000, [
+    {
+      token: "USDT",
+      decimals: 6,
+      defaultContract: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+      accountSlot: 0,
+    },
+    {
+      token: "USDC",
+      decimals: 6,
+      defaultContract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+      accountSlot: 1,
+    },
+  ]),
+  evm("BEP20", "BNB Smart Chain", "BNB Smart Chain (BEP-20)", 56, 15, 1_000, [
+    {
+      token: "USDT",
+      decimals: 18,
+      defaultContract: "0x55d398326f99059fF775485246999027B3197955",
+      accountSlot: 2,
+    },
+    {
+      token: "USDC",
+      decimals: 18,
+      defaultContract: "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d",
+      accountSlot: 3,
+    },
+  ]),
+  evm("POLYGON", "Polygon", "Polygon PoS", 137, 128, 1_000, [
+    {
+      token: "USDT",
+      decimals: 6,
+      defaultContract: "0xc2132D05D31c914a87C6611C10748AEb04B58e8F",
+      accountSlot: 4,
+    },
+    {
+      token: "USDC",
+      decimals: 6,
+      defaultContract: "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
+      accountSlot: 5,
+    },
+  ]),
+  evm("ARBITRUM", "Arbitrum One", "Arbitrum One", 42161, 20, 1_000, [
+    {
+      token: "USDT",
+      decimals: 6,
+      defaultContract: "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9",
+      accountSlot: 6,
+    },
+    {
+      token: "USDC",
+      decimals: 6,
+      defaultContract: "0xaf88d065e77c8cC2239327C5EDb3A432268e5831",
+      accountSlot: 7,
+    },
+  ]),
+  evm("BASE", "Base", "Base", 8453, 20, 1_000, [
+    {
+      token: "USDC",
+      decimals: 6,
+      defaultContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      accountSlot: 8,
+    },
+  ]),
+] as const satisfies readonly NetworkDefinition[];
+
+/** A currency type, `<TOKEN>-<NETWORK>`: the unit of balances, chains, addresses and fees. */
+export type CurrencyType =
+  | "USDT-TRC20"
+  | "USDT-ERC20"
+  | "USDC-ERC20"
+  | "USDT-BEP20"
+  | "USDC-BEP20"
+  | "USDT-POLYGON"
+  | "USDC-POLYGON"
+  | "USDT-ARBITRUM"
+  | "USDC-ARBITRUM"
+  | "USDC-BASE";
+
+/** A currency type with everything the registry knows of it. */
+export interface CurrencyDefinition extends TokenListing {
+  readonly currencyType: CurrencyType;
+  readonly network: string;
+  readonly definition: NetworkDefinition;
+}
+
+/** Every network (live: `registerNetwork` appends). */
+export const NETWORKS: readonly NetworkDefinition[] = [...BUILT_IN_NETWORKS];
+/** Every currency type the code knows, in display order (live, like `NETWORKS`). */
+export const CURRENCY_TYPES: readonly CurrencyType[] = [];
+const CURRENCIES = new Map<string, CurrencyDefinition>();
+
+function add(definition: NetworkDefinition): void {
+  for (const listing of definition.tokens) {
+    const currencyType = `${listing.token}-${definition.network}` as CurrencyType;
+    CURRENCIES.set(currencyType, { ...listing, currencyType, network: definition.network, definition });
+    (CURRENCY_TYPES as CurrencyType[]).push(currencyType);
+  }
+}
+for (const n of NETWORKS) add(n);
+
 /**
- * Test failure addresses (docs/merchants/sandbox.md#test-failure-addresses): like test card numbers, an outgoing transfer to one of these
- * fails on-chain in the sandbox simulator.
+ * Adds a network at run time: what a test fixture does with its own EVM network (one definition, this
+ * one line). Call it before anything reads the registry (the route schemas read it when their
+ * modules load, so a fixture imports the service after registering).
  */
-export const TEST_FAILURE_ADDRESSES: Readonly<Record<CurrencyType, string>> = {
-  "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
-  "USDT-ERC20": "0x000000000000000000000000000000000000dEaD",
+export function registerNetwork(definition: NetworkDefinition): void {
+  if (NETWORKS.some((n) => n.network === definition.network)) {
+    throw new Error(`Network ${definition.network} is already registered.`);
+  }
+  (NETWORKS as NetworkDefinition[]).push(definition);
+  add(definition);
+}
+
+export function isCurrencyType(v: unknown): v is CurrencyType {
+  return typeof v === "string" && CURRENCIES.has(v);
+}
+
+/** The registry's entry of a currency type; throws for an unknown one (a bug: inputs are validated). */
+export function currencyOf(currencyType: CurrencyType): CurrencyDefinition {
+  const c = CURRENCIES.get(currencyType);
+  if (!c) throw new Error(`Unknown currency type ${currencyType}.`);
+  return c;
+}
+
+/** The definition of a network by its name (`ERC20`), or undefined. */
+export function networkDefinition(network: string): NetworkDefinition | undefined {
+  return NETWORKS.find((n) => n.network === network);
+}
+
+/** The currency types of one network. */
+export function currencyTypesOf(network: string): CurrencyType[] {
+  return CURRENCY_TYPES.filter((c) => currencyOf(c).network === network);
+}
+
+/** The currency types enabled when `CURRENCY_TYPES` is unset. */
+export const DEFAULT_ENABLED_CURRENCY_TYPES: readonly CurrencyType[] = ["USDT-TRC20", "USDT-ERC20"];
+
+/** The API's scale: every amount has at most 6 decimals whatever the token's on-chain decimals. */
+export const API_DECIMALS = 6;
+
+/**
+ * Test failure addresses (docs/merchants/sandbox.md#test-failure-addresses): like test card numbers,
+ * an outgoing transfer to one of these fails on-chain in the sandbox simulator. One per family.
+ */
+const FAILURE_ADDRESS_OF_FAMILY: Readonly<Record<ChainFamily, string>> = {
+  tron: "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+  evm: "0x000000000000000000000000000000000000dEaD",
 };
+
+/** The test failure address of a currency type's network. */
+export function testFailureAddress(currencyType: CurrencyType): string {
+  return FAILURE_ADDRESS_OF_FAMILY[currencyOf(currencyType).definition.family];
+}
+
+/** The test failure address of each built-in currency type (what tests and docs quote). */
+export const TEST_FAILURE_ADDRESSES: Readonly<Record<CurrencyType, string>> = Object.fromEntries(
+  CURRENCY_TYPES.map((c) => [c, testFailureAddress(c)]),
+) as Record<CurrencyType, string>;
+
+/**
+ * On-chain base units per API base unit of a currency type: 1 for 6-decimal tokens, 10^12 for the
+ * 18-decimal tokens of BNB Smart Chain. A token has at least 6 decimals (the registry's test).
+ */
+export function chainScale(currencyType: CurrencyType): bigint {
+  return 10n ** BigInt(currencyOf(currencyType).decimals - API_DECIMALS);
+}
+
+/** An on-chain amount as the API's units (truncated) and the remainder left out (on-chain units). */
+export function fromChainUnits(raw: bigint, scale: bigint): { units: bigint; dust: bigint } {
+  return { units: raw / scale, dust: raw % scale };
+}

@@ -1,4 +1,4 @@
-import { type CurrencyType, TEST_FAILURE_ADDRESSES } from "./currency.js";
+import { type ChainFamily, type CurrencyType, currencyOf, testFailureAddress } from "./currency.js";
 import type { Environment } from "./environment.js";
 
 /**
@@ -8,15 +8,21 @@ import type { Environment } from "./environment.js";
  * address, the base58check of `0x41` followed by twenty zero bytes. Pure: the callers (the
  * withdrawals feature at request time, the signer's policy) compare the canonical address.
  */
-const BURN_ADDRESSES: Readonly<Record<CurrencyType, readonly string[]>> = {
-  "USDT-ERC20": ["0x0000000000000000000000000000000000000000", "0x000000000000000000000000000000000000dead"],
-  "USDT-TRC20": ["T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"],
+const BURN_ADDRESSES: Readonly<Record<ChainFamily, readonly string[]>> = {
+  evm: ["0x0000000000000000000000000000000000000000", "0x000000000000000000000000000000000000dead"],
+  tron: ["T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"],
+};
+
+/** How each family compares addresses: EVM case-insensitively (EIP-55 is a checksum), TRON exactly. */
+const COMPARABLE: Readonly<Record<ChainFamily, (address: string) => string>> = {
+  evm: (a) => a.toLowerCase(),
+  tron: (a) => a,
 };
 
 /** Whether `address` (on `network`) destroys what it receives. */
 export function isBurnAddress(network: CurrencyType, address: string): boolean {
-  const list = BURN_ADDRESSES[network];
-  return network === "USDT-ERC20" ? list.includes(address.toLowerCase()) : list.includes(address);
+  const family = currencyOf(network).definition.family;
+  return BURN_ADDRESSES[family].includes(COMPARABLE[family](address));
 }
 
 /**
@@ -30,8 +36,8 @@ export function isRefusedBurnAddress(
   address: string,
 ): boolean {
   if (!isBurnAddress(network, address)) return false;
-  const testFailure = TEST_FAILURE_ADDRESSES[network];
-  const isTestFailure =
-    network === "USDT-ERC20" ? address.toLowerCase() === testFailure.toLowerCase() : address === testFailure;
+  const testFailure = testFailureAddress(network);
+  const same = COMPARABLE[currencyOf(network).definition.family];
+  const isTestFailure = same(address) === same(testFailure);
   return !(environment === "sandbox" && isTestFailure);
 }

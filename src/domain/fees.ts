@@ -1,5 +1,5 @@
-import type { CurrencyType } from "./currency.js";
-import { UNIT } from "./money.js";
+import { CURRENCY_TYPES, type CurrencyType, currencyOf } from "./currency.js";
+import { parseAmount, UNIT } from "./money.js";
 
 /**
  * Fees (docs/decisions.md#ledger): fixed + percent, per currency type and kind, computed once when a
@@ -16,18 +16,25 @@ export interface FeeRule {
 
 export type FeeSchedule = Record<CurrencyType, Record<FeeKind, FeeRule>>;
 
-export const DEFAULT_FEE_SCHEDULE: FeeSchedule = {
-  "USDT-TRC20": {
-    deposit: { fixed: 0n, ppm: 0n },
-    withdrawal: { fixed: 1n * UNIT, ppm: 0n },
-    payout: { fixed: 1n * UNIT, ppm: 0n },
-  },
-  "USDT-ERC20": {
-    deposit: { fixed: 0n, ppm: 0n },
-    withdrawal: { fixed: 5n * UNIT, ppm: 0n },
-    payout: { fixed: 5n * UNIT, ppm: 0n },
-  },
-};
+/**
+ * The defaults of every currency type the registry knows: no deposit fee; withdrawals and payouts
+ * the network's `defaultWithdrawalFee` (5 USDT on Ethereum, 1 elsewhere).
+ */
+export function defaultFeeSchedule(): FeeSchedule {
+  return Object.fromEntries(
+    CURRENCY_TYPES.map((c) => {
+      const parsed = parseAmount(currencyOf(c).definition.defaultWithdrawalFee);
+      const fixed = parsed.ok ? parsed.units : 0n;
+      return [
+        c,
+        { deposit: { fixed: 0n, ppm: 0n }, withdrawal: { fixed, ppm: 0n }, payout: { fixed, ppm: 0n } },
+      ];
+    }),
+  ) as FeeSchedule;
+}
+
+/** The defaults of the built-in currency types (what tests start from). */
+export const DEFAULT_FEE_SCHEDULE: FeeSchedule = defaultFeeSchedule();
 
 export interface FeeQuote {
   amount: bigint;
@@ -74,7 +81,7 @@ export function parseFeeSchedule(json: string): { schedule: FeeSchedule } | { er
   }
   if (raw === null || typeof raw !== "object" || Array.isArray(raw))
     return { error: "must be a JSON object" };
-  const schedule = structuredClone(DEFAULT_FEE_SCHEDULE);
+  const schedule = defaultFeeSchedule();
   for (const [currency, kinds] of Object.entries(raw)) {
     if (!(currency in schedule)) return { error: `unknown currency type ${currency}` };
     if (kinds === null || typeof kinds !== "object") return { error: `${currency} must be an object` };

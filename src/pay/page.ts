@@ -1,4 +1,4 @@
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { formatUnits } from "../domain/money.js";
 import { CLIENT_SCRIPT } from "./client-script.js";
@@ -40,10 +40,10 @@ export function remainingAmount(s: LiveSnapshot): bigint {
   return s.amount > seen ? s.amount - seen : 0n;
 }
 
-export const NETWORK_NAMES: Readonly<Record<CurrencyType, string>> = {
-  "USDT-TRC20": "TRON (TRC-20)",
-  "USDT-ERC20": "Ethereum (ERC-20)",
-};
+/** The network's name on the page ("Ethereum (ERC-20)"), from the registry. */
+export function networkName(network: CurrencyType): string {
+  return currencyOf(network).definition.label;
+}
 
 /** Exact amount text in the language's notation (12500000n → "12.5" / "12,5"). */
 export function displayAmount(units: bigint, lang: Language): string {
@@ -99,7 +99,7 @@ export function renderPayPage(p: PayPageInput): string {
   const open = state === "waiting" || state === "partial";
   const remaining = remainingAmount(s);
   const amountText = displayAmount(s.amount, lang);
-  const network = NETWORK_NAMES[p.network];
+  const network = networkName(p.network);
   const self = `/pay/${encodeURIComponent(p.sessionId)}`;
   const field = (name: string, value: string) => html`<span data-field="${name}">${value}</span>`;
   const received = field(

@@ -24,11 +24,8 @@ export interface PayPagesDeps {
   db: Db;
   clock: Clock;
   chains: Pick<ChainRegistry, "requiredConfirmations" | "entry">;
-  /** The configured USDT contracts of each environment (what the QR code names). */
-  contracts: Record<
-    Environment,
-    { usdtErc20Contract?: string | undefined; usdtTrc20Contract?: string | undefined }
-  >;
+  /** The configured token contract of a currency type in an environment (what the QR code names). */
+  tokenContract: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
 }
 
@@ -137,11 +134,10 @@ export class PayPages {
     return (await this.#snapshots([s])).get(s.transaction.id)!;
   }
 
-  // The USDT contract the QR code names: the configured one, except on the sandbox simulator (no token).
+  // The token contract the QR code names: the configured one, except on the sandbox simulator (no token).
   #tokenContract(network: CurrencyType, environment: Environment): string | undefined {
     const entry = this.#deps.chains.entry(network, environment);
     if (entry.status === "available" && entry.kind === "simulator") return undefined;
-    const endpoints = this.#deps.contracts[environment];
-    return network === "USDT-ERC20" ? endpoints.usdtErc20Contract : endpoints.usdtTrc20Contract;
+    return this.#deps.tokenContract(network, environment);
   }
 }

@@ -1,4 +1,5 @@
 import type { AvailableChain } from "../chains/index.js";
+import { type ChainsConfig, coldWalletOf } from "../config/chains.js";
 import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -12,7 +13,7 @@ export interface ReserveJobDeps {
   chains: { available(): AvailableChain[] };
   config: {
     reserves: { checkEveryMs: number; tolerance: bigint };
-    sending: { cold: Record<"production" | "sandbox", Partial<Record<string, { address: string }>>> };
+    chains: ChainsConfig;
   };
   logger: Logger;
   clock: Clock;
@@ -30,7 +31,7 @@ export function reserveJobs(deps: ReserveJobDeps): Job[] {
     name: `reserves:${chain.network}:${chain.environment}`,
     everyMs: checkEveryMs,
     run: async () => {
-      const coldWallet = deps.config.sending.cold[chain.environment][chain.network]?.address;
+      const coldWallet = coldWalletOf(deps.config.chains, chain.network, chain.environment)?.address;
       const report = await reconcileReserves(
         { db: deps.database.db, clock: deps.clock },
         { ...chain, adapter: chain.adapter, coldWallet },

@@ -6,7 +6,7 @@ import type { Environment } from "../domain/environment.js";
 import { owedOnChain } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
 import { confirmedSweptFrom, sendingWalletAddresses, tokenTransfersInFlight } from "../sender/index.js";
-import { handedOffReceipts } from "../watcher/index.js";
+import { handedOffDust, handedOffReceipts } from "../watcher/index.js";
 
 /**
  * Reserve reconciliation (issue #22): do the coins stablegate holds on one chain still cover what
@@ -54,6 +54,11 @@ export interface ReserveReport {
   shortfall: bigint;
   tolerance: bigint;
   ok: boolean;
+  /**
+   * What tokens finer than the API's 6 decimals left out of credited deposits, in the token's own
+   * base units (18-decimal tokens; 0 otherwise): on the deposit addresses, owed to nobody.
+   */
+  dust: bigint;
   notes: string[];
 }
 
@@ -94,6 +99,8 @@ export async function reconcileReserves(
   let depositAddresses = 0n;
   for (const { address } of toRead) depositAddresses += await chain.adapter.tokenBalance(address);
 
+  const dust = await handedOffDust(db, scope);
+  if (dust > 0n) notes.push(`dust: ${dust} on-chain base units below 6 decimals stay on deposit addresses`);
   const flows = await tokenTransfersInFlight(db, scope);
   const { merchants: owedToMerchants, fees } = await owedOnChain(db, scope);
   const owed = owedToMerchants + fees;
@@ -120,6 +127,7 @@ export async function reconcileReserves(
     shortfall,
     tolerance,
     ok: shortfall <= tolerance,
+    dust,
     notes,
   };
 }

@@ -1,3 +1,4 @@
+import { coldWalletOf } from "../config/chains.js";
 import { type Config, ConfigError } from "../config/config.js";
 import { keyMaterialForRole } from "../config/key-custody.js";
 import { configForRole } from "../config/secrets.js";
@@ -140,7 +141,7 @@ export async function startRole(
             db,
             clock: runtime.clock,
             chains: () => runtime.chains,
-            coldWallet: (n, e) => config.sending.cold[e][n]?.address,
+            coldWallet: (n, e) => coldWalletOf(config.chains, n, e)?.address,
           },
           log,
         )

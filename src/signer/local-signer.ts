@@ -6,10 +6,17 @@ import { utils as tronUtils } from "tronweb";
 import { type Hex, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { addressFromPublicKey, isEvmAddress, tronAddressFromHex, tronAddressToHex } from "../chains/index.js";
+import { coldWalletOf, configuredContract } from "../config/chains.js";
 import type { Config } from "../config/config.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import {
+  type CurrencyType,
+  chainScale,
+  currencyOf,
+  fromChainUnits,
+  isCurrencyType,
+} from "../domain/currency.js";
 import { type Environment, isEnvironment } from "../domain/environment.js";
 import { type Clock, systemClock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -149,9 +156,12 @@ export class LocalSigner implements Signer {
     } catch {
       throw new SignerRejectedError("invalid index");
     }
-    if (request.chain === "evm" && request.network === "USDT-ERC20") return this.signEvm(request, context);
-    if (request.chain === "tron" && request.network === "USDT-TRC20") return this.signTron(request, context);
-    throw new SignerRejectedError("unsupported chain/network");
+    // The chain of the request must be its currency type's family in the registry.
+    if (!isCurrencyType(request.network)) throw new SignerRejectedError("unsupported chain/network");
+    const family = currencyOf(request.network).definition.family;
+    if (request.chain !== family) throw new SignerRejectedError("unsupported chain/network");
+    if (request.chain === "evm") return this.signEvm(request, context);
+    return this.signTron(request as TronSignRequest, context);
   }
 
   private async signEvm(request: EvmSignRequest, context: SignContext): Promise<SignedTransaction> {
@@ -187,7 +197,7 @@ export class LocalSigner implements Signer {
           : {
               asset: "token",
               to: `0x${body.slice(8 + 24, 8 + 64)}`,
-              amount: BigInt(`0x${body.slice(8 + 64)}`),
+              amount: apiUnits(request.network, BigInt(`0x${body.slice(8 + 64)}`)),
               token: t.to,
             }),
       },
@@ -302,6 +312,17 @@ export interface LocalSignerOptions {
   clock?: Clock;
 }
 
+/**
+ * A token amount as the API's units: the on-chain amount of an 18-decimal token is 10^12 × the
+ * units a withdrawal recorded; one that is not a whole number of API units was not built by our
+ * writer (nothing we send has dust), and is refused.
+ */
+function apiUnits(network: CurrencyType, onChain: bigint): bigint {
+  const { units, dust } = fromChainUnits(onChain, chainScale(network));
+  if (dust !== 0n) throw new SignerRejectedError("amount finer than the currency type's 6 decimals");
+  return units;
+}
+
 function facts(request: SignRequest): Pick<TransferFacts, "network" | "environment" | "index"> {
   return { network: request.network, environment: request.environment, index: request.index };
 }
@@ -316,14 +337,11 @@ function tronHex(v: unknown): string | null {
   }
 }
 
-/** The USDT contracts of the configuration, per chain. */
+/** The token contracts of the configuration, per currency type and environment. */
 export function configuredTokenContracts(
   config: Config,
 ): (network: CurrencyType, environment: Environment) => string | undefined {
-  return (network, environment) =>
-    network === "USDT-ERC20"
-      ? config.chains[environment].usdtErc20Contract
-      : config.chains[environment].usdtTrc20Contract;
+  return (network, environment) => configuredContract(config.chains, network, environment);
 }
 
 /**
@@ -351,7 +369,7 @@ export async function createLocalSigner(
     clock,
     outflow,
     tokenContract: configuredTokenContracts(config),
-    coldWallet: (network, environment) => config.sending.cold[environment][network]?.address,
+    coldWallet: (network, environment) => coldWalletOf(config.chains, network, environment)?.address,
   });
 }
 

@@ -43,10 +43,13 @@ export const WINDOW_MS: Record<OutflowWindow, number> = { hour: 3_600_000, day: 
 /** Records are kept this long (the day window, and the memory of replacements beyond it). */
 const KEEP_MS = 2 * WINDOW_MS.day;
 
-/** Limits in token base units per currency type; a window without limits (null) is not capped. */
+/**
+ * Limits in token base units per currency type; a window without limits (null) is not capped; in a
+ * window with limits, a currency type they leave out may send nothing (0).
+ */
 export interface OutflowLimits {
-  perHour: Record<CurrencyType, bigint> | null;
-  perDay: Record<CurrencyType, bigint> | null;
+  perHour: Partial<Record<CurrencyType, bigint>> | null;
+  perDay: Partial<Record<CurrencyType, bigint>> | null;
 }
 
 /** One signature the cap counted. */
@@ -134,8 +137,9 @@ export class OutflowGuard {
         if (earlier.some((e) => e.tx === t.tx)) return; // the same TRON transaction again
       }
       for (const window of ["hour", "day"] as const) {
-        const limit = (window === "hour" ? this.o.limits.perHour : this.o.limits.perDay)?.[t.network];
-        if (limit === undefined) continue;
+        const limits = window === "hour" ? this.o.limits.perHour : this.o.limits.perDay;
+        if (limits === null) continue;
+        const limit = limits[t.network] ?? 0n;
         const used = this.total(t.network, t.environment, window, now);
         if (used + t.amount > limit) {
           this.metrics?.capRefusals.inc({ network: t.network, environment: t.environment, window });
@@ -190,7 +194,7 @@ export class OutflowGuard {
           environment,
           window,
           signed: this.total(network, environment, window, now),
-          limit: (window === "hour" ? this.o.limits.perHour : this.o.limits.perDay)?.[network] ?? null,
+          limit: limitOf(window === "hour" ? this.o.limits.perHour : this.o.limits.perDay, network),
         })),
       ),
     );
@@ -270,4 +274,9 @@ async function writeRecord(file: string, entries: Entry[]): Promise<void> {
     await fh.close();
   }
   await rename(tmp, file);
+}
+
+/** The limit of a currency type in a window: null when the window is not capped, else 0 when unnamed. */
+function limitOf(limits: OutflowLimits["perHour"], network: CurrencyType): bigint | null {
+  return limits === null ? null : (limits[network] ?? 0n);
 }

@@ -1,6 +1,6 @@
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type ChainFamily, type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
@@ -61,9 +61,9 @@ export type SourceRole = "hot_wallet" | "gas_tank" | "deposit";
 export type IntentKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward";
 
 /** The zero address of each network (finding 11): nothing is ever sent there. */
-const ZERO_ADDRESS: Readonly<Record<CurrencyType, string>> = {
-  "USDT-ERC20": "0x0000000000000000000000000000000000000000",
-  "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+const ZERO_ADDRESS: Readonly<Record<ChainFamily, string>> = {
+  evm: "0x0000000000000000000000000000000000000000",
+  tron: "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
 };
 
 /** What the policy allowed: the intent signed, its kind, and the normalised recipient. */
@@ -122,7 +122,7 @@ export class SigningPolicy {
     } catch {
       return refuse("the recipient is not an address of the network", "unknown");
     }
-    if (to === normalizeAddress(t.network, ZERO_ADDRESS[t.network]))
+    if (to === normalizeAddress(t.network, ZERO_ADDRESS[currencyOf(t.network).definition.family]))
       return refuse("the recipient is the zero address", "unknown");
     const role = await this.role(db, t);
     if (!role)

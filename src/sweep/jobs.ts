@@ -4,9 +4,10 @@ import {
   validateAddress,
   type WriterConfig,
 } from "../chains/index.js";
+import { coldWalletOf, networkSettingsOf, networkVariables } from "../config/chains.js";
 import { ConfigError } from "../config/config.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
@@ -49,17 +50,14 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
       environment,
       writer,
       address,
-      threshold:
-        network === "USDT-ERC20"
-          ? deps.config.sending.sweepThreshold.erc20
-          : deps.config.sending.sweepThreshold.trc20,
+      threshold: networkSettingsOf(deps.config.chains, network).sweepThreshold,
       logger: deps.logger,
       clock: deps.clock,
     });
-    const cold = deps.config.sending.cold[environment][network];
+    const cold = coldWalletOf(deps.config.chains, network, environment);
     if (cold) {
       if (!validateAddress(network, cold.address)) {
-        const variable = `${environment === "sandbox" ? "SANDBOX_" : ""}COLD_WALLET_${network === "USDT-ERC20" ? "ERC20" : "TRC20"}`;
+        const variable = networkVariables(currencyOf(network).definition, environment).coldWallet;
         throw new ConfigError([{ variable, message: `not a valid ${network} address` }]);
       }
       const forwarder = new ColdForwarder({

@@ -1,7 +1,7 @@
 import { type Config, ConfigError } from "../config/config.js";
 import type { KeyMaterial } from "../config/key-custody.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
-import { ACCOUNT_KEY_NAMES, type AccountKeyName, type AccountXpubs } from "../config/xpubs.js";
+import { type AccountKeyName, type AccountXpubs, accountKeyNames } from "../config/xpubs.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AddressDeriver } from "./address-deriver.js";
@@ -46,7 +46,7 @@ export async function resolveAccountKeys(
 /** The account keys a deriver derives from, in `MASTER_XPUBS`'s shape. */
 export function accountXpubsOf(deriver: AddressDeriver): AccountXpubs {
   return Object.fromEntries(
-    ACCOUNT_KEY_NAMES.map((name) => {
+    accountKeyNames().map((name) => {
       const [network, environment] = name.split("/") as [CurrencyType, Environment];
       return [name, deriver.accountExtendedPublicKey(network, environment)];
     }),
@@ -55,5 +55,5 @@ export function accountXpubsOf(deriver: AddressDeriver): AccountXpubs {
 
 /** The accounts whose keys differ between two sets. */
 export function differingAccounts(a: AccountXpubs, b: Partial<AccountXpubs>): AccountKeyName[] {
-  return ACCOUNT_KEY_NAMES.filter((name) => b[name] !== undefined && a[name] !== b[name]);
+  return accountKeyNames().filter((name) => b[name] !== undefined && a[name] !== b[name]);
 }

@@ -45,16 +45,18 @@ export class AddressDeriver {
 
   static fromMnemonic(mnemonic: string, passphrase = "", options: DeriverOptions = {}): AddressDeriver {
     const master = masterKeyFromMnemonic(mnemonic, passphrase);
+    // Each account's key on first use (hardened steps cost a few ms each; most currency types are
+    // not enabled).
     const xpubs = new Map<string, string>();
-    for (const network of ["USDT-ERC20", "USDT-TRC20"] as const) {
-      for (const environment of ["production", "sandbox"] as const) {
-        xpubs.set(
-          `${network}/${environment}`,
-          master.derive(accountPath(network, environment)).publicExtendedKey,
-        );
+    return new AddressDeriver((network, environment) => {
+      const key = `${network}/${environment}`;
+      let xpub = xpubs.get(key);
+      if (xpub === undefined) {
+        xpub = master.derive(accountPath(network, environment)).publicExtendedKey;
+        xpubs.set(key, xpub);
       }
-    }
-    return new AddressDeriver((network, environment) => xpubs.get(`${network}/${environment}`)!, options);
+      return xpub;
+    }, options);
   }
 
   /**

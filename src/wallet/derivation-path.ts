@@ -1,5 +1,4 @@
-import { NETWORK_CHAINS } from "../chains/index.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
 /** Reserved address indexes of every (network, environment) branch. */
@@ -11,13 +10,18 @@ export const FIRST_DEPOSIT_INDEX = 100;
 /** Largest non-hardened BIP32 child index. */
 export const MAX_ADDRESS_INDEX = 0x7fff_ffff;
 
-/** SLIP-44 coin types, from each network's chain module (60 Ethereum, 195 TRON). */
-export const COIN_TYPE: Readonly<Record<CurrencyType, number>> = Object.fromEntries(
-  NETWORK_CHAINS.map((m) => [m.network, m.definition.coinType]),
-) as Record<CurrencyType, number>;
-
 /** One BIP44 account per environment, so that sandbox keys can never sign for production funds. */
 export const ENVIRONMENT_ACCOUNT: Readonly<Record<Environment, number>> = { production: 0, sandbox: 1 };
+
+/**
+ * The BIP44 account of a currency type in an environment: `2 × accountSlot + environment` on its
+ * network's SLIP-44 coin type (60 for every EVM network, 195 TRON). USDT-ERC20 and USDT-TRC20 have
+ * slot 0 (the accounts they always had); each other currency type its own slot, so that no two
+ * currency types share an address (nor a hot wallet's nonces on one chain).
+ */
+export function accountNumber(network: CurrencyType, environment: Environment): number {
+  return 2 * currencyOf(network).accountSlot + ENVIRONMENT_ACCOUNT[environment];
+}
 
 export function assertAddressIndex(index: number): void {
   if (!Number.isSafeInteger(index) || index < 0 || index > MAX_ADDRESS_INDEX) {
@@ -27,7 +31,7 @@ export function assertAddressIndex(index: number): void {
 
 /** `m/44'/<coin>'/<account>'`: the hardened account node of a (network, environment). */
 export function accountPath(network: CurrencyType, environment: Environment): string {
-  return `m/44'/${COIN_TYPE[network]}'/${ENVIRONMENT_ACCOUNT[environment]}'`;
+  return `m/44'/${currencyOf(network).definition.coinType}'/${accountNumber(network, environment)}'`;
 }
 
 /** `m/44'/<coin>'/<account>'/0/<index>`: BIP44 external chain. */

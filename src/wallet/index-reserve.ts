@@ -44,16 +44,20 @@ export class DepositIndexReserve {
   }
 }
 
-/** `count` indexes from the sequence of (network, environment) in one round trip (never repeats). */
+/**
+ * `count` indexes from the sequence of (network, environment) in one round trip (never repeats):
+ * `deposit_index_reserve` (migrations/functions/deposit_index_reserve.sql), which creates the
+ * sequence on a currency type's first use.
+ */
 export async function reserveIndexes(
   db: Db,
   network: CurrencyType,
   environment: Environment,
   count: number,
 ): Promise<number[]> {
-  const rows = await sql<{ index: string }>`select nextval(${sql.raw(
-    `'${indexSequence(network, environment)}'`,
-  )})::text as index from generate_series(1, ${count}::int)`
+  const rows = await sql<{
+    index: string;
+  }>`select i::text as index from deposit_index_reserve(${network}, ${environment}, ${count}::int) as i`
     .execute(db)
     .then((r) => r.rows);
   if (rows.length !== count) throw new Error(`nextval returned ${rows.length} rows, expected ${count}`);
@@ -62,9 +66,4 @@ export async function reserveIndexes(
     if (index < FIRST_DEPOSIT_INDEX) throw new Error(`deposit index ${index} is in the reserved range`);
     return index;
   });
-}
-
-/** The sequence of deposit indexes of (network, environment), e.g. `deposit_index_usdt_trc20_sandbox`. */
-function indexSequence(network: CurrencyType, environment: Environment): string {
-  return `deposit_index_${network.toLowerCase().replace("-", "_")}_${environment}`;
 }

@@ -13,9 +13,9 @@ export {
   watchedAddressValues,
 } from "./allocation.js";
 export {
+  accountNumber,
   accountPath,
   assertAddressIndex,
-  COIN_TYPE,
   derivationPath,
   ENVIRONMENT_ACCOUNT,
   FIRST_DEPOSIT_INDEX,

@@ -69,3 +69,18 @@ export function handedOffReceipts(db: QueryCreator<DB>, scope: WatchedScope) {
     .where("o.status", "=", "handed_off")
     .groupBy(["o.address", "w.derivation_index"]);
 }
+
+/**
+ * The dust of one chain: what tokens finer than the API's 6 decimals left out of the deposits handed
+ * off (on-chain base units; zero for 6-decimal tokens). It stays on the deposit addresses.
+ */
+export async function handedOffDust(db: QueryCreator<DB>, scope: WatchedScope): Promise<bigint> {
+  const row = await db
+    .selectFrom("chain_observations")
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>("dust"), eb.val("0")).as("dust"))
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("status", "=", "handed_off")
+    .executeTakeFirstOrThrow();
+  return BigInt(row.dust);
+}

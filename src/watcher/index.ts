@@ -1,6 +1,7 @@
 /** The chain watcher's public API: its jobs, its hand-off registration point, its readiness checks. */
 export {
   handedOffAfter,
+  handedOffDust,
   handedOffReceipts,
   type WatchedScope,
   watchedAddressesOf,

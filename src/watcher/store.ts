@@ -405,6 +405,7 @@ function insertObservations(db: Db, s: WatcherScope, matched: TimedTransfer[]) {
         block_hash: t.blockHash,
         block_time: new Date(t.blockTime),
         amount: t.amount,
+        dust: t.dust ?? 0n,
       })),
     )
     .onConflict((oc) => oc.columns(["network", "tx_hash", "log_index"]).doNothing());

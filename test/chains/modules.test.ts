@@ -4,40 +4,52 @@ import { accountBytesFromPublicKey } from "../../src/chains/evm/index.js";
 import {
   addressCodec,
   buildChainRegistry,
-  CHAIN_MODULES,
+  chainModules,
   createChainWriter,
-  DEFAULT_CONFIRMATIONS,
-  NETWORK_CHAINS,
+  defaultConfirmations,
+  networkChains,
   SIMULATOR_DEFINITION,
 } from "../../src/chains/index.js";
+import { networkVariables } from "../../src/config/chains.js";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
 import type { Db } from "../../src/db/database.js";
-import { CURRENCY_TYPES } from "../../src/domain/currency.js";
+import { CURRENCY_TYPES, currencyOf, NETWORKS } from "../../src/domain/currency.js";
 import { systemClock } from "../../src/lib/clock.js";
-import { COIN_TYPE } from "../../src/wallet/index.js";
+import { derivationPath } from "../../src/wallet/index.js";
 
-// The chain modules are one shape: what a module's definition names, the configuration reads, and
-// the registry, the address codec and the writer factory iterate over the modules.
-const base = { NODE_ENV: "test", DATA_DIR: "/tmp/unused-chain-modules", LOG_LEVEL: "silent" };
+// The chain modules are one shape: the registry (domain/currency.ts) names the networks, the
+// configuration reads their variables by one rule, and the chain registry, the address codec and the
+// writer factory iterate over the modules built from it.
+const ALL = CURRENCY_TYPES.join(",");
+const base = {
+  NODE_ENV: "test",
+  DATA_DIR: "/tmp/unused-chain-modules",
+  LOG_LEVEL: "silent",
+  CURRENCY_TYPES: ALL,
+};
 // Building a registry touches no database (the simulator creates its chain on first use).
 const db = {} as Db;
 const registry = (env: Record<string, string>) =>
   buildChainRegistry(parseConfig({ ...base, ...env }), { db, clock: systemClock });
+const vars = (network: string, environment: "production" | "sandbox") =>
+  networkVariables(NETWORKS.find((n) => n.network === network)!, environment);
 
 describe("chain modules", () => {
-  it("serve every currency type once, the simulator last", () => {
-    expect(NETWORK_CHAINS.map((m) => m.network).sort()).toEqual([...CURRENCY_TYPES].sort());
-    expect(CHAIN_MODULES.map((m) => m.kind)).toEqual([...NETWORK_CHAINS.map((m) => m.kind), "simulator"]);
-    for (const m of NETWORK_CHAINS) {
-      expect(DEFAULT_CONFIRMATIONS[m.network]).toBe(m.definition.defaultConfirmations);
-      expect(COIN_TYPE[m.network]).toBe(m.definition.coinType);
+  it("serve every network of the registry once, the simulator last", () => {
+    expect(networkChains().map((m) => m.network)).toEqual(NETWORKS.map((n) => n.network));
+    expect(chainModules().map((m) => m.kind)).toEqual([...networkChains().map((m) => m.kind), "simulator"]);
+    for (const c of CURRENCY_TYPES) {
+      expect(defaultConfirmations(c)).toBe(currencyOf(c).definition.defaultConfirmations);
+      expect(derivationPath(c, "production", 5)).toMatch(
+        new RegExp(`^m/44'/${currencyOf(c).definition.coinType}'/`),
+      );
     }
   });
 
-  it("name variables the configuration reads", () => {
-    for (const m of NETWORK_CHAINS) {
-      const { variables } = m.definition;
-      for (const variable of [variables.endpoint.production, variables.endpoint.sandbox]) {
+  it("read the variables the naming rule gives", () => {
+    for (const n of NETWORKS) {
+      for (const environment of ["production", "sandbox"] as const) {
+        const variable = vars(n.network, environment).endpoint;
         expect(() => parseConfig({ ...base, [variable]: "not a url" })).toThrow(new RegExp(variable));
       }
     }
@@ -45,38 +57,37 @@ describe("chain modules", () => {
 
   it("build the registry: production unset is unavailable naming the variable, sandbox unset is the simulator", () => {
     const chains = registry({});
-    for (const m of NETWORK_CHAINS) {
-      const production = chains.entry(m.network, "production");
+    for (const c of CURRENCY_TYPES) {
+      const production = chains.entry(c, "production");
       expect(production).toMatchObject({
         status: "unavailable",
-        reason: `not configured (set ${m.definition.variables.endpoint.production})`,
+        reason: `not configured (set ${vars(currencyOf(c).network, "production").endpoint})`,
       });
-      const sandbox = chains.get(m.network, "sandbox");
+      const sandbox = chains.get(c, "sandbox");
       expect(sandbox.kind).toBe("simulator");
       expect(sandbox.confirmations).toBe(SIMULATOR_DEFINITION.confirmations);
       expect(sandbox.scan).toEqual(SIMULATOR_DEFINITION.scan);
-      expect(sandbox.simulator?.network).toBe(m.network);
+      expect(sandbox.simulator?.network).toBe(c);
     }
   });
 
-  it("build a configured chain with its module's defaults, and refuse a contract of another network", () => {
-    for (const m of NETWORK_CHAINS) {
-      const other = NETWORK_CHAINS.find((o) => o !== m)!;
+  it("build a configured chain with its network's defaults, and refuse a contract of another family", () => {
+    for (const c of CURRENCY_TYPES) {
+      const { network, token, definition } = currencyOf(c);
+      const module = networkChains().find((m) => m.network === network)!;
       const url = "http://127.0.0.1:1/path?key=secret";
-      const chains = registry({ [m.definition.variables.endpoint.production]: url });
-      const chain = chains.get(m.network, "production");
-      expect(chain).toMatchObject({ kind: m.kind, endpoint: "127.0.0.1:1", simulator: null });
-      expect(chain.confirmations).toBe(m.definition.defaultConfirmations);
-      expect(chain.scan).toEqual(m.definition.scan);
-      const contractVar = m.definition.variables.contract.sandbox;
-      expect(
-        registry({ [m.definition.variables.endpoint.sandbox]: url }).entry(m.network, "sandbox"),
-      ).toMatchObject({
+      const chains = registry({ [vars(network, "production").endpoint]: url });
+      const chain = chains.get(c, "production");
+      expect(chain).toMatchObject({ kind: module.kind, endpoint: "127.0.0.1:1", simulator: null });
+      expect(chain.confirmations).toBe(definition.defaultConfirmations);
+      expect(chain.scan).toEqual(module.scan);
+      const contractVar = vars(network, "sandbox").contract(token);
+      expect(registry({ [vars(network, "sandbox").endpoint]: url }).entry(c, "sandbox")).toMatchObject({
         status: "unavailable",
         reason: `not configured (set ${contractVar})`,
       });
-      const foreign = (other.definition as { defaultContract?: string }).defaultContract!;
-      const bad = () => registry({ [m.definition.variables.endpoint.sandbox]: url, [contractVar]: foreign });
+      const foreign = NETWORKS.find((n) => n.family !== definition.family)!.tokens[0]!.defaultContract;
+      const bad = () => registry({ [vars(network, "sandbox").endpoint]: url, [contractVar]: foreign });
       expect(bad).toThrow(ConfigError);
       expect(bad).toThrow(new RegExp(contractVar));
     }
@@ -84,10 +95,11 @@ describe("chain modules", () => {
 
   it("build each available chain's writer by its module", () => {
     const env = Object.fromEntries(
-      NETWORK_CHAINS.map((m) => [m.definition.variables.endpoint.production, "http://127.0.0.1:1"]),
+      NETWORKS.map((n) => [vars(n.network, "production").endpoint, "http://127.0.0.1:1"]),
     );
     const config = parseConfig({ ...base, ...env });
     const chains = buildChainRegistry(config, { db, clock: systemClock });
+    expect(chains.available().length).toBe(2 * CURRENCY_TYPES.length);
     for (const chain of chains.available()) {
       const hot = addressCodec(chain.network).fromAccountBytes(new Uint8Array(20).fill(7));
       const writer = createChainWriter(chain, config, hot);
@@ -98,13 +110,29 @@ describe("chain modules", () => {
 
   it("spell addresses: from a public key as from its account bytes, normalized and valid", () => {
     const publicKey = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
-    for (const m of NETWORK_CHAINS) {
-      const codec = addressCodec(m.network);
+    for (const m of networkChains()) {
+      const c = CURRENCY_TYPES.find((t) => currencyOf(t).network === m.network)!;
+      const codec = addressCodec(c);
       expect(codec).toBe(m.address);
       const address = codec.fromPublicKey(publicKey);
       expect(codec.fromAccountBytes(accountBytesFromPublicKey(publicKey))).toBe(address);
       expect(codec.validate(address)).toBe(true);
       expect(codec.normalize(address)).toBe(address);
     }
+  });
+
+  it("a currency type not enabled has no chain, and asking for it is a 400 on currencyType", () => {
+    const chains = buildChainRegistry(parseConfig({ ...base, CURRENCY_TYPES: "USDT-TRC20" }), {
+      db,
+      clock: systemClock,
+    });
+    expect(chains.enabledCurrencyTypes()).toEqual(["USDT-TRC20"]);
+    expect(chains.available().every((c) => c.network === "USDT-TRC20")).toBe(true);
+    expect(() => chains.get("USDC-BASE", "sandbox")).toThrow(
+      expect.objectContaining({
+        code: "VALIDATION_ERROR",
+        details: { fields: [expect.objectContaining({ field: "currencyType" })] },
+      }),
+    );
   });
 });

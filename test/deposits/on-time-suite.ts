@@ -48,6 +48,7 @@ const parseUsdt = (n: number) => BigInt(Math.round(n * 1_000_000));
 const USDT = parseUsdt;
 /** A deposit fee, so that netAmount ≠ actualBalance: 0.10 USDT + 1 %. */
 const FEES: FeeSchedule = {
+  ...DEFAULT_FEE_SCHEDULE,
   "USDT-TRC20": { ...DEFAULT_FEE_SCHEDULE["USDT-TRC20"], deposit: { fixed: 100_000n, ppm: 10_000n } },
   "USDT-ERC20": { ...DEFAULT_FEE_SCHEDULE["USDT-ERC20"], deposit: { fixed: 100_000n, ppm: 10_000n } },
 };

@@ -1,6 +1,7 @@
 import net from "node:net";
 import { Type } from "@sinclair/typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CURRENCY_TYPES } from "../../src/domain/currency.js";
 import type { App } from "../../src/http/app-types.js";
 import { commonErrors, ok } from "../../src/http/schemas/common.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
@@ -133,11 +134,23 @@ describe("text PostgreSQL cannot store, and URLs the router refuses", () => {
     const key = keysOf(await svc.createMerchant(), "sandbox");
     const r = await call(svc.urls.sandbox, "/checkout/session", {
       headers: { apikey: key.apiKey },
+      json: { amount: 5, currencyType: "USDT-SOLANA" },
+    });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.details.fields).toEqual([
+      { field: "currencyType", message: `must be one of: ${CURRENCY_TYPES.join(", ")}` },
+    ]);
+  });
+
+  it("a currency type the deployment does not enable (CURRENCY_TYPES) is a 400 on currencyType too", async () => {
+    const key = keysOf(await svc.createMerchant(), "sandbox");
+    const r = await call(svc.urls.sandbox, "/checkout/session", {
+      headers: { apikey: key.apiKey },
       json: { amount: 5, currencyType: "USDT-BEP20" },
     });
     expect(r.status, r.text).toBe(400);
     expect(r.body.error.details.fields).toEqual([
-      { field: "currencyType", message: "must be one of: USDT-TRC20, USDT-ERC20" },
+      { field: "currencyType", message: "USDT-BEP20 is not enabled (enabled: USDT-TRC20, USDT-ERC20)" },
     ]);
   });
 

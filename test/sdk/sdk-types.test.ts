@@ -12,6 +12,7 @@ import type {
   WebhookEventRecord,
   Withdrawal,
 } from "../../packages/sdk/src/index.js";
+import type { CurrencyType } from "../../src/domain/currency.js";
 
 // Checked by `npm run typecheck` (tsc reads test/): the SDK's types come from the generated
 // operations, and a change of the document that turned a body into any/unknown/never, or dropped a
@@ -53,8 +54,9 @@ describe("SDK types", () => {
     >();
     expectTypeOf<Stablegate["payouts"]["get"]>().returns.resolves.toEqualTypeOf<Payout>();
     expectTypeOf<Stablegate["webhooks"]["verify"]>().returns.resolves.toEqualTypeOf<WebhookEvent>();
-    expectTypeOf<Parameters<Stablegate["checkoutSessions"]["create"]>[0]["currencyType"]>().toEqualTypeOf<
-      "USDT-TRC20" | "USDT-ERC20"
-    >();
+    // The registry's currency types, through the generated OpenAPI enum (src/domain/currency.ts).
+    expectTypeOf<
+      Parameters<Stablegate["checkoutSessions"]["create"]>[0]["currencyType"]
+    >().toEqualTypeOf<CurrencyType>();
   });
 });

@@ -3,7 +3,7 @@ import { mnemonicToSeedSync } from "@scure/bip39";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config/config.js";
 import { keyMaterialForRole, keyMaterialOf } from "../../src/config/key-custody.js";
-import { ACCOUNT_KEY_NAMES, formatAccountXpubs, parseAccountXpubs } from "../../src/config/xpubs.js";
+import { accountKeyNames, formatAccountXpubs, parseAccountXpubs } from "../../src/config/xpubs.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startRole } from "../../src/roles/processes.js";
 import { exportAccountXpubs } from "../../src/signer/export-xpubs.js";
@@ -54,13 +54,13 @@ describe("MASTER_XPUBS", () => {
     const line = await exportAccountXpubs(parseConfig({ ...production, MASTER_MNEMONIC: MNEMONIC }));
     expect(line).toBe(`MASTER_XPUBS=${XPUBS}`);
     const parsed = parseAccountXpubs(XPUBS.replaceAll(",", "\n  "));
-    expect("xpubs" in parsed && Object.keys(parsed.xpubs).sort()).toEqual([...ACCOUNT_KEY_NAMES].sort());
+    expect("xpubs" in parsed && Object.keys(parsed.xpubs).sort()).toEqual(accountKeyNames().sort());
     // Watch-only derivation gives the addresses the mnemonic gives.
     const watch = AddressDeriver.fromAccountExtendedPublicKeys(
       parseConfig({ MASTER_XPUBS: XPUBS }).accountXpubs!,
     );
     const full = AddressDeriver.fromMnemonic(MNEMONIC);
-    for (const name of ACCOUNT_KEY_NAMES) {
+    for (const name of accountKeyNames()) {
       const [network, environment] = name.split("/") as ["USDT-ERC20", "production"];
       for (const index of [0, 1, 100, 4242])
         expect(watch.address(network, environment, index)).toBe(full.address(network, environment, index));
@@ -77,8 +77,8 @@ describe("MASTER_XPUBS", () => {
       [XPUBS.replace(entries[0]!.split("=")[1]!, "xpub-not-a-key"), /not a BIP32 extended key/],
       [entries.slice(1).join(","), new RegExp(`missing ${entries[0]!.split("=")[0]}`)],
       [
-        `${XPUBS},USDT-BEP20/production=${entries[0]!.split("=")[1]}`,
-        /"USDT-BEP20\/production" is not an account/,
+        `${XPUBS},USDT-SOLANA/production=${entries[0]!.split("=")[1]}`,
+        /"USDT-SOLANA\/production" is not an account/,
       ],
       [`${XPUBS},${entries[1]}`, /given twice/],
       ["xpub6Cabc", /\(no =\)/],

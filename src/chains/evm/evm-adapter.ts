@@ -1,4 +1,5 @@
 import { createPublicClient, http, type PublicClient } from "viem";
+import { type CurrencyType, fromChainUnits } from "../../domain/currency.js";
 import {
   type BlockHeader,
   blockChunks,
@@ -14,10 +15,17 @@ import { type EvmAddress, isEvmAddress, normalizeEvmAddress } from "./address.js
 import { ERC20_READ_ABI, TRANSFER_EVENT } from "./erc20-abi.js";
 
 export interface EvmAdapterOptions {
-  /** Ethereum JSON-RPC endpoint. */
+  /** The currency type read (default USDT-ERC20). */
+  network?: CurrencyType;
+  /** JSON-RPC endpoint. */
   rpcUrl: string;
-  /** The USDT (ERC20) contract. */
+  /** The token contract. */
   tokenAddress: string;
+  /**
+   * On-chain base units per API base unit (`chainScale`: 10^12 for an 18-decimal token). Amounts are
+   * returned in API units, truncated; a transfer's remainder is its `dust`. Default 1.
+   */
+  scale?: bigint;
   /** Per-request timeout; the spec asks for 10 to 15 s on external calls. Default 10 000. */
   timeoutMs?: number;
   /** Largest block range of one `eth_getLogs` (providers cap it; 1 000 is accepted by most). */
@@ -29,15 +37,18 @@ export interface EvmAdapterOptions {
   maxTopicAddresses?: number;
 }
 
-/** USDT-ERC20 read side over Ethereum JSON-RPC, with viem. */
+/** The read side of one token on an EVM network over JSON-RPC, with viem. */
 export class EvmChainAdapter implements ChainAdapter {
-  readonly network = "USDT-ERC20" as const;
+  readonly network: CurrencyType;
+  private readonly scale: bigint;
   private readonly client: PublicClient;
   private readonly token: EvmAddress;
   private readonly maxBlocksPerQuery: number;
   private readonly maxTopicAddresses: number;
 
   constructor(options: EvmAdapterOptions) {
+    this.network = options.network ?? "USDT-ERC20";
+    this.scale = options.scale ?? 1n;
     this.token = normalizeEvmAddress(options.tokenAddress);
     this.maxBlocksPerQuery = options.maxBlocksPerQuery ?? 1000;
     this.maxTopicAddresses = options.maxTopicAddresses ?? 50;
@@ -86,7 +97,7 @@ export class EvmChainAdapter implements ChainAdapter {
 
   async tokenBalance(address: string): Promise<bigint> {
     const owner = normalizeEvmAddress(address);
-    return this.call("balanceOf", () =>
+    const raw = await this.call("balanceOf", () =>
       this.client.readContract({
         address: this.token,
         abi: ERC20_READ_ABI,
@@ -94,6 +105,7 @@ export class EvmChainAdapter implements ChainAdapter {
         args: [owner],
       }),
     );
+    return fromChainUnits(raw, this.scale).units;
   }
 
   async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {
@@ -126,7 +138,7 @@ export class EvmChainAdapter implements ChainAdapter {
           blockHash: log.blockHash,
           from: normalizeEvmAddress(log.args.from),
           to: normalizeEvmAddress(log.args.to),
-          amount: log.args.value,
+          ...amountOf(log.args.value, this.scale),
         };
         if (!watched || watched.has(transfer.to as EvmAddress)) out.push(transfer);
       }
@@ -141,4 +153,10 @@ export class EvmChainAdapter implements ChainAdapter {
       throw new ChainUnavailableError(this.network, `${what} failed`, { cause });
     }
   }
+}
+
+/** A transfer's amount in API units, and its dust when the token is finer than the API. */
+function amountOf(raw: bigint, scale: bigint): { amount: bigint; dust?: bigint } {
+  const { units, dust } = fromChainUnits(raw, scale);
+  return dust > 0n ? { amount: units, dust } : { amount: units };
 }

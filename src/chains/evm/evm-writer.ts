@@ -9,6 +9,7 @@ import {
   type PublicClient,
   parseAbi,
 } from "viem";
+import type { CurrencyType } from "../../domain/currency.js";
 import { ChainUnavailableError } from "../errors.js";
 import {
   type BroadcastResult,
@@ -29,8 +30,12 @@ import { ERC20_READ_ABI } from "./erc20-abi.js";
 const ERC20_WRITE_ABI = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
 
 export interface EvmWriterOptions {
+  /** The currency type sent (default USDT-ERC20). */
+  network?: CurrencyType;
   rpcUrl: string;
   tokenAddress: string;
+  /** On-chain base units per API base unit (`chainScale`); default 1. Token amounts are API units. */
+  scale?: bigint;
   timeoutMs?: number;
   /** Buffer on the network's fees (docs/decisions/sending.md#chains-part-2-sending-money-issue-6: 10 %). */
   feeBufferPercent?: number;
@@ -44,13 +49,14 @@ const NATIVE_TRANSFER_GAS = 21_000n;
 const REPLACEMENT_BUMP_PERCENT = 13;
 
 /**
- * USDT-ERC20 write side over Ethereum JSON-RPC (viem): EIP-1559 transactions whose fees come from
+ * The write side of one token on an EVM network over JSON-RPC (viem): EIP-1559 transactions whose fees come from
  * the network (latest base fee + `eth_maxPriorityFeePerGas`) with a 10 % buffer on the max fee, a gas estimate
  * with a margin, the nonce given by the caller (kept per address in the database).
  */
 export class EvmChainWriter implements SignedChainWriter {
   readonly kind = "signed" as const;
-  readonly network = "USDT-ERC20" as const;
+  readonly network: CurrencyType;
+  private readonly scale: bigint;
   private readonly client: PublicClient;
   private readonly token: EvmAddress;
   private readonly feeBuffer: number;
@@ -58,6 +64,8 @@ export class EvmChainWriter implements SignedChainWriter {
   private chainId: number | undefined;
 
   constructor(options: EvmWriterOptions) {
+    this.network = options.network ?? "USDT-ERC20";
+    this.scale = options.scale ?? 1n;
     this.token = normalizeEvmAddress(options.tokenAddress);
     this.feeBuffer = options.feeBufferPercent ?? 10;
     this.gasMargin = options.gasMarginPercent ?? 25;
@@ -73,8 +81,8 @@ export class EvmChainWriter implements SignedChainWriter {
     );
   }
 
-  tokenBalance(address: string): Promise<bigint> {
-    return this.call("balanceOf", () =>
+  async tokenBalance(address: string): Promise<bigint> {
+    const raw = await this.call("balanceOf", () =>
       this.client.readContract({
         address: this.token,
         abi: ERC20_READ_ABI,
@@ -82,6 +90,8 @@ export class EvmChainWriter implements SignedChainWriter {
         args: [normalizeEvmAddress(address)],
       }),
     );
+    // API units, truncated: the dust stays where it is.
+    return raw / this.scale;
   }
 
   minedNonce(address: string): Promise<number> {
@@ -91,7 +101,11 @@ export class EvmChainWriter implements SignedChainWriter {
   }
 
   async tokenTransferCost(from: string, to: string, amount: bigint): Promise<bigint> {
-    const gas = await this.estimateTokenGas(normalizeEvmAddress(from), normalizeEvmAddress(to), amount);
+    const gas = await this.estimateTokenGas(
+      normalizeEvmAddress(from),
+      normalizeEvmAddress(to),
+      amount * this.scale,
+    );
     const fees = await this.networkFees();
     // Room for the base fee to double before the transfer is signed (the usual EIP-1559 cap);
     // the sweep then spends at most what it has (`nativeBudget`), the rest serves its next sweep.
@@ -123,11 +137,12 @@ export class EvmChainWriter implements SignedChainWriter {
     let gas: bigint;
     if (spec.asset === "token") {
       txTo = this.token;
-      data = encodeFunctionData({ abi: ERC20_WRITE_ABI, functionName: "transfer", args: [to, spec.amount] });
+      const onChain = spec.amount * this.scale;
+      data = encodeFunctionData({ abi: ERC20_WRITE_ABI, functionName: "transfer", args: [to, onChain] });
       value = 0n;
       gas = options.replacing?.gas
         ? BigInt(options.replacing.gas)
-        : await this.estimateTokenGas(from, to, spec.amount);
+        : await this.estimateTokenGas(from, to, onChain);
     } else {
       txTo = to;
       data = "0x";
@@ -152,7 +167,7 @@ export class EvmChainWriter implements SignedChainWriter {
     return {
       signRequest: {
         chain: "evm",
-        network: "USDT-ERC20",
+        network: this.network,
         environment: spec.environment,
         index: spec.fromIndex,
         transaction: {
@@ -238,7 +253,7 @@ export class EvmChainWriter implements SignedChainWriter {
         if (
           normalizeEvmAddress(ev.args.from) === from &&
           normalizeEvmAddress(ev.args.to) === to &&
-          ev.args.value === expected.amount
+          ev.args.value === expected.amount * this.scale
         )
           return { state: "success", blockNumber, confirmations };
       } catch {}

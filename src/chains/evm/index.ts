@@ -1,19 +1,21 @@
 import { getAddress, toHex } from "viem";
+import { chainScale, currencyOf, type NetworkDefinition } from "../../domain/currency.js";
 import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
 import { networkChainEntry } from "../network-entry.js";
 import { pooledWriter } from "../pooled-writer.js";
 import { evmAddressFromPublicKey, isEvmAddress, normalizeEvmAddress } from "./address.js";
-import { EVM_DEFINITION } from "./definition.js";
 import { type EvmAdapterOptions, EvmChainAdapter } from "./evm-adapter.js";
 import { EvmChainWriter } from "./evm-writer.js";
 
 /**
- * The Ethereum module (USDT-ERC20): JSON-RPC read side (`EvmChainAdapter`), EIP-1559 write side
- * (`EvmChainWriter`), EIP-55 addresses.
+ * The EVM module: `evmChain(definition)` serves any EVM network of the registry (Ethereum, BNB
+ * Smart Chain, Polygon, Arbitrum, Base, a test fixture's): JSON-RPC read side (`EvmChainAdapter`),
+ * EIP-1559 write side (`EvmChainWriter`), EIP-55 addresses. Each currency type of the network is its
+ * own chain entry (its token contract and decimals); they share the network's endpoints.
  */
 
-/** EIP-55 addresses (`0x` + 40 hex digits). */
+/** EIP-55 addresses (`0x` + 40 hex digits): the same on every EVM network. */
 export const evmAddress: AddressCodec = {
   validate: isEvmAddress,
   normalize: normalizeEvmAddress,
@@ -21,38 +23,53 @@ export const evmAddress: AddressCodec = {
   fromAccountBytes: (account) => getAddress(toHex(account)),
 };
 
-export const evmChain: NetworkChainModule<EvmAdapterOptions> = {
-  kind: EVM_DEFINITION.kind,
-  network: EVM_DEFINITION.network,
-  definition: EVM_DEFINITION,
-  address: evmAddress,
-  endpoint(config, environment) {
-    const endpoints = config.chains[environment];
-    return {
-      url: endpoints.erc20RpcUrl,
-      urls: endpoints.erc20RpcUrls,
-      contract: endpoints.usdtErc20Contract,
-    };
-  },
-  configuredConfirmations: (config) => config.chains.confirmations.erc20,
-  adapterOptions: ({ url, contract }, timeoutMs) => ({ rpcUrl: url, tokenAddress: contract, timeoutMs }),
-  createAdapter: (options) => new EvmChainAdapter(options),
-  createAdapterFor(network, { kind: _kind, ...options }) {
-    if (network !== evmChain.network) throw new Error(`${network} cannot use an EVM endpoint.`);
-    return evmChain.createAdapter(options);
-  },
-  entry(network, environment, config, context) {
-    return networkChainEntry(evmChain, network, environment, config, context);
-  },
-  createWriter(chain, config) {
-    const { url, urls, contract } = evmChain.endpoint(config, chain.environment);
-    // Every provider (issue #34): sent to all, outcomes, heads and nonces agreed (pooled-writer.ts).
-    const writers = (urls.length > 0 ? urls : [url!]).map(
-      (rpcUrl) => new EvmChainWriter({ rpcUrl, tokenAddress: contract!, timeoutMs: CHAIN_RPC_TIMEOUT_MS }),
-    );
-    return pooledWriter(chain.adapter, writers);
-  },
-};
+export function evmChain(definition: NetworkDefinition): NetworkChainModule<EvmAdapterOptions> {
+  const module: NetworkChainModule<EvmAdapterOptions> = {
+    kind: "evm",
+    network: definition.network,
+    definition,
+    address: evmAddress,
+    // Log queries over ranges of up to 1,000 blocks (what most providers accept).
+    scan: { pollIntervalMs: definition.pollIntervalMs, initialRangeBlocks: 100, maxRangeBlocks: 1_000 },
+    endpoint(config, currencyType, environment) {
+      const settings = config.chains.networks[definition.network]?.[environment];
+      const urls = settings?.urls ?? [];
+      return { url: urls[0], urls: [...urls], contract: settings?.contracts[currencyOf(currencyType).token] };
+    },
+    adapterOptions: (currencyType, { url, contract }, timeoutMs) => ({
+      network: currencyType,
+      rpcUrl: url,
+      tokenAddress: contract,
+      scale: chainScale(currencyType),
+      timeoutMs,
+    }),
+    createAdapter: (options) => new EvmChainAdapter(options),
+    createAdapterFor(currencyType, { kind: _kind, ...options }) {
+      if (currencyOf(currencyType).network !== definition.network)
+        throw new Error(`${currencyType} is not a currency type of ${definition.network}.`);
+      return new EvmChainAdapter({ scale: chainScale(currencyType), ...options, network: currencyType });
+    },
+    entry(currencyType, environment, config, context) {
+      return networkChainEntry(module, currencyType, environment, config, context);
+    },
+    createWriter(chain, config) {
+      const { url, urls, contract } = module.endpoint(config, chain.network, chain.environment);
+      // Every provider (issue #34): sent to all, outcomes, heads and nonces agreed (pooled-writer.ts).
+      const writers = (urls.length > 0 ? urls : [url!]).map(
+        (rpcUrl) =>
+          new EvmChainWriter({
+            network: chain.network,
+            rpcUrl,
+            tokenAddress: contract!,
+            scale: chainScale(chain.network),
+            timeoutMs: CHAIN_RPC_TIMEOUT_MS,
+          }),
+      );
+      return pooledWriter(chain.adapter, writers);
+    },
+  };
+  return module;
+}
 
 export {
   accountBytesFromPublicKey,
@@ -61,6 +78,5 @@ export {
   isEvmAddress,
   normalizeEvmAddress,
 } from "./address.js";
-export { EVM_DEFINITION } from "./definition.js";
 export { type EvmAdapterOptions, EvmChainAdapter } from "./evm-adapter.js";
 export { EvmChainWriter, type EvmWriterOptions } from "./evm-writer.js";

@@ -38,6 +38,7 @@ export const simulatorChain: ChainModule<SimulatorEndpoint, SimulatedChain> = {
       endpoint: "simulator",
       providers: 1,
       adapter: new SimulatorChainAdapter(simulator),
+      contract: null,
       confirmations: SIMULATOR_DEFINITION.confirmations,
       scan: { ...SIMULATOR_DEFINITION.scan },
       simulator,

@@ -1,7 +1,7 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Db } from "../../db/database.js";
-import { type CurrencyType, TEST_FAILURE_ADDRESSES } from "../../domain/currency.js";
+import { type CurrencyType, currencyOf, testFailureAddress } from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import { type Clock, systemClock } from "../../lib/clock.js";
 import type { TokenTransfer } from "../adapter.js";
@@ -80,6 +80,9 @@ export interface SimTransferOptions extends SimWriteOptions {
  * several processes get distinct, consecutive blocks. What a write decides from (a balance) is read
  * after that lock is taken, never before (see `SimTransferOptions.fundShortfall`).
  */
+/** How each chain family spells a hash. */
+const HASH_PREFIX = { evm: "0x", tron: "" } as const;
+
 export class SimulatedChain {
   readonly network: CurrencyType;
   readonly environment: Environment;
@@ -95,7 +98,7 @@ export class SimulatedChain {
     this.network = options.network;
     this.environment = options.environment ?? "sandbox";
     this.clock = options.clock ?? systemClock;
-    this.failureAddress = normalizeAddress(this.network, TEST_FAILURE_ADDRESSES[this.network]);
+    this.failureAddress = normalizeAddress(this.network, testFailureAddress(this.network));
     const faucet = sha256(utf8ToBytes("stablegate simulator faucet")).slice(0, 20);
     this.faucetAddress = addressCodec(this.network).fromAccountBytes(faucet);
   }
@@ -369,9 +372,9 @@ export class SimulatedChain {
     });
   }
 
-  /** 32-byte content hash in the network's spelling: `0x…` on Ethereum, bare hex on TRON. */
+  /** 32-byte content hash in the network's spelling: `0x…` on EVM networks, bare hex on TRON. */
   private hash(content: string): string {
     const hex = bytesToHex(sha256(utf8ToBytes(`${this.network}|${this.environment}|${content}`)));
-    return this.network === "USDT-ERC20" ? `0x${hex}` : hex;
+    return HASH_PREFIX[currencyOf(this.network).definition.family] + hex;
   }
 }

@@ -1,10 +1,10 @@
+import { currencyOf, type NetworkDefinition } from "../../domain/currency.js";
 import { accountBytesFromPublicKey } from "../evm/address.js";
 import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
 import { networkChainEntry } from "../network-entry.js";
 import { pooledWriter } from "../pooled-writer.js";
 import { isTronAddress, normalizeTronAddress, tronAddressFromBytes } from "./address.js";
-import { TRON_DEFINITION } from "./definition.js";
 import { type TronAdapterOptions, TronChainAdapter } from "./tron-adapter.js";
 import { TronChainWriter } from "./tron-writer.js";
 
@@ -21,44 +21,52 @@ export const tronAddress: AddressCodec = {
   fromAccountBytes: tronAddressFromBytes,
 };
 
-export const tronChain: NetworkChainModule<TronAdapterOptions> = {
-  kind: TRON_DEFINITION.kind,
-  network: TRON_DEFINITION.network,
-  definition: TRON_DEFINITION,
-  address: tronAddress,
-  endpoint(config, environment) {
-    const endpoints = config.chains[environment];
-    return {
-      url: endpoints.trc20ApiUrl,
-      urls: endpoints.trc20ApiUrls,
-      contract: endpoints.usdtTrc20Contract,
-    };
-  },
-  configuredConfirmations: (config) => config.chains.confirmations.trc20,
-  adapterOptions: ({ url, contract }, timeoutMs) => ({ apiUrl: url, tokenAddress: contract, timeoutMs }),
-  createAdapter: (options) => new TronChainAdapter(options),
-  createAdapterFor(network, { kind: _kind, ...options }) {
-    if (network !== tronChain.network) throw new Error(`${network} cannot use a TRON endpoint.`);
-    return tronChain.createAdapter(options);
-  },
-  entry(network, environment, config, context) {
-    return networkChainEntry(tronChain, network, environment, config, context);
-  },
-  createWriter(chain, config) {
-    const { url, urls, contract } = tronChain.endpoint(config, chain.environment);
-    // Every provider (issue #34): sent to all, outcomes and heads agreed (pooled-writer.ts).
-    const writers = (urls.length > 0 ? urls : [url!]).map(
-      (apiUrl) =>
-        new TronChainWriter({
-          apiUrl,
-          tokenAddress: contract!,
-          timeoutMs: CHAIN_RPC_TIMEOUT_MS,
-          feeLimitSun: config.sending.tronFeeLimitSun,
-        }),
-    );
-    return pooledWriter(chain.adapter, writers);
-  },
-};
+/** The TRON module of the registry's TRON network (its one token: USDT). */
+export function tronChain(definition: NetworkDefinition): NetworkChainModule<TronAdapterOptions> {
+  const module: NetworkChainModule<TronAdapterOptions> = {
+    kind: "tron",
+    network: definition.network,
+    definition,
+    address: tronAddress,
+    // 3 s blocks, one call per block.
+    scan: { pollIntervalMs: definition.pollIntervalMs, initialRangeBlocks: 20, maxRangeBlocks: 100 },
+    endpoint(config, currencyType, environment) {
+      const settings = config.chains.networks[definition.network]?.[environment];
+      const urls = settings?.urls ?? [];
+      return { url: urls[0], urls: [...urls], contract: settings?.contracts[currencyOf(currencyType).token] };
+    },
+    adapterOptions: (_currencyType, { url, contract }, timeoutMs) => ({
+      apiUrl: url,
+      tokenAddress: contract,
+      timeoutMs,
+    }),
+    createAdapter: (options) => new TronChainAdapter(options),
+    createAdapterFor(currencyType, { kind: _kind, ...options }) {
+      if (currencyOf(currencyType).network !== definition.network)
+        throw new Error(`${currencyType} cannot use a TRON endpoint.`);
+      return new TronChainAdapter(options);
+    },
+    entry(currencyType, environment, config, context) {
+      return networkChainEntry(module, currencyType, environment, config, context);
+    },
+    createWriter(chain, config) {
+      const { url, urls, contract } = module.endpoint(config, chain.network, chain.environment);
+      const feeLimitSun = config.chains.networks[definition.network]?.options.feeLimitSun;
+      // Every provider (issue #34): sent to all, outcomes and heads agreed (pooled-writer.ts).
+      const writers = (urls.length > 0 ? urls : [url!]).map(
+        (apiUrl) =>
+          new TronChainWriter({
+            apiUrl,
+            tokenAddress: contract!,
+            timeoutMs: CHAIN_RPC_TIMEOUT_MS,
+            ...(feeLimitSun === undefined ? {} : { feeLimitSun }),
+          }),
+      );
+      return pooledWriter(chain.adapter, writers);
+    },
+  };
+  return module;
+}
 
 export {
   isTronAddress,
@@ -70,6 +78,5 @@ export {
   tronAddressToEvm,
   tronAddressToHex,
 } from "./address.js";
-export { TRON_DEFINITION } from "./definition.js";
 export { type TronAdapterOptions, TronChainAdapter } from "./tron-adapter.js";
 export { TronChainWriter, type TronWriterOptions } from "./tron-writer.js";

@@ -68,6 +68,8 @@ export interface ChainObservationsTable {
   block_number: Int8;
   block_hash: string;
   amount: Numeric;
+  /** On-chain base units a finer token left out of `amount` (migration 0030). */
+  dust: ColumnType<string, string | bigint | undefined, string | bigint>;
   /** Timestamp of the transfer's block, from the chain (null on rows stored before migration 0011). */
   block_time: NullableTimestamp;
   status: Generated<ObservationStatus>;

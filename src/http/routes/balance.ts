@@ -6,7 +6,7 @@ import { BalanceSchema, presentBalance } from "../schemas/balance.js";
 import { commonErrors, ok } from "../schemas/common.js";
 
 /** `GET /api/v1/public/balance` (docs/api-reference.md#getbalance). */
-export function balanceRoutes(app: App, { database }: RouteDeps) {
+export function balanceRoutes(app: App, { database, chains }: RouteDeps) {
   app.get(
     "/api/v1/public/balance",
     {
@@ -19,7 +19,12 @@ export function balanceRoutes(app: App, { database }: RouteDeps) {
     },
     async (request) => {
       const p = apiKeyPrincipal(request);
-      const balances = await getBalances(database.db, p.merchantId, p.environment);
+      const balances = await getBalances(
+        database.db,
+        p.merchantId,
+        p.environment,
+        chains.enabledCurrencyTypes(),
+      );
       return {
         success: true as const,
         data: balances.map(presentBalance),

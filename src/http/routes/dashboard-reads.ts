@@ -35,7 +35,7 @@ const VolumePoint = Type.Object(
   { title: "VolumePoint" },
 );
 
-export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
+export function dashboardReadRoutes(app: App, { database, clock, chains }: RouteDeps) {
   const db = database.db;
   const cfg = { auth: "dashboard", tier: "dashboard", permission: "money:read" } as const;
 
@@ -51,7 +51,7 @@ export function dashboardReadRoutes(app: App, { database, clock }: RouteDeps) {
     },
     async (request) => {
       const p = dashboardPrincipal(request);
-      const balances = await getBalances(db, p.merchantId, p.environment);
+      const balances = await getBalances(db, p.merchantId, p.environment, chains.enabledCurrencyTypes());
       return {
         success: true as const,
         data: balances.map(presentBalance),

@@ -1,6 +1,6 @@
-import { Type } from "@sinclair/typebox";
+import { type TNumber, type TOptional, Type } from "@sinclair/typebox";
 import { audited } from "../../audit/index.js";
-import { CURRENCY_TYPES } from "../../domain/currency.js";
+import { CURRENCY_TYPES, type CurrencyType } from "../../domain/currency.js";
 import type { FeeRule, FeeSchedule } from "../../domain/fees.js";
 import { formatAmount } from "../../domain/money.js";
 import { getSettings, type MerchantSettings, updateSettings } from "../../merchants/index.js";
@@ -30,20 +30,20 @@ const SettingsSchema = Type.Object(
     environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
     autoWithdraw: Type.Boolean(),
     autoApproveThreshold: Type.Object(
-      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Number()])) as Record<
+      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Optional(Type.Number())])) as Record<
         string,
-        ReturnType<typeof Type.Number>
+        TOptional<TNumber>
       >,
-      { description: "Per currency type, in USDT" },
+      { description: "Per enabled currency type, in USDT" },
     ),
     dualApprovalThreshold: Type.Object(
-      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Nullable(Type.Number())])) as Record<
+      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Optional(Nullable(Type.Number()))])) as Record<
         string,
-        ReturnType<typeof Nullable<ReturnType<typeof Type.Number>>>
+        TOptional<ReturnType<typeof Nullable<TNumber>>>
       >,
       {
         description:
-          "Four-eyes, per currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default)",
+          "Four-eyes, per enabled currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default)",
       },
     ),
     ipAllowlist: Type.Array(Type.String()),
@@ -52,13 +52,13 @@ const SettingsSchema = Type.Object(
         "A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed",
     }),
     fees: Type.Object(
-      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, FeesOfCurrency])) as Record<
+      Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Optional(FeesOfCurrency)])) as Record<
         string,
-        typeof FeesOfCurrency
+        TOptional<typeof FeesOfCurrency>
       >,
       {
         description:
-          "The gateway's fee schedule (set by the operator, read-only here): per currency type and kind, " +
+          "The gateway's fee schedule (set by the operator, read-only here): per enabled currency type and kind, " +
           "fee = fixed + amount × percent / 100 (the percentage part rounded up to the next base unit)",
       },
     ),
@@ -67,32 +67,35 @@ const SettingsSchema = Type.Object(
   { title: "Settings" },
 );
 
-function feeView(fees: FeeSchedule) {
+function feeView(fees: FeeSchedule, enabled: readonly CurrencyType[]) {
   const rule = (r: FeeRule) => ({ fixed: formatAmount(r.fixed), percent: Number(r.ppm) / 10_000 });
   return Object.fromEntries(
-    Object.entries(fees).map(([c, k]) => [
-      c,
-      { deposit: rule(k.deposit), withdrawal: rule(k.withdrawal), payout: rule(k.payout) },
-    ]),
+    enabled.map((c) => {
+      const k = fees[c];
+      return [c, { deposit: rule(k.deposit), withdrawal: rule(k.withdrawal), payout: rule(k.payout) }];
+    }),
   );
 }
 
-function view(s: MerchantSettings, fees: FeeSchedule) {
+/** The settings of the enabled currency types (the others are kept, not shown). */
+function view(s: MerchantSettings, fees: FeeSchedule, enabled: readonly CurrencyType[]) {
+  const shown = ([c]: [string, unknown]) => enabled.includes(c as CurrencyType);
   return {
     environment: s.environment,
     autoWithdraw: s.autoWithdraw,
     autoApproveThreshold: Object.fromEntries(
-      Object.entries(s.autoApproveThreshold).map(([c, units]) => [c, formatAmount(units)]),
+      Object.entries(s.autoApproveThreshold)
+        .filter(shown)
+        .map(([c, units]) => [c, formatAmount(units)]),
     ),
     dualApprovalThreshold: Object.fromEntries(
-      Object.entries(s.dualApprovalThreshold).map(([c, units]) => [
-        c,
-        units === null ? null : formatAmount(units),
-      ]),
+      Object.entries(s.dualApprovalThreshold)
+        .filter(shown)
+        .map(([c, units]) => [c, units === null ? null : formatAmount(units)]),
     ),
     ipAllowlist: s.ipAllowlist,
     underpaymentTolerancePercent: s.underpaymentToleranceBp / 100,
-    fees: feeView(fees),
+    fees: feeView(fees, enabled),
     updatedAt: s.updatedAt.toISOString(),
   };
 }
@@ -117,7 +120,11 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
       const p = dashboardPrincipal(request);
       return {
         success: true as const,
-        data: view(await getSettings(db, p.merchantId, p.environment), deps.config.fees),
+        data: view(
+          await getSettings(db, p.merchantId, p.environment),
+          deps.config.fees,
+          deps.chains.enabledCurrencyTypes(),
+        ),
       };
     },
   );
@@ -155,14 +162,16 @@ export function dashboardSettingsRoutes(app: App, deps: RouteDeps) {
     async (request) => {
       const p = dashboardPrincipal(request);
       const { otp: _otp, totp: _totp, ...patch } = request.body;
+      const enabled = deps.chains.enabledCurrencyTypes();
       const { after } = await audited(
         db,
         auditTrail(request),
         async (trx) => ({
-          before: view(await getSettings(trx, p.merchantId, p.environment), deps.config.fees),
+          before: view(await getSettings(trx, p.merchantId, p.environment), deps.config.fees, enabled),
           after: view(
             await updateSettings(trx, p.merchantId, p.environment, patch, new Date(deps.clock.now())),
             deps.config.fees,
+            enabled,
           ),
         }),
         (change) => ({ targetId: p.environment, details: change }),

@@ -5,6 +5,7 @@ import { auditLogRoutes } from "./audit-log.js";
 import { authRoutes } from "./auth.js";
 import { balanceRoutes } from "./balance.js";
 import { checkoutRoutes } from "./checkout.js";
+import { currencyRoutes } from "./currencies.js";
 import { dashboardApiKeyRoutes } from "./dashboard-api-keys.js";
 import { dashboardMailRoutes } from "./dashboard-mail.js";
 import { dashboardReadRoutes } from "./dashboard-reads.js";
@@ -45,6 +46,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   memberRoutes,
   adminRoutes,
   balanceRoutes,
+  currencyRoutes,
   transactionRoutes,
   exportRoutes,
   webhookRoutes,

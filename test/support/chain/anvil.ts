@@ -1,6 +1,7 @@
 /**
  * Test harness: a real `anvil` node (npm `@foundry-rs/anvil-linux-amd64`) on a free port, plus the
- * TestUSDT token (contracts/build/TestUSDT.json) and helpers to mint, transfer and mine.
+ * TestUSDT token (contracts/build/TestUSDT.json), the configurable TestToken
+ * (contracts/build/TestToken.json) and helpers to mint, transfer and mine.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import {
   createPublicClient,
   createTestClient,
   createWalletClient,
+  defineChain,
   type Hex,
   http,
   type PublicClient,
@@ -38,6 +40,14 @@ interface Artifact {
 }
 export const TEST_USDT = JSON.parse(
   readFileSync(join(root, "contracts", "build", "TestUSDT.json"), "utf8"),
+) as Artifact;
+
+/**
+ * TestToken (contracts/build/TestToken.json): an ERC20 whose name, symbol and decimals are constructor
+ * arguments, to emulate e.g. USDC (6 decimals) or Binance-Peg USDT/USDC on BNB Smart Chain (18).
+ */
+export const TEST_TOKEN = JSON.parse(
+  readFileSync(join(root, "contracts", "build", "TestToken.json"), "utf8"),
 ) as Artifact;
 
 export interface AnvilNode {
@@ -117,6 +127,80 @@ export async function deployTestUsdt(node: AnvilNode): Promise<Hex> {
   const receipt = await node.publicClient.waitForTransactionReceipt({ hash });
   if (!receipt.contractAddress) throw new Error("TestUSDT deployment failed");
   return receipt.contractAddress;
+}
+
+/**
+ * A wallet for the chain id the node actually runs (`startAnvil(["--chain-id", "56"])`): `wallet` is
+ * pinned to foundry's 31337, and viem refuses to sign for a node that reports another id.
+ */
+async function chainWallet(node: AnvilNode, privateKey: Hex) {
+  const id = await node.publicClient.getChainId();
+  return createWalletClient({
+    account: privateKeyToAccount(privateKey),
+    chain: id === foundry.id ? foundry : defineChain({ ...foundry, id }),
+    transport: http(node.rpcUrl),
+  });
+}
+
+/**
+ * Deploys TestToken from anvil's account #0 with the given symbol and decimals (name defaults to the
+ * symbol); returns its address. Works on any `--chain-id`.
+ *
+ * TestToken's mint/transfer/balanceOf ABI is the same as TestUSDT's, so the TestUSDT helpers encode
+ * the right calls for it; but mintTestUsdt, transferTestUsdt and sendMintTestUsdt sign for chain
+ * 31337 only, so on another chain id use mintTestToken, transferTestToken and sendMintTestToken
+ * (which work for TestUSDT too). testUsdtBalance only reads, so it works for either token on any chain.
+ */
+export async function deployTestToken(
+  node: AnvilNode,
+  options: { name?: string; symbol: string; decimals: number },
+): Promise<Hex> {
+  const client = await chainWallet(node, ANVIL_DEPLOYER_KEY);
+  const hash = await client.deployContract({
+    abi: TEST_TOKEN.abi,
+    bytecode: TEST_TOKEN.bytecode,
+    args: [options.name ?? options.symbol, options.symbol, options.decimals],
+  });
+  const receipt = await node.publicClient.waitForTransactionReceipt({ hash });
+  if (!receipt.contractAddress) throw new Error(`TestToken (${options.symbol}) deployment failed`);
+  return receipt.contractAddress;
+}
+
+/** mintTestUsdt for any chain id: mints `amount` base units of a TestToken (or TestUSDT) to `to`; returns the receipt. */
+export async function mintTestToken(node: AnvilNode, token: Hex, to: Hex, amount: bigint) {
+  const client = await chainWallet(node, ANVIL_DEPLOYER_KEY);
+  const hash = await client.writeContract({
+    address: token,
+    abi: TEST_TOKEN.abi,
+    functionName: "mint",
+    args: [to, amount],
+  });
+  return node.publicClient.waitForTransactionReceipt({ hash });
+}
+
+/** transferTestUsdt for any chain id: `transfer(to, amount)` signed by `fromKey`, after funding the sender for gas. */
+export async function transferTestToken(node: AnvilNode, token: Hex, fromKey: Hex, to: Hex, amount: bigint) {
+  const client = await chainWallet(node, fromKey);
+  await node.testClient.setBalance({ address: client.account.address, value: 10n ** 20n });
+  const hash = await client.writeContract({
+    address: token,
+    abi: TEST_TOKEN.abi,
+    functionName: "transfer",
+    args: [to, amount],
+  });
+  return node.publicClient.waitForTransactionReceipt({ hash });
+}
+
+/** sendMintTestUsdt for any chain id: sends `mint(to, amount)` without waiting for a block. */
+export async function sendMintTestToken(node: AnvilNode, token: Hex, to: Hex, amount: bigint): Promise<Hex> {
+  const client = await chainWallet(node, ANVIL_DEPLOYER_KEY);
+  return client.writeContract({
+    address: token,
+    abi: TEST_TOKEN.abi,
+    functionName: "mint",
+    args: [to, amount],
+    gas: 200_000n,
+  });
 }
 
 /** Mints `amount` base units to `to` (one block with automining); returns the receipt. */

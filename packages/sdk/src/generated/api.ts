@@ -758,6 +758,46 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/currencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Enabled currency types
+         * @description The currency types this deployment accepts (`CURRENCY_TYPES`), with the network, chain id, token contract and confirmations of the environment of the key.
+         */
+        get: operations["listCurrencies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dashboard/currencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Enabled currency types (the dashboard's environment)
+         * @description Enabled currency types (the dashboard's environment)
+         */
+        get: operations["dashboardListCurrencies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/transactions": {
         parameters: {
             query?: never;
@@ -1613,6 +1653,12 @@ export type components = {
             data: components["schemas"]["Balance"][];
         };
         /**
+         * ChainFamily
+         * @description Address format: evm (0x…, one address on every EVM network) or tron (T…)
+         * @enum {string}
+         */
+        ChainFamily: "evm" | "tron";
+        /**
          * ChainUnavailableError
          * @description The network of this currency type is not available in this environment right now; retry later.
          */
@@ -1712,11 +1758,47 @@ export type components = {
          */
         CheckoutSessionStatus: "pending" | "confirmed" | "failed";
         /**
+         * Currency
+         * @example {
+         *       "currencyType": "USDT-ERC20",
+         *       "token": "USDT",
+         *       "network": "ERC20",
+         *       "networkName": "Ethereum (ERC-20)",
+         *       "chain": "evm",
+         *       "chainId": 1,
+         *       "contract": "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+         *       "confirmations": 12,
+         *       "decimals": 6
+         *     }
+         */
+        Currency: {
+            currencyType: components["schemas"]["CurrencyType"];
+            /** @description USDT or USDC */
+            token: string;
+            /** @description The network: TRC20, ERC20, BEP20, POLYGON, ARBITRUM, BASE */
+            network: string;
+            /** @description The network's name as the hosted page shows it */
+            networkName: string;
+            chain: components["schemas"]["ChainFamily"];
+            chainId: number | null;
+            contract: string | null;
+            /** @description Confirmations a deposit needs */
+            confirmations: number;
+            /** @description The token contract's decimals; amounts at the API keep at most 6 whatever this is */
+            decimals: number;
+        };
+        /** CurrencyListResponse */
+        CurrencyListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Currency"][];
+        };
+        /**
          * CurrencyType
          * @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20)
          * @enum {string}
          */
-        CurrencyType: "USDT-TRC20" | "USDT-ERC20";
+        CurrencyType: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
         /**
          * DepositWallet
          * @description A permanent deposit address: every payment to it is its own deposit
@@ -1784,12 +1866,12 @@ export type components = {
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
-                currencyType: "USDT-TRC20" | "USDT-ERC20";
+                currencyType: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /**
                  * @description Same value as currencyType
                  * @enum {string}
                  */
-                network: "USDT-TRC20" | "USDT-ERC20";
+                network: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -2167,12 +2249,12 @@ export type components = {
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
-                currencyType: "USDT-TRC20" | "USDT-ERC20";
+                currencyType: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /**
                  * @description Same value as currencyType
                  * @enum {string}
                  */
-                network: "USDT-TRC20" | "USDT-ERC20";
+                network: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -2270,27 +2352,83 @@ export type components = {
         Settings: {
             environment: "production" | "sandbox";
             autoWithdraw: boolean;
-            /** @description Per currency type, in USDT */
+            /** @description Per enabled currency type, in USDT */
             autoApproveThreshold: {
-                "USDT-TRC20": number;
-                "USDT-ERC20": number;
+                "USDT-TRC20"?: number;
+                "USDT-ERC20"?: number;
+                "USDC-ERC20"?: number;
+                "USDT-BEP20"?: number;
+                "USDC-BEP20"?: number;
+                "USDT-POLYGON"?: number;
+                "USDC-POLYGON"?: number;
+                "USDT-ARBITRUM"?: number;
+                "USDC-ARBITRUM"?: number;
+                "USDC-BASE"?: number;
             };
-            /** @description Four-eyes, per currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default) */
+            /** @description Four-eyes, per enabled currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default) */
             dualApprovalThreshold: {
-                "USDT-TRC20": number | null;
-                "USDT-ERC20": number | null;
+                "USDT-TRC20"?: number | null;
+                "USDT-ERC20"?: number | null;
+                "USDC-ERC20"?: number | null;
+                "USDT-BEP20"?: number | null;
+                "USDC-BEP20"?: number | null;
+                "USDT-POLYGON"?: number | null;
+                "USDC-POLYGON"?: number | null;
+                "USDT-ARBITRUM"?: number | null;
+                "USDC-ARBITRUM"?: number | null;
+                "USDC-BASE"?: number | null;
             };
             ipAllowlist: string[];
             /** @description A checkout session whose payment reaches amount × (1 − tolerance) by its deadline is confirmed */
             underpaymentTolerancePercent: number;
-            /** @description The gateway's fee schedule (set by the operator, read-only here): per currency type and kind, fee = fixed + amount × percent / 100 (the percentage part rounded up to the next base unit) */
+            /** @description The gateway's fee schedule (set by the operator, read-only here): per enabled currency type and kind, fee = fixed + amount × percent / 100 (the percentage part rounded up to the next base unit) */
             fees: {
-                "USDT-TRC20": {
+                "USDT-TRC20"?: {
                     deposit: components["schemas"]["FeeRule"];
                     withdrawal: components["schemas"]["FeeRule"];
                     payout: components["schemas"]["FeeRule"];
                 };
-                "USDT-ERC20": {
+                "USDT-ERC20"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDC-ERC20"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDT-BEP20"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDC-BEP20"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDT-POLYGON"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDC-POLYGON"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDT-ARBITRUM"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDC-ARBITRUM"?: {
+                    deposit: components["schemas"]["FeeRule"];
+                    withdrawal: components["schemas"]["FeeRule"];
+                    payout: components["schemas"]["FeeRule"];
+                };
+                "USDC-BASE"?: {
                     deposit: components["schemas"]["FeeRule"];
                     withdrawal: components["schemas"]["FeeRule"];
                     payout: components["schemas"]["FeeRule"];
@@ -2333,12 +2471,12 @@ export type components = {
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
-                currencyType: "USDT-TRC20" | "USDT-ERC20";
+                currencyType: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /**
                  * @description Same value as currencyType
                  * @enum {string}
                  */
-                network: "USDT-TRC20" | "USDT-ERC20";
+                network: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -2671,12 +2809,12 @@ export type components = {
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
-                currencyType: "USDT-TRC20" | "USDT-ERC20";
+                currencyType: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /**
                  * @description Same value as currencyType
                  * @enum {string}
                  */
-                network: "USDT-TRC20" | "USDT-ERC20";
+                network: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -5517,7 +5655,7 @@ export interface operations {
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
                 /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
-                currencyType?: "USDT-TRC20" | "USDT-ERC20";
+                currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
                 /** @description createdAt ≥ from */
@@ -7270,7 +7408,7 @@ export interface operations {
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
                 /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
-                currencyType?: "USDT-TRC20" | "USDT-ERC20";
+                currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
                 /** @description createdAt ≥ from */
@@ -7612,6 +7750,200 @@ export interface operations {
             };
         };
     };
+    listCurrencies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The currencys, in `data`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrencyListResponse"];
+                };
+            };
+            /** @description `INVALID_AUTH`: Missing or wrong credentials (API key, secret, or dashboard session). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: An unexpected error; the `X-Request-Id` of the response identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    dashboardListCurrencies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The currencys, in `data`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrencyListResponse"];
+                };
+            };
+            /** @description `INVALID_AUTH`: Missing or wrong credentials (API key, secret, or dashboard session). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: An unexpected error; the `X-Request-Id` of the response identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
     listTransactions: {
         parameters: {
             query?: {
@@ -7623,7 +7955,7 @@ export interface operations {
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
                 /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
-                currencyType?: "USDT-TRC20" | "USDT-ERC20";
+                currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
                 /** @description createdAt ≥ from */
@@ -7873,7 +8205,7 @@ export interface operations {
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
                 /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
-                currencyType?: "USDT-TRC20" | "USDT-ERC20";
+                currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
                 /** @description createdAt ≥ from */
@@ -7996,7 +8328,7 @@ export interface operations {
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
                 /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
-                currencyType?: "USDT-TRC20" | "USDT-ERC20";
+                currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
                 /** @description createdAt ≥ from */

@@ -45,6 +45,12 @@ export const AUDIT_ACTIONS = all<Schemas["AuditAction"]>()([
   "ownership.transfer",
 ]);
 
+/** ChainFamily: Address format: evm (0x…, one address on every EVM network) or tron (T…) */
+export const CHAIN_FAMILYS = all<Schemas["ChainFamily"]>()([
+  "evm",
+  "tron",
+]);
+
 /** CheckoutSessionStatus: `pending` until the address has received `amount` with the required confirmations (then `confirmed`) or `expiresAt` has passed without it (then `failed`) */
 export const CHECKOUT_SESSION_STATUSES = all<Schemas["CheckoutSessionStatus"]>()([
   "pending",
@@ -56,6 +62,14 @@ export const CHECKOUT_SESSION_STATUSES = all<Schemas["CheckoutSessionStatus"]>()
 export const CURRENCY_TYPES = all<Schemas["CurrencyType"]>()([
   "USDT-TRC20",
   "USDT-ERC20",
+  "USDC-ERC20",
+  "USDT-BEP20",
+  "USDC-BEP20",
+  "USDT-POLYGON",
+  "USDC-POLYGON",
+  "USDT-ARBITRUM",
+  "USDC-ARBITRUM",
+  "USDC-BASE",
 ]);
 
 /** MemberRole */
@@ -125,6 +139,7 @@ export const WITHDRAWAL_STATUSES = all<Schemas["WithdrawalStatus"]>()([
 /** Every enumeration by its schema name (a missing or extra one fails the typecheck). */
 export const ENUMS = {
   AuditAction: AUDIT_ACTIONS,
+  ChainFamily: CHAIN_FAMILYS,
   CheckoutSessionStatus: CHECKOUT_SESSION_STATUSES,
   CurrencyType: CURRENCY_TYPES,
   MemberRole: MEMBER_ROLES,

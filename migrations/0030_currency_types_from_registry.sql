@@ -1,0 +1,26 @@
+-- Currency types come from the registry in the code (src/domain/currency.ts, issue #37): the
+-- database no longer lists them. Every CHECK that named USDT-TRC20 and USDT-ERC20 is replaced by
+-- the shape of a currency type, `<TOKEN>-<NETWORK>` in capitals and digits; the system ledger
+-- accounts of a currency type are created by its first posting (migrations/functions/
+-- ledger_post_unchecked.sql, changed with this migration), not listed here.
+do $$
+declare
+  r record;
+begin
+  for r in
+    select c.conrelid::regclass as tbl, c.conname, a.attname
+    from pg_constraint c
+    join pg_attribute a on a.attrelid = c.conrelid and a.attnum = c.conkey[1]
+    where c.contype = 'c' and cardinality(c.conkey) = 1
+      and pg_get_constraintdef(c.oid) like '%USDT-ERC20%'
+  loop
+    execute format('alter table %s drop constraint %I', r.tbl, r.conname);
+    execute format('alter table %s add constraint %I check (%I ~ %L)', r.tbl, r.conname, r.attname,
+      '^[A-Z0-9]{2,12}-[A-Z0-9]{2,12}$');
+  end loop;
+end $$;
+
+-- What a token finer than the API's 6 decimals left out of a credited transfer (18-decimal tokens
+-- on BNB Smart Chain): on-chain base units, up to a uint256. It stays on the deposit address and
+-- the reserve report sums it; it is never credited.
+alter table chain_observations add column dust numeric(78, 0) not null default 0 check (dust >= 0);

@@ -1,0 +1,239 @@
+import { z } from "zod";
+import {
+  CURRENCY_TYPES,
+  type CurrencyType,
+  currencyOf,
+  DEFAULT_ENABLED_CURRENCY_TYPES,
+  isCurrencyType,
+  NETWORKS,
+  type NetworkDefinition,
+} from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import { parseAmount } from "../domain/money.js";
+
+/**
+ * Each network's settings, read by the one naming rule the registry's networks share
+ * (README.md#configuration): `<NETWORK>_RPC_URLS` (and the single `<NETWORK>_RPC_URL`),
+ * `<TOKEN>_<NETWORK>_CONTRACT`, `CONFIRMATIONS_<NETWORK>`, `SWEEP_THRESHOLD_<NETWORK>`,
+ * `HOT_WALLET_MAX_<NETWORK>` with `COLD_WALLET_<NETWORK>`, each endpoint, contract and cold-wallet
+ * name also with the `SANDBOX_` prefix; plus the options a network declares (TRON's fee limit).
+ * Nothing here knows a network by name: `domain/currency.ts` lists them, and the chain modules read
+ * the result (`Config.chains.networks[network]`).
+ */
+
+export interface ColdWallet {
+  /** The hot wallet keeps at most this (token base units) of each currency type… */
+  max: bigint;
+  /** …and forwards the excess here. */
+  address: string;
+}
+
+/** One network in one environment, as configured. */
+export interface NetworkEnvironmentSettings {
+  /** Every provider (the first is the write side's first endpoint), without repeats. */
+  urls: readonly string[];
+  /** Token (`USDT`) → contract: the variable, else (production) the mainnet default. */
+  contracts: Readonly<Record<string, string | undefined>>;
+  /** Cold-wallet forwarding (issue #22); undefined: none. */
+  cold: ColdWallet | undefined;
+}
+
+export interface NetworkSettings {
+  /** `CONFIRMATIONS_<NETWORK>`; undefined: the definition's default. */
+  confirmations: number | undefined;
+  /** Deposit balances at or above this (token base units) are swept. */
+  sweepThreshold: bigint;
+  production: NetworkEnvironmentSettings;
+  sandbox: NetworkEnvironmentSettings;
+  /** The network's declared options (`NetworkDefinition.options`), by key. */
+  options: Readonly<Record<string, number>>;
+}
+
+export interface ChainsConfig {
+  /** `CURRENCY_TYPES`: the currency types the deployment serves. */
+  enabled: readonly CurrencyType[];
+  /** Every network of the registry, by name (`ERC20`). */
+  networks: Readonly<Record<string, NetworkSettings>>;
+}
+
+/** The variable names of one network (for messages, docs and the chain modules' reasons). */
+export function networkVariables(definition: NetworkDefinition, environment: Environment) {
+  const p = environment === "sandbox" ? "SANDBOX_" : "";
+  const single = definition.endpointVariable ?? `${definition.network}_RPC_URL`;
+  return {
+    endpoint: `${p}${single}`,
+    endpoints: `${p}${single}S`,
+    contract: (token: string) => `${p}${token}_${definition.network}_CONTRACT`,
+    confirmations: `CONFIRMATIONS_${definition.network}`,
+    sweepThreshold: `SWEEP_THRESHOLD_${definition.network}`,
+    hotWalletMax: `${p}HOT_WALLET_MAX_${definition.network}`,
+    coldWallet: `${p}COLD_WALLET_${definition.network}`,
+  };
+}
+
+const url = z.string().url();
+const positiveInt = z.coerce.number().int().positive();
+const ADDRESS_SHAPE: Record<NetworkDefinition["family"], { re: RegExp; message: string }> = {
+  evm: { re: /^0x[0-9a-fA-F]{40}$/, message: "must be an EVM address (0x + 40 hex digits)" },
+  tron: { re: /^T[1-9A-HJ-NP-Za-km-z]{33}$/, message: "must be a TRON address" },
+};
+
+type Problem = { variable: string; message: string };
+
+/** Parses `CURRENCY_TYPES` and every network's variables; pushes what is wrong onto `problems`. */
+export function parseChainsConfig(env: Readonly<Record<string, string>>, problems: Problem[]): ChainsConfig {
+  const networks: Record<string, NetworkSettings> = {};
+  for (const definition of NETWORKS) {
+    networks[definition.network] = parseNetwork(env, definition, problems);
+  }
+  return { enabled: parseEnabled(env.CURRENCY_TYPES, problems), networks };
+}
+
+function parseEnabled(text: string | undefined, problems: Problem[]): CurrencyType[] {
+  if (text === undefined) return [...DEFAULT_ENABLED_CURRENCY_TYPES];
+  const names = text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const enabled: CurrencyType[] = [];
+  for (const name of names) {
+    if (!isCurrencyType(name)) {
+      problems.push({
+        variable: "CURRENCY_TYPES",
+        message: `unknown currency type ${name} (known: ${CURRENCY_TYPES.join(", ")})`,
+      });
+    } else if (!enabled.includes(name)) enabled.push(name);
+  }
+  if (names.length === 0) problems.push({ variable: "CURRENCY_TYPES", message: "names no currency type" });
+  // Display order is the registry's, whatever order the operator wrote.
+  return CURRENCY_TYPES.filter((c) => enabled.includes(c));
+}
+
+function parseNetwork(
+  env: Readonly<Record<string, string>>,
+  definition: NetworkDefinition,
+  problems: Problem[],
+): NetworkSettings {
+  const names = networkVariables(definition, "production");
+  const confirmationsText = env[names.confirmations];
+  let confirmations: number | undefined;
+  if (confirmationsText !== undefined) {
+    const r = positiveInt.safeParse(confirmationsText);
+    if (r.success) confirmations = r.data;
+    else problems.push({ variable: names.confirmations, message: "must be a positive whole number" });
+  }
+  let sweepThreshold = 0n;
+  const threshold = parseAmount(env[names.sweepThreshold] ?? definition.defaultSweepThreshold);
+  if (threshold.ok) sweepThreshold = threshold.units;
+  else problems.push({ variable: names.sweepThreshold, message: `${threshold.message} (token units)` });
+  const options: Record<string, number> = {};
+  for (const option of definition.options ?? []) {
+    const text = env[option.variable];
+    if (text === undefined) {
+      options[option.key] = option.default;
+      continue;
+    }
+    const r = positiveInt.safeParse(text);
+    if (r.success) options[option.key] = r.data;
+    else problems.push({ variable: option.variable, message: "must be a positive whole number" });
+  }
+  return {
+    confirmations,
+    sweepThreshold,
+    production: parseEnvironment(env, definition, "production", problems),
+    sandbox: parseEnvironment(env, definition, "sandbox", problems),
+    options,
+  };
+}
+
+function parseEnvironment(
+  env: Readonly<Record<string, string>>,
+  definition: NetworkDefinition,
+  environment: Environment,
+  problems: Problem[],
+): NetworkEnvironmentSettings {
+  const names = networkVariables(definition, environment);
+  const urls: string[] = [];
+  const single = env[names.endpoint];
+  if (single !== undefined) {
+    if (url.safeParse(single).success) urls.push(single);
+    else problems.push({ variable: names.endpoint, message: "Invalid url" });
+  }
+  const list = env[names.endpoints];
+  if (list !== undefined) {
+    const entries = list
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (entries.length === 0)
+      problems.push({ variable: names.endpoints, message: "must list at least one URL" });
+    for (const u of entries) {
+      if (!url.safeParse(u).success)
+        problems.push({ variable: names.endpoints, message: `"${u}" is not a URL` });
+      else if (!urls.includes(u)) urls.push(u);
+    }
+  }
+  const contracts: Record<string, string | undefined> = {};
+  for (const listing of definition.tokens) {
+    contracts[listing.token] =
+      env[names.contract(listing.token)] ??
+      (environment === "production" ? listing.defaultContract : undefined);
+  }
+  return { urls, contracts, cold: parseCold(env, definition, names, problems) };
+}
+
+function parseCold(
+  env: Readonly<Record<string, string>>,
+  definition: NetworkDefinition,
+  names: ReturnType<typeof networkVariables>,
+  problems: Problem[],
+): ColdWallet | undefined {
+  const max = env[names.hotWalletMax];
+  const address = env[names.coldWallet];
+  if (max === undefined && address === undefined) return undefined;
+  if (max === undefined || address === undefined) {
+    problems.push({
+      variable: max === undefined ? names.hotWalletMax : names.coldWallet,
+      message: `set with ${max === undefined ? names.coldWallet : names.hotWalletMax}`,
+    });
+    return undefined;
+  }
+  const shape = ADDRESS_SHAPE[definition.family];
+  if (!shape.re.test(address)) {
+    problems.push({ variable: names.coldWallet, message: shape.message });
+    return undefined;
+  }
+  const r = parseAmount(max);
+  if (!r.ok) {
+    problems.push({ variable: names.hotWalletMax, message: `${r.message} (token units)` });
+    return undefined;
+  }
+  return { max: r.units, address };
+}
+
+/** The settings of a currency type's network. */
+export function networkSettingsOf(chains: ChainsConfig, currencyType: CurrencyType): NetworkSettings {
+  const network = currencyOf(currencyType).network;
+  const settings = chains.networks[network];
+  if (!settings) throw new Error(`No settings for network ${network}.`);
+  return settings;
+}
+
+/** The configured contract of a currency type in an environment (undefined: not configured). */
+export function configuredContract(
+  chains: ChainsConfig,
+  currencyType: CurrencyType,
+  environment: Environment,
+): string | undefined {
+  const { token } = currencyOf(currencyType);
+  return networkSettingsOf(chains, currencyType)[environment].contracts[token];
+}
+
+/** Cold-wallet forwarding of a currency type in an environment (its network's), or undefined. */
+export function coldWalletOf(
+  chains: ChainsConfig,
+  currencyType: CurrencyType,
+  environment: Environment,
+): ColdWallet | undefined {
+  return networkSettingsOf(chains, currencyType)[environment].cold;
+}
