@@ -3,7 +3,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import { defaultFeeSchedule, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
 import { type ChainsConfig, parseChainsConfig } from "./chains.js";
 import { parseOutflowCap } from "./outflow-cap.js";
-import { envSchema, type RawEnv } from "./schema.js";
+import { envSchema } from "./schema.js";
 import { type AccountXpubs, parseAccountXpubs } from "./xpubs.js";
 
 export const RATE_LIMIT_TIERS = [

@@ -14,16 +14,6 @@ const bool = z
   .transform((v) => v === "true" || v === "1" || v === "yes");
 const url = z.string().url();
 const optionalUrl = url.optional();
-/** A comma list of URLs (several chain providers). */
-const urlList = z
-  .string()
-  .transform((s) =>
-    s
-      .split(",")
-      .map((x) => x.trim())
-      .filter((x) => x.length > 0),
-  )
-  .pipe(z.array(url).min(1, "must list at least one URL"));
 const csv = z.string().transform((s) =>
   s
     .split(",")

@@ -448,7 +448,7 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
     it("saves settings (with the API's errors in plain words) and turns on 2FA with a QR code", async () => {
       await nav("Settings");
       await page.getByLabel("Send withdrawal requests automatically").uncheck();
-      await page.getByLabel("Auto-approve threshold, USDT (TRON)").fill("5");
+      await page.getByLabel("Auto-approve threshold, USDT on TRON (TRC-20)").fill("5");
       await page.getByLabel("IP allowlist").fill("not-an-ip");
       await page.getByRole("button", { name: "Save settings" }).click();
       const alert = page.getByRole("alert");
@@ -552,7 +552,7 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await pwExpect(result).toContainText(/processing|completed/);
       await shot("payout-sent");
       await pwExpect(result).toContainText("completed", { timeout: 20_000 });
-      await pwExpect(result).toContainText("2.00 USDT (TRON) sent (fee 1.00)");
+      await pwExpect(result).toContainText("2.00 USDT on TRON (TRC-20) sent (fee 1.00)");
       await shot("payout-result");
     });
 
@@ -699,9 +699,9 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
     });
 
     it("four-eyes: the finance member's approval is the first of two, the owner's sends the withdrawal", async () => {
-      // The owner asks for two approvals above 5 USDT (TRON) in the sandbox (no step-up there).
+      // The owner asks for two approvals above 5 USDT on TRON (TRC-20) in the sandbox (no step-up there).
       await nav("Settings");
-      await page.getByLabel("Two approvals above, USDT (TRON)").fill("5");
+      await page.getByLabel("Two approvals above, USDT on TRON (TRC-20)").fill("5");
       await page.getByRole("button", { name: "Save settings" }).click();
       await pwExpect(page.getByText("Settings saved.")).toBeVisible();
       await pendingWithdrawal("user-43");

@@ -424,7 +424,9 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       await form.getByLabel("Recipient wallet address").fill(TRON_ADDRESS);
       await form.getByRole("button", { name: "Continue: e-mail me a code" }).click();
       await form
-        .getByText("An Ethereum address is 0x followed by 40 hexadecimal characters")
+        .getByText(
+          "An EVM address (Ethereum, BNB Smart Chain, Polygon, Arbitrum, Base…) is 0x followed by 40 hexadecimal characters",
+        )
         .first()
         .waitFor();
       await form

@@ -1,6 +1,7 @@
 import { AccountResource } from "./resources/account.js";
 import { BalanceResource } from "./resources/balance.js";
 import { CheckoutSessions } from "./resources/checkout-sessions.js";
+import { Currencies } from "./resources/currencies.js";
 import { Payouts } from "./resources/payouts.js";
 import { Sandbox } from "./resources/sandbox.js";
 import { Transactions } from "./resources/transactions.js";
@@ -65,6 +66,7 @@ export class Stablegate {
   readonly environment: Environment | undefined;
   readonly account: AccountResource;
   readonly balance: BalanceResource;
+  readonly currencies: Currencies;
   readonly checkoutSessions: CheckoutSessions;
   readonly wallets: Wallets;
   readonly withdrawals: Withdrawals;
@@ -98,6 +100,7 @@ export class Stablegate {
     });
     this.account = new AccountResource(http);
     this.balance = new BalanceResource(http);
+    this.currencies = new Currencies(http);
     this.checkoutSessions = new CheckoutSessions(http);
     this.wallets = new Wallets(http);
     this.withdrawals = new Withdrawals(http);

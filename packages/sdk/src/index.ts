@@ -37,6 +37,7 @@ export type {
   BalanceEntry,
   CheckoutSession,
   CheckoutSessionCreateParams,
+  Currency,
   Page,
   Pagination,
   Payout,

@@ -73,6 +73,9 @@ export type TransactionListParams = QueryParams<"/api/v1/public/transactions", "
 
 export type Account = Data<"/api/v1/public/account", "get">;
 
+/** An enabled currency type of the key's environment: token, network, chain family, contract. */
+export type Currency = Data<"/api/v1/public/currencies", "get"> extends (infer C)[] ? C : never;
+
 export type WebhookTestResult = Data<"/api/v1/webhook/test", "post">;
 export type WebhookEventRecord = Item<"/api/v1/webhook/events", "get">;
 export type WebhookEventDetail = Data<"/api/v1/webhook/events/{webhookEventId}", "get">;

@@ -23,6 +23,10 @@ type DataOf<P extends keyof paths, M extends "get" | "post"> = paths[P][M] exten
   : never;
 
 export type CurrencyType = Schemas["CurrencyType"];
+/** How a network's addresses look: `evm` (0x…, the same on every EVM network) or `tron` (T…). */
+export type ChainFamily = Schemas["ChainFamily"];
+/** An enabled currency type of the environment, as `/api/v1/dashboard/currencies` lists it. */
+export type Currency = DataOf<"/api/v1/dashboard/currencies", "get">[number];
 export type TransactionStatus = Schemas["TransactionStatus"];
 export type WithdrawalStatus = Schemas["WithdrawalStatus"];
 

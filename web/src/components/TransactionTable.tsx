@@ -1,9 +1,11 @@
 import { Link } from "react-router-dom";
 import type { Transaction } from "../api/types";
-import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
+import { formatAmount, formatDate, shorten } from "../lib/format";
 import { StatusBadge } from "./ui";
 
 export function TransactionTable({ rows, caption }: { rows: Transaction[]; caption: string }) {
+  const { label } = useCurrencies();
   return (
     <div className="table-wrap">
       <table>
@@ -30,7 +32,7 @@ export function TransactionTable({ rows, caption }: { rows: Transaction[]; capti
                 <StatusBadge status={t.status} />
               </td>
               <td className="num">{formatAmount(t.amount)}</td>
-              <td>{currencyLabel(t.currencyType)}</td>
+              <td>{label(t.currencyType)}</td>
               <td className="cell-break">{t.orderId ?? t.reference ?? "—"}</td>
               <td>
                 <Link to={`/transactions/${t.id}`} title={t.id}>

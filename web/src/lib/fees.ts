@@ -1,7 +1,10 @@
-import type { Settings } from "../api/types";
+import type { CurrencyType, Settings } from "../api/types";
 
-/** A fee rule as the settings read gives it (the gateway's schedule, set by the operator). */
-export type FeeRule = Settings["fees"]["USDT-TRC20"]["payout"];
+/**
+ * A fee rule as the settings read gives it (the gateway's schedule, set by the operator), per
+ * enabled currency type.
+ */
+export type FeeRule = NonNullable<Settings["fees"][CurrencyType]>["payout"];
 
 const UNIT = 1_000_000;
 
@@ -13,7 +16,7 @@ export function amountUnits(text: string): number | null {
   return units > 0 ? units : null;
 }
 
-/** The fee and what the recipient gets, in USDT (the percentage part rounded up, as the server does). */
+/** The fee and what the recipient gets, in the token (the percentage part rounded up, as the server does). */
 export function payoutQuote(rule: FeeRule, amount: number): { fee: number; net: number } {
   const units = Math.round(amount * UNIT);
   const fee = Math.round(rule.fixed * UNIT) + Math.ceil((units * rule.percent) / 100);

@@ -1,24 +1,11 @@
-import type { CurrencyType } from "../api/types";
-
 const amountFormat = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 6 });
 
-/** 1234.5 → "1,234.50"; amounts arrive as JSON numbers in USDT with at most 6 decimals. */
+/**
+ * 1234.5 → "1,234.50"; amounts arrive as JSON numbers in the token (USDT, USDC) with at most 6
+ * decimals. A currency type in words is `useCurrencies().label` (lib/currencies.ts).
+ */
 export function formatAmount(n: number): string {
   return amountFormat.format(n);
-}
-
-export function money(n: number, currency?: CurrencyType | string): string {
-  return currency ? `${formatAmount(n)} ${currencyLabel(currency)}` : formatAmount(n);
-}
-
-/** Each currency type in words (a new one fails the typecheck until it has its label). */
-const CURRENCY_LABELS = {
-  "USDT-TRC20": "USDT (TRON)",
-  "USDT-ERC20": "USDT (Ethereum)",
-} satisfies Record<CurrencyType, string>;
-
-export function currencyLabel(c: string): string {
-  return Object.hasOwn(CURRENCY_LABELS, c) ? CURRENCY_LABELS[c as CurrencyType] : c;
 }
 
 const dateTime = new Intl.DateTimeFormat("en-GB", {

@@ -5,13 +5,15 @@ import type { Balance, Transaction, VolumePoint } from "../api/types";
 import { TransactionTable } from "../components/TransactionTable";
 import { Empty, ErrorNotice, Loading, PageHeader } from "../components/ui";
 import { VolumeChart } from "../components/VolumeChart";
-import { currencyLabel, formatAmount } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
+import { formatAmount } from "../lib/format";
 import { useEnvKey, useSession } from "../session";
 
 const DAYS = 30;
 
 export default function Overview() {
   const { environment } = useSession();
+  const { label, unit } = useCurrencies();
   const balances = useQuery({
     queryKey: useEnvKey("balance"),
     queryFn: () => get<Balance[]>("/api/v1/dashboard/balance"),
@@ -40,13 +42,13 @@ export default function Overview() {
               <article
                 className="card balance"
                 key={b.currencyType}
-                aria-label={`${currencyLabel(b.currencyType)} balance`}
+                aria-label={`${label(b.currencyType)} balance`}
               >
-                <h3>{currencyLabel(b.currencyType)}</h3>
+                <h3>{label(b.currencyType)}</h3>
                 <p className="balance-main">
                   <span className="visually-hidden">Available: </span>
                   <span data-testid={`available-${b.currencyType}`}>{formatAmount(b.available)}</span>
-                  <span className="balance-unit"> USDT available</span>
+                  <span className="balance-unit"> {unit(b.currencyType)} available</span>
                 </p>
                 <dl className="balance-more">
                   <div>

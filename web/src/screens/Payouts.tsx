@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useEffect, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import { get, getList, post } from "../api/client";
-import { type Balance, CURRENCY_TYPES, type CurrencyType, type Payout, type Settings } from "../api/types";
+import type { Balance, ChainFamily, CurrencyType, Payout, Settings } from "../api/types";
 import { Form, FormError, SubmitButton } from "../components/Form";
 import {
   CodeField,
@@ -16,33 +16,40 @@ import {
   StatusBadge,
 } from "../components/ui";
 import { addressProblem } from "../lib/addresses";
+import { useCurrencies } from "../lib/currencies";
 import { amountUnits, payoutQuote } from "../lib/fees";
-import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
+import { formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
 import { useCan, useEnvKey, useSession } from "../session";
 
 type Step = "form" | "otp" | "done";
 
-/** The API's fields by this form's labels (in error messages). */
-const LABELS = {
-  amount: "Amount (USDT)",
+/** The API's fields by this form's labels (in error messages); the amount's names the token. */
+const labels = (amount: string) => ({
+  amount,
   currencyType: "Network",
   walletAddress: "Recipient wallet address",
-};
+});
 
-const FAILURE_ADDRESSES: Record<CurrencyType, string> = {
-  "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
-  "USDT-ERC20": "0x000000000000000000000000000000000000dEaD",
-};
+/**
+ * The sandbox's failure address per chain family (docs/merchants/sandbox.md#simulated-payments): a
+ * transfer to it fails on-chain. One EVM address serves every EVM network.
+ */
+const FAILURE_ADDRESSES = {
+  tron: "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+  evm: "0x000000000000000000000000000000000000dEaD",
+} satisfies Record<ChainFamily, string>;
 
 export default function Payouts() {
   const { environment, me } = useSession();
   const canSend = useCan()("payouts:create");
   const client = useQueryClient();
+  const currencies = useCurrencies();
   const [step, setStep] = useState<Step>("form");
   const [form, setForm] = useState({
     amount: "",
-    currencyType: "USDT-TRC20" as CurrencyType,
+    // Until the merchant picks one: the environment's first enabled currency type.
+    currencyType: null as CurrencyType | null,
     walletAddress: "",
   });
   const [otp, setOtp] = useState("");
@@ -72,29 +79,38 @@ export default function Payouts() {
     mutationFn: () => post<{ expiresAt: string }>("/api/v1/auth/otp", { purpose: "payout" }),
     onSuccess: () => setStep("otp"),
   });
+  const selected = currencies.find(form.currencyType ?? "") ?? currencies.list?.[0];
+  const token = selected?.token ?? "";
+  const amountLabel = selected ? `Amount (${selected.token})` : "Amount";
   const send = useMutation({
     mutationFn: () =>
-      post<Payout>("/api/v1/dashboard/payouts", { ...form, otp, ...(needsTotp ? { totp } : {}) }),
+      post<Payout>("/api/v1/dashboard/payouts", {
+        amount: form.amount,
+        currencyType: selected?.currencyType,
+        walletAddress: form.walletAddress,
+        otp,
+        ...(needsTotp ? { totp } : {}),
+      }),
     onSuccess: async () => {
       setStep("done");
       await client.invalidateQueries({ queryKey: [environment] });
     },
   });
   const result = useLiveStatus(send.data, (id) => `/api/v1/dashboard/payouts?id=${encodeURIComponent(id)}`);
-  const available = balances.data?.find((b) => b.currencyType === form.currencyType)?.available;
+  const available = balances.data?.find((b) => b.currencyType === selected?.currencyType)?.available;
   // Checked in the form, before a code is e-mailed (shown once the merchant tried to continue).
   const [checked, setChecked] = useState(false);
   const units = amountUnits(form.amount);
   // The gateway's own fee schedule (the settings read carries it): the fee shown is the one charged.
-  const rule = settings.data?.fees[form.currencyType]?.payout;
+  const rule = selected ? settings.data?.fees[selected.currencyType]?.payout : undefined;
   const quote = units === null || !rule ? null : payoutQuote(rule, units / 1_000_000);
   const amountProblem =
     units === null
-      ? "Enter an amount in USDT, such as 12.5 (at most 6 decimals)."
+      ? `Enter an amount in ${token || "the token"}, such as 12.5 (at most 6 decimals).`
       : quote && quote.net <= 0
-        ? `The amount must be more than the fee (${formatAmount(quote.fee)} USDT).`
+        ? `The amount must be more than the fee (${formatAmount(quote.fee)} ${token}).`
         : null;
-  const walletProblem = addressProblem(form.currencyType, form.walletAddress);
+  const walletProblem = selected ? addressProblem(selected.chain, form.walletAddress) : null;
 
   /** Back to the details, as entered. */
   function back() {
@@ -130,12 +146,12 @@ export default function Payouts() {
               submission={requestOtp}
               onSubmit={() => {
                 setChecked(true);
-                if (amountProblem || walletProblem) return;
+                if (!selected || amountProblem || walletProblem) return;
                 requestOtp.mutate();
               }}
             >
               <Field
-                label="Amount (USDT)"
+                label={amountLabel}
                 hint={available !== undefined ? `Available: ${formatAmount(available)}` : undefined}
                 error={checked ? amountProblem : undefined}
               >
@@ -152,25 +168,31 @@ export default function Payouts() {
                 )}
               </Field>
               <Field label="Network">
-                {(id) => (
-                  <select
-                    id={id}
-                    value={form.currencyType}
-                    onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
-                  >
-                    {CURRENCY_TYPES.map((c) => (
-                      <option key={c} value={c}>
-                        {currencyLabel(c)}
-                      </option>
-                    ))}
-                  </select>
-                )}
+                {(id) =>
+                  currencies.list ? (
+                    <select
+                      id={id}
+                      value={selected?.currencyType ?? ""}
+                      onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
+                    >
+                      {currencies.list.map((c) => (
+                        <option key={c.currencyType} value={c.currencyType}>
+                          {currencies.label(c.currencyType)}
+                        </option>
+                      ))}
+                    </select>
+                  ) : currencies.error ? (
+                    <ErrorNotice error={currencies.error} />
+                  ) : (
+                    <Loading label="Loading the currencies…" />
+                  )
+                }
               </Field>
               <Field
                 label="Recipient wallet address"
                 hint={
-                  environment === "sandbox"
-                    ? `Sandbox tip: ${FAILURE_ADDRESSES[form.currencyType]} always fails, to test the failed path.`
+                  environment === "sandbox" && selected
+                    ? `Sandbox tip: ${FAILURE_ADDRESSES[selected.chain]} always fails, to test the failed path.`
                     : "Double-check it: a blockchain transfer can't be reversed."
                 }
                 error={checked ? walletProblem : undefined}
@@ -191,35 +213,42 @@ export default function Payouts() {
               <p className="fee-line" data-testid="payout-fee" aria-live="polite">
                 {quote && quote.net > 0 ? (
                   <>
-                    Fee {formatAmount(quote.fee)} USDT: the recipient gets{" "}
-                    <strong>{formatAmount(quote.net)} USDT</strong>.
+                    Fee {formatAmount(quote.fee)} {token}: the recipient gets{" "}
+                    <strong>
+                      {formatAmount(quote.net)} {token}
+                    </strong>
+                    .
                   </>
-                ) : rule ? (
+                ) : rule && selected ? (
                   <>
-                    Fee {formatAmount(rule.fixed)} USDT{rule.percent ? ` + ${rule.percent} %` : ""} per payout
-                    on {currencyLabel(form.currencyType)}: the recipient gets the amount minus the fee.
+                    Fee {formatAmount(rule.fixed)} {token}
+                    {rule.percent ? ` + ${rule.percent} %` : ""} per payout on{" "}
+                    {currencies.label(selected.currencyType)}: the recipient gets the amount minus the fee.
                   </>
                 ) : null}
               </p>
               <div className="form-actions">
                 <SubmitButton pendingLabel="Sending code…">Continue: e-mail me a code</SubmitButton>
               </div>
-              <FormError labels={LABELS} />
+              <FormError labels={labels(amountLabel)} />
             </Form>
           ) : null}
-          {step === "otp" ? (
+          {step === "otp" && selected ? (
             <Form submission={send} onSubmit={() => send.mutate()}>
               <p>
                 Send{" "}
                 <strong>
-                  {form.amount} {currencyLabel(form.currencyType)}
+                  {form.amount} {currencies.label(selected.currencyType)}
                 </strong>{" "}
                 to <code className="break">{form.walletAddress}</code>.
                 {quote ? (
                   <>
                     {" "}
-                    Fee {formatAmount(quote.fee)} USDT: the recipient gets{" "}
-                    <strong>{formatAmount(quote.net)} USDT</strong>.
+                    Fee {formatAmount(quote.fee)} {token}: the recipient gets{" "}
+                    <strong>
+                      {formatAmount(quote.net)} {token}
+                    </strong>
+                    .
                   </>
                 ) : null}
               </p>
@@ -240,7 +269,7 @@ export default function Payouts() {
                 onChange={setOtp}
               />
               {needsTotp ? <CodeField label="Authenticator code" value={totp} onChange={setTotp} /> : null}
-              <FormError labels={LABELS} />
+              <FormError labels={labels(amountLabel)} />
               <div className="form-actions">
                 <button type="button" className="btn" onClick={back}>
                   Back
@@ -259,12 +288,12 @@ export default function Payouts() {
                   <p>The transfer failed on-chain. The amount is back in your available balance.</p>
                 ) : result.status === "processing" ? (
                   <p>
-                    {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} is being sent (fee{" "}
-                    {formatAmount(result.fee)}). This page updates when the blockchain confirms it.
+                    {formatAmount(result.netAmount)} {currencies.label(result.currencyType)} is being sent
+                    (fee {formatAmount(result.fee)}). This page updates when the blockchain confirms it.
                   </p>
                 ) : (
                   <p>
-                    {formatAmount(result.netAmount)} {currencyLabel(result.currencyType)} sent (fee{" "}
+                    {formatAmount(result.netAmount)} {currencies.label(result.currencyType)} sent (fee{" "}
                     {formatAmount(result.fee)}).
                   </p>
                 )}
@@ -307,7 +336,7 @@ export default function Payouts() {
                     <tr key={p.id}>
                       <td>{formatDate(p.createdAt)}</td>
                       <td className="num">{formatAmount(p.amount)}</td>
-                      <td>{currencyLabel(p.currencyType)}</td>
+                      <td>{currencies.label(p.currencyType)}</td>
                       <td>
                         <code title={p.walletAddress}>{shorten(p.walletAddress)}</code>
                       </td>

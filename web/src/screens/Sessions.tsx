@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { get, getList, post } from "../api/client";
-import { type CheckoutSession, CURRENCY_TYPES, type CurrencyType, type Transaction } from "../api/types";
+import type { CheckoutSession, CurrencyType, Transaction } from "../api/types";
 import { Form, SubmitButton } from "../components/Form";
 import { TransactionTable } from "../components/TransactionTable";
 import {
@@ -14,16 +14,18 @@ import {
   PageHeader,
   StatusBadge,
 } from "../components/ui";
-import { currencyLabel, formatAmount, formatDate } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
+import { formatAmount, formatDate } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
 
 const UNIT = 1_000_000;
-/** USDT (at most 6 decimals) as integer base units: sums and differences without float error. */
+/** A token amount (at most 6 decimals) as integer base units: sums and differences without float error. */
 const toUnits = (n: number) => Math.round(n * UNIT);
 
 function SessionCard({ id }: { id: string }) {
   const { environment } = useSession();
   const canPay = useCan()("sandbox:pay");
+  const { label, unit } = useCurrencies();
   const client = useQueryClient();
   const [payAmount, setPayAmount] = useState("");
   const sessionKey = useEnvKey("checkout-session", id);
@@ -91,9 +93,10 @@ function SessionCard({ id }: { id: string }) {
           <>
             {" — "}
             <strong>
-              partially paid {formatAmount(paidUnits / UNIT)} / {formatAmount(s.amount)} USDT
+              partially paid {formatAmount(paidUnits / UNIT)} / {formatAmount(s.amount)}{" "}
+              {unit(s.currencyType)}
             </strong>
-            , waiting for the remaining {formatAmount(remainingUnits / UNIT)} USDT
+            , waiting for the remaining {formatAmount(remainingUnits / UNIT)} {unit(s.currencyType)}
             {s.confirmations.current < s.confirmations.required
               ? ` (confirming ${s.confirmations.current} of ${s.confirmations.required})`
               : ""}
@@ -108,7 +111,7 @@ function SessionCard({ id }: { id: string }) {
         <div>
           <dt>Amount</dt>
           <dd>
-            {formatAmount(s.amount)} {currencyLabel(s.currencyType)}
+            {formatAmount(s.amount)} {label(s.currencyType)}
           </dd>
         </div>
         <div>
@@ -143,7 +146,7 @@ function SessionCard({ id }: { id: string }) {
             label="Simulate a payment"
             hint={
               partial
-                ? `Leave empty to pay the remaining ${formatAmount(remainingUnits / UNIT)} USDT; enter less to test another partial payment.`
+                ? `Leave empty to pay the remaining ${formatAmount(remainingUnits / UNIT)} ${unit(s.currencyType)}; enter less to test another partial payment.`
                 : "Leave empty to pay the full amount; enter less to test a partial payment."
             }
           >
@@ -166,30 +169,34 @@ function SessionCard({ id }: { id: string }) {
   );
 }
 
-/** The API's fields by the create form's labels (in error messages). */
-const CREATE_LABELS = {
-  amount: "Amount (USDT)",
+/** The API's fields by the create form's labels (in error messages); the amount's names the token. */
+const createLabels = (amount: string) => ({
+  amount,
   currencyType: "Network",
   orderId: "Order ID (optional)",
   expiresInMinutes: "Expires in (minutes)",
-};
+});
 
 export default function Sessions() {
   const { environment } = useSession();
   const canCreate = useCan()("payments:create");
+  const currencies = useCurrencies();
   const [form, setForm] = useState({
     amount: "25",
-    currencyType: "USDT-TRC20" as CurrencyType,
+    // Until the merchant picks one: the environment's first enabled currency type.
+    currencyType: null as CurrencyType | null,
     orderId: "",
     expiresInMinutes: "30",
   });
   const [current, setCurrent] = useState<string | null>(null);
   const [lookup, setLookup] = useState("");
+  const selected = currencies.find(form.currencyType ?? "") ?? currencies.list?.[0];
+  const amountLabel = selected ? `Amount (${selected.token})` : "Amount";
   const create = useMutation({
     mutationFn: () =>
       post<CheckoutSession>("/checkout/session", {
         amount: form.amount,
-        currencyType: form.currencyType,
+        currencyType: selected?.currencyType,
         ...(form.orderId ? { orderId: form.orderId } : {}),
         ...(form.expiresInMinutes ? { expiresInMinutes: Number(form.expiresInMinutes) } : {}),
       }),
@@ -219,8 +226,14 @@ export default function Sessions() {
               : "Create a session"}
         </h2>
         {canCreate ? (
-          <Form className="form-grid" submission={create} onSubmit={() => create.mutate()}>
-            <Field label="Amount (USDT)">
+          <Form
+            className="form-grid"
+            submission={create}
+            onSubmit={() => {
+              if (selected) create.mutate();
+            }}
+          >
+            <Field label={amountLabel}>
               {(id) => (
                 <input
                   id={id}
@@ -232,19 +245,25 @@ export default function Sessions() {
               )}
             </Field>
             <Field label="Network">
-              {(id) => (
-                <select
-                  id={id}
-                  value={form.currencyType}
-                  onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
-                >
-                  {CURRENCY_TYPES.map((c) => (
-                    <option key={c} value={c}>
-                      {currencyLabel(c)}
-                    </option>
-                  ))}
-                </select>
-              )}
+              {(id) =>
+                currencies.list ? (
+                  <select
+                    id={id}
+                    value={selected?.currencyType ?? ""}
+                    onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
+                  >
+                    {currencies.list.map((c) => (
+                      <option key={c.currencyType} value={c.currencyType}>
+                        {currencies.label(c.currencyType)}
+                      </option>
+                    ))}
+                  </select>
+                ) : currencies.error ? (
+                  <ErrorNotice error={currencies.error} />
+                ) : (
+                  <Loading label="Loading the currencies…" />
+                )
+              }
             </Field>
             <Field label="Order ID (optional)">
               {(id) => (
@@ -272,7 +291,7 @@ export default function Sessions() {
             </div>
           </Form>
         ) : null}
-        <ErrorNotice error={create.error} labels={CREATE_LABELS} />
+        <ErrorNotice error={create.error} labels={createLabels(amountLabel)} />
         <Form
           className="inline-form"
           onSubmit={() => {

@@ -1,11 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { get, patch, post } from "../api/client";
-import { CURRENCY_TYPES, type Settings as SettingsData } from "../api/types";
+import type { Settings as SettingsData } from "../api/types";
 import { Form, FormError, SubmitButton } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
 import { CodeField, ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
-import { currencyLabel } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
 import { useCan, useEnvKey, useSession } from "../session";
 
 /**
@@ -18,6 +18,7 @@ function WithdrawalSettings() {
   const { environment } = useSession();
   const canWrite = useCan()("settings:write");
   const client = useQueryClient();
+  const currencies = useCurrencies();
   const settings = useQuery({
     queryKey: useEnvKey("settings"),
     queryFn: () => get<SettingsData>("/api/v1/dashboard/settings"),
@@ -39,7 +40,7 @@ function WithdrawalSettings() {
     setDual(
       d && typeof d === "object"
         ? Object.fromEntries(
-            CURRENCY_TYPES.map((c) => [c, d[c] === null || d[c] === undefined ? "" : String(d[c])]),
+            Object.entries(d).map(([c, v]) => [c, v === null || v === undefined ? "" : String(v)]),
           )
         : null,
     );
@@ -71,6 +72,10 @@ function WithdrawalSettings() {
 
   if (settings.isPending) return <Loading />;
   if (settings.error) return <ErrorNotice error={settings.error} />;
+  // The environment's enabled currency types (the settings carry the same keys: their order and
+  // names come from the listing, the keys stand in until it is there).
+  const types: string[] =
+    currencies.list?.map((c) => c.currencyType) ?? Object.keys(settings.data.autoApproveThreshold);
   return (
     <section className="card" aria-labelledby="withdraw-settings">
       <h2 id="withdraw-settings">Withdrawals and access ({environment})</h2>
@@ -95,8 +100,8 @@ function WithdrawalSettings() {
             </p>
           </div>
           <div className="form-grid">
-            {CURRENCY_TYPES.map((c) => (
-              <Field key={c} label={`Auto-approve threshold, ${currencyLabel(c)}`}>
+            {types.map((c) => (
+              <Field key={c} label={`Auto-approve threshold, ${currencies.label(c)}`}>
                 {(id) => (
                   <input
                     id={id}
@@ -110,10 +115,10 @@ function WithdrawalSettings() {
           </div>
           {dual ? (
             <div className="form-grid">
-              {CURRENCY_TYPES.map((c) => (
+              {types.map((c) => (
                 <Field
                   key={c}
-                  label={`Two approvals above, ${currencyLabel(c)}`}
+                  label={`Two approvals above, ${currencies.label(c)}`}
                   hint="Requests above this amount need two members' approvals. Empty: one is enough."
                 >
                   {(id, hint) => (

@@ -3,13 +3,15 @@ import { Link, useParams } from "react-router-dom";
 import { get, getList } from "../api/client";
 import type { Transaction, WebhookEvent } from "../api/types";
 import { CopyButton, ErrorNotice, Loading, PageHeader, StatusBadge } from "../components/ui";
-import { currencyLabel, formatAmount, formatDate } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
+import { formatAmount, formatDate } from "../lib/format";
 import { useCan, useEnvKey } from "../session";
 
 export default function TransactionDetail() {
   const { id = "" } = useParams();
   // The webhook events are for roles that read webhooks (not finance or viewer).
   const seesWebhooks = useCan()("webhooks:read");
+  const { label } = useCurrencies();
   const tx = useQuery({
     queryKey: useEnvKey("transaction", id),
     queryFn: () => get<Transaction>(`/api/v1/dashboard/transactions/${encodeURIComponent(id)}`),
@@ -30,7 +32,7 @@ export default function TransactionDetail() {
           </span>,
         ],
         ["Status", <StatusBadge key="s" status={t.status} />],
-        ["Amount", `${formatAmount(t.amount)} ${currencyLabel(t.currencyType)}`],
+        ["Amount", `${formatAmount(t.amount)} ${label(t.currencyType)}`],
         ["Fee", formatAmount(t.fee)],
         ["Net amount", formatAmount(t.netAmount)],
         ["Received on-chain", t.actualBalance === null ? "—" : formatAmount(t.actualBalance)],

@@ -2,17 +2,12 @@ import { keepPreviousData, useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useSearchParams } from "react-router-dom";
 import { getFile, getList } from "../api/client";
-import {
-  CURRENCY_TYPES,
-  type SortOrder,
-  TRANSACTION_STATUSES,
-  TRANSACTION_TYPES,
-  type Transaction,
-} from "../api/types";
+import { type SortOrder, TRANSACTION_STATUSES, TRANSACTION_TYPES, type Transaction } from "../api/types";
 import { ActionButton, Form, SubmitButton } from "../components/Form";
 import { TransactionTable } from "../components/TransactionTable";
 import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
-import { currencyLabel, download } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
+import { download } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
 
 const SORTS = [
@@ -51,8 +46,13 @@ function dayBound(day: string, next: boolean): string | undefined {
 export default function Transactions() {
   const { environment } = useSession();
   const can = useCan();
+  const currencies = useCurrencies();
   const [params, setParams] = useSearchParams();
   const value = (k: (typeof FILTER_KEYS)[number]) => params.get(k) ?? "";
+  // The enabled currency types, and the one of the address bar should it be another (a type since disabled).
+  const currencyOptions = (currencies.list ?? []).map((c) => c.currencyType as string);
+  if (value("currencyType") && !currencyOptions.includes(value("currencyType")))
+    currencyOptions.push(value("currencyType"));
   const [search, setSearch] = useState(value("search"));
 
   const query = {
@@ -160,9 +160,9 @@ export default function Transactions() {
               onChange={(e) => update({ currencyType: e.target.value })}
             >
               <option value="">All currencies</option>
-              {CURRENCY_TYPES.map((c) => (
+              {currencyOptions.map((c) => (
                 <option key={c} value={c}>
-                  {currencyLabel(c)}
+                  {currencies.label(c)}
                 </option>
               ))}
             </select>

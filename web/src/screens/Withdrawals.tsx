@@ -4,7 +4,8 @@ import { get, getList, post } from "../api/client";
 import { WITHDRAWAL_STATUSES, type Withdrawal, type WithdrawalStatus } from "../api/types";
 import { ConfirmAction } from "../components/Form";
 import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, Pager, StatusBadge } from "../components/ui";
-import { currencyLabel, formatAmount, formatDate, shorten } from "../lib/format";
+import { useCurrencies } from "../lib/currencies";
+import { formatAmount, formatDate, shorten } from "../lib/format";
 import { useLiveStatus } from "../lib/live";
 import { useCan, useEnvKey, useSession } from "../session";
 
@@ -63,6 +64,7 @@ function useApprovalState(id: string | undefined) {
 export default function Withdrawals() {
   const { environment } = useSession();
   const canDecide = useCan()("withdrawals:approve");
+  const { label } = useCurrencies();
   const client = useQueryClient();
   const [status, setStatus] = useState<WithdrawalStatus>("pending");
   const [page, setPage] = useState(1);
@@ -176,7 +178,7 @@ export default function Withdrawals() {
                   <tr key={r.id}>
                     <td>{formatDate(r.createdAt)}</td>
                     <td className="num">{formatAmount(r.amount)}</td>
-                    <td>{currencyLabel(r.currencyType)}</td>
+                    <td>{label(r.currencyType)}</td>
                     <td>
                       <code title={r.walletAddress}>{shorten(r.walletAddress)}</code>
                     </td>
@@ -228,15 +230,15 @@ export default function Withdrawals() {
               {action?.kind === "approve" ? (
                 <>
                   <strong>
-                    {formatAmount(w.netAmount)} {currencyLabel(w.currencyType)}
+                    {formatAmount(w.netAmount)} {label(w.currencyType)}
                   </strong>{" "}
                   will be sent to <code className="break">{w.walletAddress}</code> (amount{" "}
                   {formatAmount(w.amount)} minus the network fee {formatAmount(w.fee)}). This can't be undone.
                 </>
               ) : (
                 <>
-                  The request for {formatAmount(w.amount)} {currencyLabel(w.currencyType)} is rejected and the
-                  amount returns to your available balance. Your server receives a webhook.
+                  The request for {formatAmount(w.amount)} {label(w.currencyType)} is rejected and the amount
+                  returns to your available balance. Your server receives a webhook.
                 </>
               )}
             </p>

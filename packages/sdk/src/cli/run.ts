@@ -1,4 +1,5 @@
 import { StablegateError } from "../errors.js";
+import { CURRENCY_TYPES } from "../generated/enums.js";
 import { describeApiError } from "./describe.js";
 import { ListenError, listen } from "./listen.js";
 import { CONNECTION_OPTIONS, connection, parseArgs, parsed, UsageError } from "./options.js";
@@ -49,14 +50,15 @@ Creates, through the public API of the sandbox, the real objects that cause <eve
                          --expires-in-minutes, default 5, the gateway's default minimum)
   withdrawal.completed   a withdrawal under the auto-approve threshold (approved if it waits)
   withdrawal.failed      a withdrawal to the sandbox failure address
-  withdrawal.pending     a withdrawal above the auto-approve threshold (default 1000 USDT), left pending
+  withdrawal.pending     a withdrawal above the auto-approve threshold (default 1000), left pending
   withdrawal.rejected    the same, then rejected
 Withdrawals first top the sandbox balance up from the faucet when it is short (a deposit, which sends
 its own deposit.confirmed). Sandbox only.
 
 Options:
-  --currency <type>           USDT-TRC20 (default) | USDT-ERC20
-  --amount <usdt>             the deposit or withdrawal amount
+  --currency <type>           a currency type the gateway enables (GET /api/v1/public/currencies;
+                              default: the first of them), one of: ${CURRENCY_TYPES.join(", ")}
+  --amount <n>                the deposit or withdrawal amount, in the token (USDT, USDC)
   --expires-in-minutes <n>    deposit.failed: the session's lifetime (fractions allowed)
 
 ${CONNECTION_HELP}`;
@@ -165,9 +167,11 @@ async function triggerCommand(args: string[], io: RunIo): Promise<number> {
   if (!(TRIGGER_EVENTS as readonly string[]).includes(event)) {
     throw new UsageError(`unknown event ${JSON.stringify(event)}: ${TRIGGER_EVENTS.join(" | ")}`);
   }
-  const currency = values.currency ?? "USDT-TRC20";
-  if (currency !== "USDT-TRC20" && currency !== "USDT-ERC20") {
-    throw new UsageError(`--currency must be USDT-TRC20 or USDT-ERC20, not ${JSON.stringify(currency)}`);
+  const currency = values.currency;
+  if (currency !== undefined && !(CURRENCY_TYPES as readonly string[]).includes(currency)) {
+    throw new UsageError(
+      `--currency must be one of ${CURRENCY_TYPES.join(" | ")}, not ${JSON.stringify(currency)}`,
+    );
   }
   const amount = positiveNumber("--amount", values.amount);
   const expiresInMinutes = positiveNumber("--expires-in-minutes", values["expires-in-minutes"]);
@@ -181,7 +185,7 @@ async function triggerCommand(args: string[], io: RunIo): Promise<number> {
   await trigger({
     ...c,
     event: event as TriggerEvent,
-    currency: currency as Currency,
+    currency: currency as Currency | undefined,
     amount,
     expiresInMinutes,
     signal: io.signal,

@@ -1,8 +1,15 @@
 import { Stablegate } from "../client.js";
 import { StablegateError } from "../errors.js";
+import type { CHAIN_FAMILYS } from "../generated/enums.js";
 import { serverDelaySeconds } from "../retry.js";
 import type { RequestOptions } from "../transport.js";
-import type { BalanceEntry, CheckoutSession, Wallet, Withdrawal } from "../types.js";
+import type {
+  BalanceEntry,
+  CheckoutSession,
+  CheckoutSessionCreateParams,
+  Wallet,
+  Withdrawal,
+} from "../types.js";
 import { describeApiError } from "./describe.js";
 import type { Connection } from "./options.js";
 
@@ -16,20 +23,31 @@ export const TRIGGER_EVENTS = [
 ] as const;
 export type TriggerEvent = (typeof TRIGGER_EVENTS)[number];
 
-export type Currency = "USDT-TRC20" | "USDT-ERC20";
+/** A currency type (`<TOKEN>-<NETWORK>`), as the API's operations type it (the generated enum). */
+export type Currency = CheckoutSessionCreateParams["currencyType"];
+/** How a network's addresses look: TRON (T…) or EVM (0x…, the same on every EVM network). */
+export type ChainFamily = (typeof CHAIN_FAMILYS)[number];
+
+/** The TRON network's name, the second half of its currency types (`USDT-TRC20`); every other network is an EVM one. */
+const TRON_NETWORK = "TRC20";
+
+/** The address family of a currency type, from its network half. */
+export function chainFamily(currency: Currency): ChainFamily {
+  return currency.slice(currency.indexOf("-") + 1) === TRON_NETWORK ? "tron" : "evm";
+}
 
 /**
- * The sandbox test addresses (docs/merchants/sandbox.md#simulated-payments): every outgoing transfer succeeds except to these,
- * which fail on-chain.
+ * The sandbox test addresses per chain family (docs/merchants/sandbox.md#simulated-payments):
+ * every outgoing transfer succeeds except to these, which fail on-chain.
  */
-export const FAILURE_ADDRESSES: Record<Currency, string> = {
-  "USDT-TRC20": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
-  "USDT-ERC20": "0x000000000000000000000000000000000000dEaD",
+export const FAILURE_ADDRESSES: Record<ChainFamily, string> = {
+  tron: "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+  evm: "0x000000000000000000000000000000000000dEaD",
 };
 /** Valid addresses that belong to nobody's deposit sessions, for withdrawals that succeed. */
-export const DESTINATION_ADDRESSES: Record<Currency, string> = {
-  "USDT-TRC20": "TJCx4A1XzNvy32sqbmi86xcURjRi1Etver",
-  "USDT-ERC20": "0x5a5A5a5a5A5a5a5a5a5A5a5A5A5a5a5A5A5A5A5A",
+export const DESTINATION_ADDRESSES: Record<ChainFamily, string> = {
+  tron: "TJCx4A1XzNvy32sqbmi86xcURjRi1Etver",
+  evm: "0x5a5A5a5a5A5a5a5a5a5A5a5A5A5a5a5A5A5A5A5A",
 };
 /** The gateway's default `autoApproveThreshold` (docs/api-reference.md#createwithdrawalrequest): a withdrawal above it waits. */
 export const DEFAULT_AUTO_APPROVE_THRESHOLD = 1_000;
@@ -38,7 +56,8 @@ export const DEFAULT_FAIL_EXPIRY_MINUTES = 5;
 
 export interface TriggerOptions extends Connection {
   event: TriggerEvent;
-  currency: Currency;
+  /** Default: the first currency type the gateway enables (`GET /api/v1/public/currencies`). */
+  currency?: Currency | undefined;
   /** The amount of the deposit or withdrawal (defaults per event). */
   amount?: number | undefined;
   /** `deposit.failed`: the session's lifetime (default 5, the gateway's default minimum). */
@@ -88,6 +107,7 @@ export async function trigger(o: TriggerOptions): Promise<string> {
   // (creating POSTs carry an Idempotency-Key, sandbox pay/approve/reject are repeated on 429 only).
   const opts: RequestOptions = { signal: o.signal };
   const say = o.onLine;
+  const currency = o.currency ?? (await firstEnabled());
   const [kind] = o.event.split(".") as ["deposit" | "withdrawal"];
   if (kind === "deposit") return o.event === "deposit.confirmed" ? depositConfirmed() : depositFailed();
   return withdrawal();
@@ -98,18 +118,18 @@ export async function trigger(o: TriggerOptions): Promise<string> {
       sg.checkoutSessions.create(
         {
           amount,
-          currencyType: o.currency,
+          currencyType: currency,
           orderId: `stablegate-dev-${Date.now()}`,
           metadata: { createdBy: "stablegate-dev trigger deposit.confirmed" },
         },
         opts,
       ),
     );
-    say(`checkout session ${s.id} created for ${amount} ${o.currency}`);
+    say(`checkout session ${s.id} created for ${amount} ${currency}`);
     await call(`POST /api/v1/sandbox/checkout/${s.id}/pay`, () =>
       sg.sandbox.payCheckoutSession(s.id, {}, opts),
     );
-    say(`paid ${amount} ${o.currency} from the sandbox faucet; waiting for the confirmation`);
+    say(`paid ${amount} ${currency} from the sandbox faucet; waiting for the confirmation`);
     await waitStatus(() => getSession(s.id), ["confirmed", "failed"], "confirmed", o.waitMs ?? 120_000);
     say(`deposit ${s.id} confirmed: deposit.confirmed sent`);
     return s.id;
@@ -122,7 +142,7 @@ export async function trigger(o: TriggerOptions): Promise<string> {
       sg.checkoutSessions.create(
         {
           amount,
-          currencyType: o.currency,
+          currencyType: currency,
           expiresInMinutes: minutes,
           orderId: `stablegate-dev-${Date.now()}`,
           metadata: { createdBy: "stablegate-dev trigger deposit.failed" },
@@ -137,7 +157,7 @@ export async function trigger(o: TriggerOptions): Promise<string> {
     const ms = Math.max(0, Date.parse(s.expiresAt) - Date.now());
     // Honest about the wait: a deposit fails only when its session expires underpaid.
     say(
-      `checkout session ${s.id} for ${amount} ${o.currency}, paid ${partial} (a partial payment); ` +
+      `checkout session ${s.id} for ${amount} ${currency}, paid ${partial} (a partial payment); ` +
         `deposit.failed follows when it expires at ${s.expiresAt} (in ${Math.ceil(ms / 1000)} s) — waiting`,
     );
     await waitStatus(() => getSession(s.id), ["confirmed", "failed"], "failed", ms + (o.waitMs ?? 120_000));
@@ -151,16 +171,17 @@ export async function trigger(o: TriggerOptions): Promise<string> {
     const waits = o.event === "withdrawal.pending" || o.event === "withdrawal.rejected";
     const amount = o.amount ?? (waits ? DEFAULT_AUTO_APPROVE_THRESHOLD + 1 : 10);
     await ensureAvailable(amount);
+    const family = chainFamily(currency);
     const walletAddress =
-      o.event === "withdrawal.failed" ? FAILURE_ADDRESSES[o.currency] : DESTINATION_ADDRESSES[o.currency];
+      o.event === "withdrawal.failed" ? FAILURE_ADDRESSES[family] : DESTINATION_ADDRESSES[family];
     let w: Withdrawal = await call(`POST ${WITHDRAWALS}`, () =>
       sg.withdrawals.create(
-        { amount, currencyType: o.currency, walletAddress, reference: `stablegate-dev trigger ${o.event}` },
+        { amount, currencyType: currency, walletAddress, reference: `stablegate-dev trigger ${o.event}` },
         opts,
       ),
     );
     say(
-      `withdrawal ${w.id} of ${amount} ${o.currency} to ${walletAddress}` +
+      `withdrawal ${w.id} of ${amount} ${currency} to ${walletAddress}` +
         (o.event === "withdrawal.failed" ? " (the sandbox failure address)" : "") +
         `: ${w.status}`,
     );
@@ -170,7 +191,7 @@ export async function trigger(o: TriggerOptions): Promise<string> {
       if (w.status !== "pending") {
         throw new TriggerError(
           `the withdrawal was executed at once (status ${w.status}), so no withdrawal.pending: ` +
-            "give --amount above this environment's autoApproveThreshold (default 1000 USDT)",
+            "give --amount above this environment's autoApproveThreshold for the currency (default 1000)",
         );
       }
       if (o.event === "withdrawal.pending") {
@@ -202,29 +223,35 @@ export async function trigger(o: TriggerOptions): Promise<string> {
   async function ensureAvailable(amount: number): Promise<void> {
     const available = async () =>
       (await call<BalanceEntry[]>("GET /api/v1/public/balance", () => sg.balance.get(opts))).find(
-        (b) => b.currencyType === o.currency,
+        (b) => b.currencyType === currency,
       )?.available ?? 0;
     const have = await available();
     if (have >= amount) return;
     const missing = Math.ceil((amount - have) * 1e6) / 1e6;
     const wallet: Wallet = await call("POST /wallet/generate", () =>
-      sg.wallets.generate({ currencyType: o.currency, label: "stablegate-dev trigger funding" }, opts),
+      sg.wallets.generate({ currencyType: currency, label: "stablegate-dev trigger funding" }, opts),
     );
     // `walletAddress` is the API's name; older gateways answer only `address`.
     const named: { walletAddress?: string; address?: string } = wallet;
     const address = named.walletAddress ?? named.address;
     if (!address) throw new TriggerError("the gateway's /wallet/generate answer carries no address");
     await call(`POST /api/v1/sandbox/wallet/${address}/pay`, () =>
-      sg.sandbox.payWallet(address, { amount: missing, currencyType: o.currency }, opts),
+      sg.sandbox.payWallet(address, { amount: missing, currencyType: currency }, opts),
     );
     say(
-      `funded the sandbox balance with ${missing} ${o.currency} (a deposit to ${address}: deposit.confirmed sent)`,
+      `funded the sandbox balance with ${missing} ${currency} (a deposit to ${address}: deposit.confirmed sent)`,
     );
     const deadline = Date.now() + (o.waitMs ?? 120_000);
     while ((await available()) < amount) {
       if (Date.now() > deadline) throw new TriggerError("the funding deposit was not credited in time");
       await pause(250);
     }
+  }
+
+  async function firstEnabled(): Promise<Currency> {
+    const [first] = await call("GET /api/v1/public/currencies", () => sg.currencies.list(opts));
+    if (!first) throw new TriggerError("the gateway enables no currency type in the sandbox");
+    return first.currencyType;
   }
 
   function getSession(id: string): Promise<CheckoutSession> {
