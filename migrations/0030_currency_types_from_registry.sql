@@ -24,3 +24,9 @@ end $$;
 -- on BNB Smart Chain): on-chain base units, up to a uint256. It stays on the deposit address and
 -- the reserve report sums it; it is never credited.
 alter table chain_observations add column dust numeric(78, 0) not null default 0 check (dust >= 0);
+
+-- Wrong network (issue #37): a deposit address is also watched on every other enabled currency type
+-- of its key space (an EVM address is the same on every EVM network); a transfer found there is
+-- credited as its own deposit in the currency type it arrived as, flagged `wrong_network`.
+alter table watched_addresses add column wrong_network boolean not null default false;
+alter table transactions add column wrong_network boolean not null default false;

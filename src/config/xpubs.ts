@@ -1,5 +1,10 @@
 import { HDKey } from "@scure/bip32";
-import { CURRENCY_TYPES, type CurrencyType, DEFAULT_ENABLED_CURRENCY_TYPES } from "../domain/currency.js";
+import {
+  CURRENCY_TYPES,
+  type CurrencyType,
+  DEFAULT_ENABLED_CURRENCY_TYPES,
+  depositAccountOf,
+} from "../domain/currency.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 
 /** `"<network>/<environment>"`, e.g. `"USDT-ERC20/production"`: one BIP44 account each. */
@@ -30,7 +35,10 @@ export function parseAccountXpubs(
   enabled: readonly CurrencyType[] = DEFAULT_ENABLED_CURRENCY_TYPES,
 ): { xpubs: AccountXpubs } | { error: string } {
   const known = accountKeyNames();
-  const needed = accountKeyNames(enabled);
+  // The enabled currency types' accounts, and the accounts their deposit addresses come from.
+  const needed = accountKeyNames(
+    CURRENCY_TYPES.filter((c) => enabled.some((e) => e === c || depositAccountOf(e) === c)),
+  );
   const found = new Map<string, string>();
   for (const entry of text.split(/[\s,]+/).filter(Boolean)) {
     const eq = entry.indexOf("=");

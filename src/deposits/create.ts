@@ -18,7 +18,7 @@ import {
   allocateDepositAddress,
   type DepositIndexReserve,
   nextDepositIndex,
-  watchedAddressValues,
+  watchedAddressRows,
 } from "../wallet/index.js";
 import { insertWatchedAddressRows } from "../watcher/index.js";
 
@@ -33,6 +33,8 @@ export interface CreateDepositDeps {
   latePaymentWatchHours: number;
   /** The process's coalesced session inserts (used outside transactions; absent: one statement each). */
   inserts?: CheckoutSessionInserts;
+  /** The currency types an address of `network` is also watched on (wrong network); absent: none. */
+  twinsOf?: (network: CurrencyType) => readonly CurrencyType[];
 }
 
 export interface NewCheckoutSession {
@@ -46,7 +48,8 @@ export interface NewCheckoutSession {
 
 /** The three rows of one new session. */
 interface SessionRows {
-  w: Insertable<WatchedAddressesTable>;
+  /** The address's own row and its wrong-network twins'. */
+  w: Insertable<WatchedAddressesTable>[];
   s: Insertable<CheckoutSessionsTable>;
   t: Insertable<TransactionsTable>;
 }
@@ -78,7 +81,7 @@ const insertSessionRows = compiledByShape(
 
 async function insertSessions(db: Db, sessions: SessionRows[]): Promise<TransactionRecord[]> {
   const { rows } = await insertSessionRows(db, {
-    w: sessions.map((x) => x.w),
+    w: sessions.flatMap((x) => x.w),
     s: sessions.map((x) => x.s),
     t: sessions.map((x) => x.t),
   });
@@ -128,7 +131,7 @@ export async function createCheckoutSession(
   const expiresAt = new Date(now.getTime() + input.lifetimeMs);
   const index = await nextDepositIndex(trx, input.currencyType, scope.environment, deps.indexes);
   const address = deps.deriver.address(input.currencyType, scope.environment, index);
-  const watched = watchedAddressValues(
+  const watched = watchedAddressRows(
     {
       network: input.currencyType,
       environment: scope.environment,
@@ -136,6 +139,7 @@ export async function createCheckoutSession(
       purpose: "checkout",
       watchUntil: new Date(expiresAt.getTime() + deps.latePaymentWatchHours * 3_600_000),
       referenceId: id,
+      twins: deps.twinsOf?.(input.currencyType) ?? [],
     },
     index,
     address,
@@ -210,6 +214,7 @@ export async function generateDepositWallet(
     purpose: "wallet",
     watchUntil: null,
     referenceId: id,
+    twins: deps.twinsOf?.(input.currencyType) ?? [],
   });
   await trx
     .insertInto("deposit_wallets")

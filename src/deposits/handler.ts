@@ -4,6 +4,7 @@ import type { Clock } from "../lib/clock.js";
 import { updateTransaction } from "../transactions/index.js";
 import type { ConfirmedTransfer, DepositHandler } from "../watcher/index.js";
 import {
+  findCheckoutSessionsByIds,
   hasConfirmingTransferInTime,
   lockCheckoutSession,
   underpaymentToleranceBp,
@@ -28,7 +29,9 @@ export function createDepositHandler(deps: DepositHandlerDeps): DepositHandler {
     if (!transfer.referenceId) {
       throw new Error(`watched address ${transfer.address} has no record to credit`);
     }
-    if (transfer.purpose === "checkout") await onSessionTransfer(trx, deps, transfer, transfer.referenceId);
+    if (transfer.wrongNetwork) await onWrongNetworkTransfer(trx, deps, transfer, transfer.referenceId);
+    else if (transfer.purpose === "checkout")
+      await onSessionTransfer(trx, deps, transfer, transfer.referenceId);
     else await onWalletTransfer(trx, deps, transfer, transfer.referenceId);
   };
 }
@@ -102,17 +105,64 @@ async function onSessionTransfer(
   });
 }
 
+/**
+ * A transfer to a session's or wallet's address on another network than the one it was made for
+ * (README.md#wrong-network-payments): its own `confirmed` deposit in the currency type it arrived as,
+ * flagged `wrongNetwork`, linked to the session (`checkoutSessionId`) or the wallet. It never counts
+ * toward the session, whose status and amounts stay as they are.
+ */
+async function onWrongNetworkTransfer(
+  trx: Db,
+  deps: DepositHandlerDeps,
+  transfer: ConfirmedTransfer,
+  referenceId: string,
+): Promise<void> {
+  const now = new Date(deps.clock.now());
+  const deposit = {
+    currencyType: transfer.network,
+    amount: transfer.amount,
+    address: transfer.address,
+    txHash: transfer.txHash,
+    observationId: transfer.observationId,
+    now,
+    wrongNetwork: true,
+  };
+  if (transfer.purpose === "checkout") {
+    // Read, not locked: this deposit changes nothing of the session.
+    const [session] = await findCheckoutSessionsByIds(trx, [referenceId]);
+    if (!session)
+      throw new Error(`checkout session ${referenceId} of watched address ${transfer.address} is missing`);
+    const t = session.transaction;
+    await recordSingleTransferDeposit(trx, deps, {
+      ...deposit,
+      merchantId: t.merchantId,
+      environment: t.environment,
+      checkoutSessionId: t.id,
+      orderId: t.orderId,
+      callbackUrl: session.callbackUrl,
+      metadata: session.metadata,
+    });
+    return;
+  }
+  const wallet = await findDepositWallet(trx, referenceId);
+  if (!wallet)
+    throw new Error(`deposit wallet ${referenceId} of watched address ${transfer.address} is missing`);
+  await recordSingleTransferDeposit(trx, deps, {
+    ...deposit,
+    merchantId: wallet.merchant_id,
+    environment: wallet.environment,
+    depositWalletId: wallet.id,
+    externalUserId: wallet.external_user_id,
+  });
+}
+
 async function onWalletTransfer(
   trx: Db,
   deps: DepositHandlerDeps,
   transfer: ConfirmedTransfer,
   walletId: string,
 ): Promise<void> {
-  const wallet = await trx
-    .selectFrom("deposit_wallets")
-    .selectAll()
-    .where("id", "=", walletId)
-    .executeTakeFirst();
+  const wallet = await findDepositWallet(trx, walletId);
   if (!wallet)
     throw new Error(`deposit wallet ${walletId} of watched address ${transfer.address} is missing`);
   await recordSingleTransferDeposit(trx, deps, {
@@ -127,4 +177,8 @@ async function onWalletTransfer(
     depositWalletId: wallet.id,
     externalUserId: wallet.external_user_id,
   });
+}
+
+function findDepositWallet(trx: Db, walletId: string) {
+  return trx.selectFrom("deposit_wallets").selectAll().where("id", "=", walletId).executeTakeFirst();
 }

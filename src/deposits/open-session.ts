@@ -8,7 +8,7 @@ import {
   type SessionDetection,
   sessionLifetimeMs,
 } from "../domain/checkout.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, wrongNetworkTwins } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import type { FeeSchedule } from "../domain/fees.js";
@@ -57,7 +57,7 @@ export function checkoutDeps(deps: {
   db: Db;
   clock: Clock;
   idempotencyLeaseMs: number;
-  chains: Pick<ChainRegistry, "get" | "requiredConfirmations">;
+  chains: Pick<ChainRegistry, "get" | "requiredConfirmations" | "enabledCurrencyTypes">;
   addressDeriver: AddressDeriver;
   fees: FeeSchedule;
   checkout: { minExpirySeconds: number; latePaymentWatchHours: number };
@@ -75,6 +75,7 @@ export function checkoutDeps(deps: {
       fees: deps.fees,
       latePaymentWatchHours: deps.checkout.latePaymentWatchHours,
       inserts: new CheckoutSessionInserts(deps.db),
+      twinsOf: (network) => wrongNetworkTwins(network, deps.chains.enabledCurrencyTypes()),
     },
     minExpirySeconds: deps.checkout.minExpirySeconds,
     callbackUrls: deps.callbackUrls,

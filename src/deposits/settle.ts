@@ -77,6 +77,8 @@ export async function recordSingleTransferDeposit(
     callbackUrl?: string | null;
     /** The session's metadata (a late payment), sent in the webhook's `data.metadata`. */
     metadata?: Record<string, unknown> | null;
+    /** Paid on another network than the address was made for (`wrongNetwork: true`). */
+    wrongNetwork?: boolean;
   },
 ): Promise<TransactionRecord> {
   const fee = depositFee(deps.fees, d.currencyType, d.amount);
@@ -99,6 +101,7 @@ export async function recordSingleTransferDeposit(
     orderId: d.orderId ?? null,
     depositWalletId: d.depositWalletId ?? null,
     externalUserId: d.externalUserId ?? null,
+    wrongNetwork: d.wrongNetwork ?? false,
   });
   await creditDeposit(trx, postingContext(record), d.amount, fee);
   await notify(trx, record, d.callbackUrl ?? null, d.metadata ?? null);

@@ -55,6 +55,7 @@ export interface NetworkDefinition {
   readonly tokens: readonly TokenListing[];
 }
 
+/** An EVM network's definition; `costs`: its sweep threshold and withdrawal fee (token units). */
 const evm = (
   network: string,
   name: string,
@@ -63,6 +64,7 @@ const evm = (
   defaultConfirmations: number,
   pollIntervalMs: number,
   tokens: TokenListing[],
+  costs: { sweepThreshold: string; withdrawalFee: string } = { sweepThreshold: "10", withdrawalFee: "1" },
 ): NetworkDefinition => ({
   network,
   family: "evm",
@@ -71,8 +73,8 @@ const evm = (
   chainId,
   coinType: 60,
   defaultConfirmations,
-  defaultSweepThreshold: network === "ERC20" ? "50" : "10",
-  defaultWithdrawalFee: network === "ERC20" ? "5" : "1",
+  defaultSweepThreshold: costs.sweepThreshold,
+  defaultWithdrawalFee: costs.withdrawalFee,
   pollIntervalMs,
   tokens,
 });
@@ -97,20 +99,30 @@ const BUILT_IN_NETWORKS = [
       { token: "USDT", decimals: 6, defaultContract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", accountSlot: 0 },
     ],
   },
-  evm("ERC20", "Ethereum", "Ethereum (ERC-20)", 1, 12, 2_000, [
-    {
-      token: "USDT",
-      decimals: 6,
-      defaultContract: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
-      accountSlot: 0,
-    },
-    {
-      token: "USDC",
-      decimals: 6,
-      defaultContract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
-      accountSlot: 1,
-    },
-  ]),
+  evm(
+    "ERC20",
+    "Ethereum",
+    "Ethereum (ERC-20)",
+    1,
+    12,
+    2_000,
+    [
+      {
+        token: "USDT",
+        decimals: 6,
+        defaultContract: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+        accountSlot: 0,
+      },
+      {
+        token: "USDC",
+        decimals: 6,
+        defaultContract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+        accountSlot: 1,
+      },
+      // Ethereum's gas makes small sweeps and withdrawals dear.
+    ],
+    { sweepThreshold: "50", withdrawalFee: "5" },
+  ),
   evm("BEP20", "BNB Smart Chain", "BNB Smart Chain (BEP-20)", 56, 15, 1_000, [
     {
       token: "USDT",
@@ -268,4 +280,44 @@ export function chainScale(currencyType: CurrencyType): bigint {
 /** An on-chain amount as the API's units (truncated) and the remainder left out (on-chain units). */
 export function fromChainUnits(raw: bigint, scale: bigint): { units: bigint; dust: bigint } {
   return { units: raw / scale, dust: raw % scale };
+}
+
+/**
+ * The other enabled currency types an address made for `network` is also watched on (wrong network,
+ * issue #37): those of the same key space (coin type: every EVM network, the same address), since a
+ * customer may send the token on another network, or another token, to it. Nothing arriving there is
+ * lost: each transfer is credited as its own deposit in the currency type it arrived as.
+ */
+export function wrongNetworkTwins(network: CurrencyType, enabled: readonly CurrencyType[]): CurrencyType[] {
+  const coin = currencyOf(network).definition.coinType;
+  return enabled.filter((c) => c !== network && currencyOf(c).definition.coinType === coin);
+}
+
+/**
+ * Every currency type of the key space of `network` (the same coin type: every EVM network, whose
+ * addresses are one key on all of them), `network` first. An address of ours on one of them is ours
+ * on all: what the destination checks compare against.
+ */
+export function sameKeySpace(network: CurrencyType): CurrencyType[] {
+  return [network, ...wrongNetworkTwins(network, CURRENCY_TYPES)];
+}
+
+/** Chain families in words, for messages: "a TRON address", "an EVM address". */
+export const FAMILY_NAMES: Readonly<Record<ChainFamily, string>> = { tron: "TRON", evm: "EVM" };
+
+/**
+ * The currency type whose account holds the deposit addresses of `network`: the one with slot 0 on
+ * the same coin type (USDT-ERC20 for every EVM currency type, USDT-TRC20 on TRON). Deposit addresses
+ * of all EVM currency types come from one account and one index sequence, so an address is one key
+ * on every EVM network: a payment sent on the wrong network can be credited and swept there
+ * (issue #37). System wallets (the indexes below 100: hot wallet, gas tank; src/wallet/derivation-path.ts) stay in each currency type's
+ * own account, so no two currency types share a sending address (nor its nonces on one chain).
+ */
+export function depositAccountOf(network: CurrencyType): CurrencyType {
+  const coin = currencyOf(network).definition.coinType;
+  const owner = CURRENCY_TYPES.find(
+    (c) => currencyOf(c).definition.coinType === coin && currencyOf(c).accountSlot === 0,
+  );
+  if (!owner) throw new Error(`No currency type has account slot 0 on coin type ${coin}.`);
+  return owner;
 }

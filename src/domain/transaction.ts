@@ -33,6 +33,8 @@ export interface TransactionRecord {
   externalUserId: string | null;
   checkoutSessionId: string | null;
   rejectionReason: string | null;
+  /** A deposit that arrived as another currency type than its address was made for (issue #37). */
+  wrongNetwork: boolean;
   createdAt: Date;
   updatedAt: Date;
   confirmedAt: Date | null;
@@ -64,5 +66,7 @@ export function presentTransaction(t: TransactionRecord) {
     reference: t.reference,
     externalUserId: t.externalUserId,
     checkoutSessionId: t.checkoutSessionId,
+    // Only on a wrong-network deposit: every other transaction keeps its shape.
+    ...(t.wrongNetwork ? { wrongNetwork: true as const } : {}),
   };
 }

@@ -1,10 +1,11 @@
 /**
  * Texts of the hosted payment page. English is the reference; every other language must translate
- * every key (the type says so). `{name}` placeholders are filled by `t` and escaped by the template.
+ * every key (the type says so). `{name}` placeholders are filled by `t` and escaped by the template;
+ * `{token}` is the session's token (USDT, USDC), from the registry.
  */
 const en = {
-  title: "Pay with USDT",
-  pageTitle: "Payment {amount} USDT",
+  title: "Pay with {token}",
+  pageTitle: "Payment {amount} {token}",
   sandboxBadge: "Sandbox: test payment, no real funds",
   amountLabel: "Amount to send",
   networkLabel: "Network",
@@ -16,17 +17,19 @@ const en = {
   qrHint: "Scan with your wallet app.",
   qrStale: "The amount due has changed: reload the page for an updated QR code.",
   warning:
-    "Send only USDT on the {network} network to this address. Other tokens or networks cannot be recovered.",
+    "Send only {token} on the {network} network to this address. Other tokens or networks cannot be recovered.",
+  warningOtherNetworks:
+    "Send only {token} on the {network} network to this address. {others} sent to it still reaches the merchant but does not pay this order; other tokens or networks cannot be recovered.",
   expiresAt: "Expires at {time}",
   timeLeft: "Time left:",
   statusLabel: "Payment status",
   stateWaiting: "Waiting for your payment…",
-  statePartial: "Partially paid: {received} USDT received. Please send the remaining {remaining} USDT.",
+  statePartial: "Partially paid: {received} {token} received. Please send the remaining {remaining} {token}.",
   stateConfirming: "Payment detected — confirming {current} of {required}.",
   statePaid: "Payment received. Thank you!",
   stateExpired: "This payment request has expired. Please do not send any funds to this address.",
   statePartialExpired:
-    "This payment request expired after a partial payment of {received} USDT. The merchant has received it; please contact them about the rest.",
+    "This payment request expired after a partial payment of {received} {token}. The merchant has received it; please contact them about the rest.",
   txLabel: "Transaction",
   confirmedAtLabel: "Confirmed at",
   refresh: "Refresh status",
@@ -36,14 +39,17 @@ const en = {
   notFoundTitle: "Payment not found",
   notFoundText: "There is no payment at this address. Please check the link you received from the merchant.",
   poweredBy: "Secure payment by stablegate",
+  /** One entry of `{others}`: "USDT on Polygon PoS". */
+  tokenOnNetwork: "{token} on {network}",
+  listSeparator: ", ",
 } as const;
 
 export type MessageKey = keyof typeof en;
 export type Messages = Readonly<Record<MessageKey, string>>;
 
 const de: Messages = {
-  title: "Mit USDT bezahlen",
-  pageTitle: "Zahlung {amount} USDT",
+  title: "Mit {token} bezahlen",
+  pageTitle: "Zahlung {amount} {token}",
   sandboxBadge: "Sandbox: Testzahlung, kein echtes Geld",
   amountLabel: "Zu sendender Betrag",
   networkLabel: "Netzwerk",
@@ -56,18 +62,20 @@ const de: Messages = {
   qrStale:
     "Der offene Betrag hat sich geändert: Laden Sie die Seite neu, um einen aktuellen QR-Code zu erhalten.",
   warning:
-    "Senden Sie nur USDT im {network}-Netzwerk an diese Adresse. Andere Token oder Netzwerke können nicht wiederhergestellt werden.",
+    "Senden Sie nur {token} im {network}-Netzwerk an diese Adresse. Andere Token oder Netzwerke können nicht wiederhergestellt werden.",
+  warningOtherNetworks:
+    "Senden Sie nur {token} im {network}-Netzwerk an diese Adresse. {others}, an sie gesendet, erreicht den Händler trotzdem, bezahlt aber diese Bestellung nicht; andere Token oder Netzwerke können nicht wiederhergestellt werden.",
   expiresAt: "Gültig bis {time}",
   timeLeft: "Verbleibende Zeit:",
   statusLabel: "Zahlungsstatus",
   stateWaiting: "Warten auf Ihre Zahlung…",
   statePartial:
-    "Teilweise bezahlt: {received} USDT erhalten. Bitte senden Sie die restlichen {remaining} USDT.",
+    "Teilweise bezahlt: {received} {token} erhalten. Bitte senden Sie die restlichen {remaining} {token}.",
   stateConfirming: "Zahlung erkannt — Bestätigung {current} von {required}.",
   statePaid: "Zahlung erhalten. Vielen Dank!",
   stateExpired: "Diese Zahlungsanforderung ist abgelaufen. Bitte senden Sie kein Geld mehr an diese Adresse.",
   statePartialExpired:
-    "Diese Zahlungsanforderung ist nach einer Teilzahlung von {received} USDT abgelaufen. Der Händler hat sie erhalten; bitte wenden Sie sich wegen des Rests an ihn.",
+    "Diese Zahlungsanforderung ist nach einer Teilzahlung von {received} {token} abgelaufen. Der Händler hat sie erhalten; bitte wenden Sie sich wegen des Rests an ihn.",
   txLabel: "Transaktion",
   confirmedAtLabel: "Bestätigt am",
   refresh: "Status aktualisieren",
@@ -78,6 +86,8 @@ const de: Messages = {
   notFoundText:
     "Unter dieser Adresse gibt es keine Zahlung. Bitte prüfen Sie den Link, den Sie vom Händler erhalten haben.",
   poweredBy: "Sichere Zahlung über stablegate",
+  tokenOnNetwork: "{token} im {network}-Netzwerk",
+  listSeparator: ", ",
 };
 
 export const LANGUAGES = ["en", "de"] as const;

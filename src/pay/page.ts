@@ -64,9 +64,14 @@ export function countdownText(ms: number): string {
   return `${h > 0 ? `${h}:` : ""}${mm}:${String(s).padStart(2, "0")}`;
 }
 
-/** A message whose placeholders are markup (each piece of the message text itself is escaped). */
-function tHtml(lang: Language, key: MessageKey, vars: Record<string, SafeHtml>): SafeHtml {
-  const parts = messages(lang)[key].split(/(\{\w+\})/);
+/**
+ * A message whose placeholders are markup (each piece of the message text itself is escaped);
+ * `{token}` is filled with `token` first (plain text from the registry).
+ */
+function tHtml(lang: Language, token: string, key: MessageKey, vars: Record<string, SafeHtml>): SafeHtml {
+  const parts = messages(lang)
+    [key].replaceAll("{token}", token)
+    .split(/(\{\w+\})/);
   return html`${parts.map((p) => {
     const m = /^\{(\w+)\}$/.exec(p);
     return m?.[1] !== undefined && vars[m[1]] ? vars[m[1]] : p;
@@ -90,11 +95,29 @@ export interface PayPageInput {
   qrUnits: bigint | null;
   /** CSP nonce of the inline style and script. */
   nonce: string;
+  /**
+   * The other currency types the address is also watched on (wrong network): a payment of one of
+   * them is credited as its own deposit, so the warning names them instead of "cannot be recovered".
+   */
+  alsoCredited?: readonly CurrencyType[];
+}
+
+/** The warning under the address: what may be sent, and what happens to anything else. */
+function warningText(lang: Language, network: CurrencyType, others: readonly CurrencyType[]): string {
+  const token = currencyOf(network).token;
+  const vars = { token, network: networkName(network) };
+  if (others.length === 0) return t(lang, "warning", vars);
+  const list = others
+    .map((c) => t(lang, "tokenOnNetwork", { token: currencyOf(c).token, network: networkName(c) }))
+    .join(t(lang, "listSeparator"));
+  return t(lang, "warningOtherNetworks", { ...vars, others: list });
 }
 
 /** The hosted payment page (GET /pay/{id}). Every value is escaped by `html`. */
 export function renderPayPage(p: PayPageInput): string {
   const { lang, snapshot: s } = p;
+  const token = currencyOf(p.network).token;
+  const tx = (key: MessageKey, vars: Record<string, string> = {}) => t(lang, key, { token, ...vars });
   const state = pageState(s, p.expiresAt, p.now);
   const open = state === "waiting" || state === "partial";
   const remaining = remainingAmount(s);
@@ -123,20 +146,20 @@ export function renderPayPage(p: PayPageInput): string {
   data-events="${self}/events"
   data-copied="${t(lang, "copied")}">
 <header>
-  <h1>${t(lang, "title")}</h1>
+  <h1>${tx("title")}</h1>
   ${p.environment === "sandbox" ? html`<p class="badge">${t(lang, "sandboxBadge")}</p>` : ""}
-  <p class="summary"><strong>${amountText} USDT</strong> · ${network}</p>
+  <p class="summary"><strong>${amountText} ${token}</strong> · ${network}</p>
   ${p.orderId ? html`<p class="order">${t(lang, "orderLabel")}: ${p.orderId}</p>` : ""}
 </header>
 <section class="status" role="status" aria-live="polite" aria-label="${t(lang, "statusLabel")}">
   ${panel("waiting", html`<p>${t(lang, "stateWaiting")}</p>`)}
   ${panel(
     "partial",
-    html`<p>${tHtml(lang, "statePartial", { received, remaining: field("remaining", displayAmount(remaining, lang)) })}</p>`,
+    html`<p>${tHtml(lang, token, "statePartial", { received, remaining: field("remaining", displayAmount(remaining, lang)) })}</p>`,
   )}
   ${panel(
     "confirming",
-    html`<p>${tHtml(lang, "stateConfirming", {
+    html`<p>${tHtml(lang, token, "stateConfirming", {
       current: field("confirmations", String(s.confirmations.current)),
       required: field("required", String(s.confirmations.required)),
     })}</p>`,
@@ -150,12 +173,12 @@ export function renderPayPage(p: PayPageInput): string {
     </dl>`,
   )}
   ${panel("expired", html`<p>${t(lang, "stateExpired")}</p>`)}
-  ${panel("partialExpired", html`<p>${tHtml(lang, "statePartialExpired", { received })}</p>`)}
+  ${panel("partialExpired", html`<p>${tHtml(lang, token, "statePartialExpired", { received })}</p>`)}
 </section>
 <section id="instructions" aria-label="${t(lang, "addressLabel")}"${open ? "" : raw(" hidden")}>
   <dl class="facts">
     <div><dt>${t(lang, "amountLabel")}</dt>
-      <dd><strong class="amount">${field("remaining", displayAmount(remaining, lang))} USDT</strong>
+      <dd><strong class="amount">${field("remaining", displayAmount(remaining, lang))} ${token}</strong>
       <button type="button" class="copy" data-copy="remaining" hidden>${t(lang, "copyAmount")}</button></dd></div>
     <div><dt>${t(lang, "networkLabel")}</dt><dd>${network}</dd></div>
   </dl>
@@ -171,8 +194,8 @@ export function renderPayPage(p: PayPageInput): string {
   <p class="label">${t(lang, "addressLabel")}</p>
   <p class="address-row"><code id="address">${p.address}</code>
   <button type="button" class="copy" data-copy="address" hidden>${t(lang, "copyAddress")}</button></p>
-  <p class="warning">${t(lang, "warning", { network })}</p>
-  <p class="expiry">${tHtml(lang, "expiresAt", {
+  <p class="warning">${warningText(lang, p.network, p.alsoCredited ?? [])}</p>
+  <p class="expiry">${tHtml(lang, token, "expiresAt", {
     time: html`<time datetime="${p.expiresAt.toISOString()}">${utcText(p.expiresAt)}</time>`,
   })} · ${t(lang, "timeLeft")} <span id="countdown" role="timer">${countdownText(p.expiresAt.getTime() - p.now)}</span></p>
 </section>
@@ -184,7 +207,7 @@ ${languageNav(lang, self)}
   return document({
     lang,
     nonce: p.nonce,
-    title: t(lang, "pageTitle", { amount: amountText }),
+    title: tx("pageTitle", { amount: amountText }),
     refreshSeconds: open || state === "confirming" ? 30 : null,
     body,
     script: open || state === "confirming",

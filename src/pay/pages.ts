@@ -6,11 +6,12 @@ import {
   findSessionDetections,
 } from "../deposits/index.js";
 import { type CheckoutSessionRecord, noDetection } from "../domain/checkout.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, wrongNetworkTwins } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
+import { wrongNetworkTwinsWatched } from "../watcher/index.js";
 import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber, snapshotOf } from "./live-status.js";
 import type { Language } from "./messages.js";
 import { pageState, remainingAmount, renderPayPage } from "./page.js";
@@ -23,7 +24,7 @@ const MAX_ID_LENGTH = 100;
 export interface PayPagesDeps {
   db: Db;
   clock: Clock;
-  chains: Pick<ChainRegistry, "requiredConfirmations" | "entry">;
+  chains: Pick<ChainRegistry, "requiredConfirmations" | "entry" | "enabledCurrencyTypes">;
   /** The configured token contract of a currency type in an environment (what the QR code names). */
   tokenContract: (network: CurrencyType, environment: Environment) => string | undefined;
   logger: Logger;
@@ -57,7 +58,8 @@ export class PayPages {
     const remaining = remainingAmount(snapshot);
     let qr: string | null = null;
     let qrUnits: bigint | null = null;
-    if (state === "waiting" || state === "partial") {
+    const open = state === "waiting" || state === "partial";
+    if (open) {
       const uri = paymentUri({
         network: session.network,
         address: session.address,
@@ -80,6 +82,13 @@ export class PayPages {
       qrSvg: qr,
       qrUnits,
       nonce,
+      alsoCredited: open
+        ? await wrongNetworkTwinsWatched(this.#deps.db, {
+            environment,
+            address: session.address,
+            candidates: wrongNetworkTwins(session.network, this.#deps.chains.enabledCurrencyTypes()),
+          })
+        : [],
     });
   }
 

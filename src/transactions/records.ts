@@ -24,6 +24,7 @@ export const TRANSACTION_RECORD_COLUMNS = [
   "external_user_id",
   "checkout_session_id",
   "rejection_reason",
+  "wrong_network",
   "created_at",
   "updated_at",
   "confirmed_at",
@@ -50,6 +51,7 @@ export function toRecord(
     externalUserId: r.external_user_id,
     checkoutSessionId: r.checkout_session_id,
     rejectionReason: r.rejection_reason,
+    wrongNetwork: r.wrong_network,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     confirmedAt: r.confirmed_at,
@@ -77,6 +79,8 @@ export interface NewTransaction {
   /** A deposit made of exactly one on-chain transfer (unique: a transfer is one deposit at most). */
   chainObservationId?: string | null;
   depositWalletId?: string | null;
+  /** A deposit that arrived as another currency type than its address was made for. */
+  wrongNetwork?: boolean;
   /** Defaults to the database's now(); flows pass their clock's time. */
   createdAt?: Date;
 }
@@ -107,6 +111,7 @@ export function transactionValues(t: NewTransaction) {
     checkout_session_id: t.checkoutSessionId ?? null,
     rejection_reason: null,
     metadata: t.metadata ? JSON.stringify(t.metadata) : null,
+    ...(t.wrongNetwork ? { wrong_network: true } : {}),
   };
 }
 

@@ -5,7 +5,7 @@ import { HDKey } from "@scure/bip32";
 import { addressFromPublicKey } from "../chains/index.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { accountPath, assertAddressIndex } from "./derivation-path.js";
+import { accountPath, assertAddressIndex, keyAccountOf } from "./derivation-path.js";
 import { masterKeyFromMnemonic } from "./mnemonic.js";
 
 /**
@@ -84,7 +84,7 @@ export class AddressDeriver {
     assertAddressIndex(index);
     return addressFromPublicKey(
       network,
-      childPublicKey(this.externalNode(network, environment), index, this.native),
+      childPublicKey(this.externalNode(keyAccountOf(network, index), environment), index, this.native),
     );
   }
 

@@ -20,6 +20,11 @@ export interface AllocateDepositAddressRequest {
   referenceId?: string | null;
   /** The process's reserve of indexes; without it, one sequence round trip per allocation. */
   indexes?: DepositIndexReserve;
+  /**
+   * The other currency types the address is also watched on (`wrongNetworkTwins`: a payment sent
+   * as one of them is credited as its own deposit, flagged wrong network).
+   */
+  twins?: readonly CurrencyType[];
 }
 
 export interface AllocatedAddress {
@@ -44,7 +49,7 @@ export async function allocateDepositAddress(
 ): Promise<AllocatedAddress> {
   const index = await nextDepositIndex(trx, request.network, request.environment, request.indexes);
   const address = request.deriver.address(request.network, request.environment, index);
-  await insertWatchedAddressRows(trx, watchedAddressValues(request, index, address)).execute();
+  await insertWatchedAddressRows(trx, watchedAddressRows(request, index, address)).execute();
   return { address, index };
 }
 
@@ -61,6 +66,16 @@ export async function nextDepositIndex(
   if (indexes) return indexes.next(db, network, environment);
   const [index] = await reserveIndexes(db, network, environment, 1);
   return index as number;
+}
+
+/** The `watched_addresses` rows of an allocated address: its own, and one per wrong-network twin. */
+export function watchedAddressRows(
+  request: Omit<AllocateDepositAddressRequest, "deriver" | "indexes">,
+  index: number,
+  address: string,
+) {
+  const own = watchedAddressValues(request, index, address);
+  return [own, ...(request.twins ?? []).map((network) => ({ ...own, network, wrong_network: true }))];
 }
 
 /** The `watched_addresses` row of an allocated address (for callers that insert it in a larger statement). */

@@ -1,5 +1,7 @@
-import { type CurrencyType, currencyOf } from "../domain/currency.js";
+import { type CurrencyType, currencyOf, depositAccountOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+
+export { depositAccountOf };
 
 /** Reserved address indexes of every (network, environment) branch. */
 export const HOT_WALLET_INDEX = 0;
@@ -17,7 +19,10 @@ export const ENVIRONMENT_ACCOUNT: Readonly<Record<Environment, number>> = { prod
  * The BIP44 account of a currency type in an environment: `2 × accountSlot + environment` on its
  * network's SLIP-44 coin type (60 for every EVM network, 195 TRON). USDT-ERC20 and USDT-TRC20 have
  * slot 0 (the accounts they always had); each other currency type its own slot, so that no two
- * currency types share an address (nor a hot wallet's nonces on one chain).
+ * currency types share a system wallet (nor a hot wallet's nonces on one chain). Deposit addresses
+ * (indexes from `FIRST_DEPOSIT_INDEX`) are the exception: every currency type of a coin type takes
+ * them from slot 0's account and its one index sequence (`keyAccountOf`), so an EVM deposit address
+ * is one key on every EVM network and a payment on the wrong network can be credited and swept.
  */
 export function accountNumber(network: CurrencyType, environment: Environment): number {
   return 2 * currencyOf(network).accountSlot + ENVIRONMENT_ACCOUNT[environment];
@@ -34,8 +39,13 @@ export function accountPath(network: CurrencyType, environment: Environment): st
   return `m/44'/${currencyOf(network).definition.coinType}'/${accountNumber(network, environment)}'`;
 }
 
-/** `m/44'/<coin>'/<account>'/0/<index>`: BIP44 external chain. */
+/** The currency type whose account derives index `index` of `network` (see `depositAccountOf`). */
+export function keyAccountOf(network: CurrencyType, index: number): CurrencyType {
+  return index >= FIRST_DEPOSIT_INDEX ? depositAccountOf(network) : network;
+}
+
+/** `m/44'/<coin>'/<account>'/0/<index>`: BIP44 external chain (the account: `keyAccountOf`). */
 export function derivationPath(network: CurrencyType, environment: Environment, index: number): string {
   assertAddressIndex(index);
-  return `${accountPath(network, environment)}/0/${index}`;
+  return `${accountPath(keyAccountOf(network, index), environment)}/0/${index}`;
 }

@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
-import { FIRST_DEPOSIT_INDEX } from "./derivation-path.js";
+import { depositAccountOf, FIRST_DEPOSIT_INDEX } from "./derivation-path.js";
 
 /** How many indexes one sequence round trip reserves (per process and (network, environment)). */
 export const DEPOSIT_INDEX_BLOCK = 32;
@@ -28,7 +28,8 @@ export class DepositIndexReserve {
   }
 
   async next(db: Db, network: CurrencyType, environment: Environment): Promise<number> {
-    const key = `${network}/${environment}`;
+    // One sequence per deposit account: every EVM currency type shares USDT-ERC20's.
+    const key = `${depositAccountOf(network)}/${environment}`;
     let list = this.reserved.get(key);
     if (!list) {
       list = [];
@@ -45,7 +46,8 @@ export class DepositIndexReserve {
 }
 
 /**
- * `count` indexes from the sequence of (network, environment) in one round trip (never repeats):
+ * `count` indexes from the sequence of (network's deposit account, environment) in one round trip
+ * (never repeats; every EVM currency type draws from USDT-ERC20's sequence, `depositAccountOf`):
  * `deposit_index_reserve` (migrations/functions/deposit_index_reserve.sql), which creates the
  * sequence on a currency type's first use.
  */
@@ -57,7 +59,7 @@ export async function reserveIndexes(
 ): Promise<number[]> {
   const rows = await sql<{
     index: string;
-  }>`select i::text as index from deposit_index_reserve(${network}, ${environment}, ${count}::int) as i`
+  }>`select i::text as index from deposit_index_reserve(${depositAccountOf(network)}, ${environment}, ${count}::int) as i`
     .execute(db)
     .then((r) => r.rows);
   if (rows.length !== count) throw new Error(`nextval returned ${rows.length} rows, expected ${count}`);

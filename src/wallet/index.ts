@@ -10,6 +10,7 @@ export {
   type AllocatedAddress,
   allocateDepositAddress,
   nextDepositIndex,
+  watchedAddressRows,
   watchedAddressValues,
 } from "./allocation.js";
 export {

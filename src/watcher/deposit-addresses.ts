@@ -38,3 +38,24 @@ export async function isMerchantDepositAddress(
     .executeTakeFirst();
   return watched !== undefined;
 }
+
+/**
+ * Which of `candidates` an address is also watched on as a wrong-network twin (the hosted page's
+ * warning names only what will really be credited). One indexed probe per candidate network.
+ */
+export async function wrongNetworkTwinsWatched(
+  db: Db,
+  a: { environment: Environment; address: string; candidates: readonly CurrencyType[] },
+): Promise<CurrencyType[]> {
+  if (a.candidates.length === 0) return [];
+  const rows = await db
+    .selectFrom("watched_addresses")
+    .select("network")
+    .where("network", "in", [...a.candidates])
+    .where("environment", "=", a.environment)
+    .where("address", "=", a.address)
+    .where("wrong_network", "=", true)
+    .execute();
+  const found = new Set(rows.map((r) => r.network));
+  return a.candidates.filter((c) => found.has(c));
+}

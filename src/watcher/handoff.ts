@@ -24,6 +24,11 @@ export interface ConfirmedTransfer {
   merchantId: string;
   purpose: AddressPurpose;
   referenceId: string | null;
+  /**
+   * The address was made for another currency type (wrong network, issue #37): this transfer is its
+   * own deposit in `network`, whatever the record it belongs to.
+   */
+  wrongNetwork?: boolean;
 }
 
 /**

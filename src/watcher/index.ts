@@ -6,7 +6,11 @@ export {
   type WatchedScope,
   watchedAddressesOf,
 } from "./address-holdings.js";
-export { insertWatchedAddressRows, isMerchantDepositAddress } from "./deposit-addresses.js";
+export {
+  insertWatchedAddressRows,
+  isMerchantDepositAddress,
+  wrongNetworkTwinsWatched,
+} from "./deposit-addresses.js";
 export { type ConfirmedTransfer, type DepositHandler, DepositHandoff } from "./handoff.js";
 export { type WatcherJobDeps, watcherJobs } from "./jobs.js";
 export {

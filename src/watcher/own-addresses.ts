@@ -10,18 +10,19 @@ import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
  */
 
 /**
- * Is `address` a deposit address the gateway issued on this network, in either environment? (Both
- * environments named: the primary key (network, environment, address) answers it.)
+ * Is `address` a deposit address the gateway issued on one of `networks` (one, or a key space:
+ * `sameKeySpace`), in either environment? (Networks and environments named: the primary key
+ * (network, environment, address) answers it.)
  */
 export async function isIssuedDepositAddress(
   db: Db,
-  network: CurrencyType,
+  networks: CurrencyType | readonly CurrencyType[],
   address: string,
 ): Promise<boolean> {
   const issued = await db
     .selectFrom("watched_addresses")
     .select("address")
-    .where("network", "=", network)
+    .where("network", "in", typeof networks === "string" ? [networks] : [...networks])
     .where("environment", "in", [...ENVIRONMENTS])
     .where("address", "=", address)
     .limit(1)

@@ -323,6 +323,7 @@ export async function dueObservations(s: WatcherScope, safe: number, now: Date, 
       "w.merchant_id",
       "w.purpose",
       "w.reference_id",
+      "w.wrong_network",
     ])
     .where("o.network", "=", s.network)
     .where("o.environment", "=", s.environment)

@@ -371,6 +371,7 @@ export class ChainWatcher {
         merchantId: r.merchant_id,
         purpose: r.purpose,
         referenceId: r.reference_id,
+        wrongNetwork: r.wrong_network,
       };
       try {
         const done = await store.claimAndHandOff(this.store, r.id, (trx) => handler(trx, transfer));

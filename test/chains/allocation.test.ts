@@ -10,7 +10,7 @@ import { type Database, openDatabase } from "../../src/db/database.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { allocateDepositAddress } from "../../src/wallet/allocation.js";
 import { FIRST_DEPOSIT_INDEX } from "../../src/wallet/derivation-path.js";
-import { DepositIndexReserve } from "../../src/wallet/index-reserve.js";
+import { DepositIndexReserve, reserveIndexes } from "../../src/wallet/index-reserve.js";
 import { onPostgres, openTestDatabase } from "../support/db.js";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
@@ -179,6 +179,39 @@ describe("DepositIndexReserve", () => {
     ).rejects.toThrow();
     const index = await r.next(database.db, "USDT-ERC20", "sandbox");
     expect(index).toBeGreaterThanOrEqual(FIRST_DEPOSIT_INDEX);
+  });
+
+  it("every EVM currency type draws from one sequence: two processes allocating for two EVM types never share a key (issue #37)", async () => {
+    // Each process (reserve) starts on another currency type; they derive from one account
+    // (USDT-ERC20's), so two indexes from two sequences would be one address for two records.
+    const a = new DepositIndexReserve(4);
+    const b = new DepositIndexReserve(4);
+    const types = ["USDT-ERC20", "USDC-BASE", "USDT-BEP20", "USDC-POLYGON"] as const;
+    const taken = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        database.db.transaction().execute((trx) =>
+          allocateDepositAddress(trx, {
+            deriver,
+            indexes: i % 2 ? a : b,
+            network: types[(i + (i % 2)) % types.length] as (typeof types)[number],
+            environment: "sandbox",
+            merchantId: "mer_reserve",
+            purpose: "wallet",
+          }),
+        ),
+      ),
+    );
+    expect(new Set(taken.map((t) => t.index)).size).toBe(24);
+    expect(new Set(taken.map((t) => t.address.toLowerCase())).size).toBe(24);
+    // The straight path (no reserve) draws from the same sequence too.
+    const [direct] = await reserveIndexes(database.db, "USDC-ARBITRUM", "sandbox", 1);
+    expect(taken.map((t) => t.index)).not.toContain(direct);
+    const seq = await sql<{
+      n: string;
+    }>`select count(*)::text as n from pg_class where relkind = 'S' and relname like 'deposit_index_%_sandbox' and relname not like 'deposit_index_usdt_erc20_%' and relname not like 'deposit_index_usdt_trc20_%'`.execute(
+      database.db,
+    );
+    expect(seq.rows[0]?.n).toBe("0");
   });
 
   it("refuses a block size that is not a positive integer", () => {

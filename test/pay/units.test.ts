@@ -60,7 +60,8 @@ describe("language choice", () => {
         );
       }
     }
-    expect(t("de", "pageTitle", { amount: "12,5" })).toBe("Zahlung 12,5 USDT");
+    expect(t("de", "pageTitle", { amount: "12,5", token: "USDT" })).toBe("Zahlung 12,5 USDT");
+    expect(t("en", "title", { token: "USDC" })).toBe("Pay with USDC");
   });
 });
 

@@ -38,7 +38,13 @@ const validateAny = ajv.compile(WebhookDelivery);
 
 beforeAll(async () => {
   svc = await startTestService({
-    env: { SSRF_ALLOW_CIDRS: "127.0.0.0/8", RATE_LIMIT_ENABLED: "false", CHECKOUT_MIN_EXPIRY_SECONDS: "1" },
+    env: {
+      SSRF_ALLOW_CIDRS: "127.0.0.0/8",
+      RATE_LIMIT_ENABLED: "false",
+      CHECKOUT_MIN_EXPIRY_SECONDS: "1",
+      // Two EVM currency types: a payment as the other one is a wrong-network deposit.
+      CURRENCY_TYPES: "USDT-TRC20,USDT-ERC20,USDC-BASE",
+    },
   });
   receiver = await startReceiver();
   m = await fundedMerchant(svc, receiver, { [TRC]: 3000 });
@@ -70,6 +76,20 @@ async function delivery(transactionId: string, status: string): Promise<Captured
 }
 
 const keys = (schema: TSchema) => Object.keys((schema as TObject).properties).sort();
+const requiredKeys = (schema: TSchema) => [...((schema as TObject).required ?? [])].sort();
+
+/** `body` has every required field of `schema` and no field it does not declare. */
+function expectExactly(body: Record<string, unknown>, schema: TSchema) {
+  const present = Object.keys(body).sort();
+  expect(
+    present.filter((k) => !keys(schema).includes(k)),
+    "undeclared fields",
+  ).toEqual([]);
+  expect(
+    requiredKeys(schema).filter((k) => !present.includes(k)),
+    "missing fields",
+  ).toEqual([]);
+}
 
 /** The checks every captured delivery must pass; returns its `data`. */
 async function expectConforming(c: Captured, type: keyof typeof WebhookDeliveries) {
@@ -79,8 +99,9 @@ async function expectConforming(c: Captured, type: keyof typeof WebhookDeliverie
   expect(validateAny(c.body), JSON.stringify(validateAny.errors)).toBe(true);
   // Exactly the declared fields, at both levels: a field added to the payload without the schema
   // (or the reverse) fails here.
-  expect(Object.keys(c.body).sort()).toEqual(keys(schema));
-  expect(Object.keys(c.body.data).sort()).toEqual(keys(schema.properties.data));
+  // (Optional fields, such as a deposit's `wrongNetwork`, may be absent.)
+  expectExactly(c.body, schema);
+  expectExactly(c.body.data, schema.properties.data);
   const headers = ajv.compile(WebhookDeliveryHeaders);
   const sent = Object.fromEntries(
     Object.keys(WebhookDeliveryHeaders.properties)
@@ -131,6 +152,36 @@ describe("webhook deliveries match the published schema", () => {
       metadata,
       rejectionReason: null,
       blockchainTxHash: pay.body.data.blockchainTxHash,
+    });
+  });
+
+  it("a deposit on the wrong network carries wrongNetwork: true, the session's id and metadata", async () => {
+    const metadata = { cartId: "c-wn" };
+    const s = await call(svc.urls.sandbox, "/checkout/session", {
+      headers: m.api,
+      json: { amount: 5, currencyType: "USDT-ERC20", orderId: "order-shape-wn", metadata },
+    });
+    expect(s.status, s.text).toBe(201);
+    const pay = await call(svc.urls.sandbox, `/api/v1/sandbox/wallet/${s.body.data.walletAddress}/pay`, {
+      headers: m.api,
+      json: { amount: 2, currencyType: "USDC-BASE" },
+    });
+    expect(pay.status, pay.text).toBe(202);
+    const c = await waitFor(
+      () =>
+        receiver.received
+          .map((received) => ({ received, body: JSON.parse(received.raw.toString("utf8")) }))
+          .find((x) => x.body.data?.checkoutSessionId === s.body.data.id),
+      20_000,
+    );
+    const data = await expectConforming(c, "deposit");
+    expect(data).toMatchObject({
+      status: "confirmed",
+      currencyType: "USDC-BASE",
+      amount: 2,
+      orderId: "order-shape-wn",
+      metadata,
+      wrongNetwork: true,
     });
   });
 

@@ -32,6 +32,8 @@ export interface WatchedAddressesTable {
   reference_id: string | null;
   watch_until: NullableTimestamp;
   created_at: Timestamp;
+  /** A twin of an address made for another currency type of the same key space (migration 0030). */
+  wrong_network: Generated<boolean>;
 }
 
 export interface ChainCursorsTable {

@@ -64,6 +64,8 @@ export interface TransactionsTable {
   chain_observation_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** Migration 0006: the `/wallet/generate` wallet a deposit was paid to. */
   deposit_wallet_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A deposit that arrived as another currency type than its address was made for (migration 0030). */
+  wrong_network: Generated<boolean>;
 }
 
 export interface LedgerTables {

@@ -45,6 +45,12 @@ export const TransactionSchema = Type.Object(
     reference: nullable(Type.String()),
     externalUserId: nullable(Type.String()),
     checkoutSessionId: nullable(Type.String()),
+    wrongNetwork: Type.Optional(
+      Type.Literal(true, {
+        description:
+          "Only on a deposit paid on another network than its address was made for: credited in the currency type it arrived as, apart from the session",
+      }),
+    ),
   },
   {
     title: "Transaction",

@@ -48,6 +48,13 @@ function dataFields() {
       Type.String({ description: "A late payment: the checkout session it was made to" }),
     ),
     environment: enumOf(["sandbox", "production"] as const, "Where the event happened"),
+    wrongNetwork: Type.Optional(
+      Type.Literal(true, {
+        description:
+          "Only on a deposit paid on another network than its session or wallet address was made for: " +
+          "its own deposit in the currency type it arrived as (currencyType), never counted toward the session; absent otherwise",
+      }),
+    ),
   };
 }
 
@@ -76,6 +83,7 @@ export const DepositWebhookData = Type.Object({
       description: "The checkout session's metadata (also for a late payment); null for other deposits",
     }),
   ),
+
   rejectionReason: NullField("Always null for deposits"),
 });
 

@@ -1549,6 +1549,11 @@ export type components = {
             reference: string | null;
             externalUserId: string | null;
             checkoutSessionId: string | null;
+            /**
+             * @description Only on a deposit paid on another network than its address was made for: credited in the currency type it arrived as, apart from the session
+             * @enum {boolean}
+             */
+            wrongNetwork?: true;
             merchantId: string;
             environment: "production" | "sandbox";
         };
@@ -1888,6 +1893,11 @@ export type components = {
                  * @enum {string}
                  */
                 environment: "sandbox" | "production";
+                /**
+                 * @description Only on a deposit paid on another network than its session or wallet address was made for: its own deposit in the currency type it arrived as (currencyType), never counted toward the session; absent otherwise
+                 * @enum {boolean}
+                 */
+                wrongNetwork?: true;
                 metadata: {
                     [key: string]: unknown;
                 } | null;
@@ -2271,6 +2281,11 @@ export type components = {
                  * @enum {string}
                  */
                 environment: "sandbox" | "production";
+                /**
+                 * @description Only on a deposit paid on another network than its session or wallet address was made for: its own deposit in the currency type it arrived as (currencyType), never counted toward the session; absent otherwise
+                 * @enum {boolean}
+                 */
+                wrongNetwork?: true;
                 /** @description Always null for payouts */
                 metadata: null;
                 /** @description Always null for payouts */
@@ -2493,6 +2508,11 @@ export type components = {
                  * @enum {string}
                  */
                 environment: "sandbox" | "production";
+                /**
+                 * @description Only on a deposit paid on another network than its session or wallet address was made for: its own deposit in the currency type it arrived as (currencyType), never counted toward the session; absent otherwise
+                 * @enum {boolean}
+                 */
+                wrongNetwork?: true;
                 /** @description Always null for test deliveries */
                 metadata: null;
                 /** @description Always null for test deliveries */
@@ -2553,6 +2573,11 @@ export type components = {
             reference: string | null;
             externalUserId: string | null;
             checkoutSessionId: string | null;
+            /**
+             * @description Only on a deposit paid on another network than its address was made for: credited in the currency type it arrived as, apart from the session
+             * @enum {boolean}
+             */
+            wrongNetwork?: true;
         };
         /** TransactionListResponse */
         TransactionListResponse: {
@@ -2831,6 +2856,11 @@ export type components = {
                  * @enum {string}
                  */
                 environment: "sandbox" | "production";
+                /**
+                 * @description Only on a deposit paid on another network than its session or wallet address was made for: its own deposit in the currency type it arrived as (currencyType), never counted toward the session; absent otherwise
+                 * @enum {boolean}
+                 */
+                wrongNetwork?: true;
                 /** @description Always null for withdrawals */
                 metadata: null;
                 rejectionReason: string | null;
