@@ -1,6 +1,6 @@
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import { type ChainFamily, type CurrencyType, currencyOf } from "../domain/currency.js";
+import { type ChainFamily, type CurrencyType, currencyOf, sameKeySpace } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
@@ -226,10 +226,13 @@ export class SigningPolicy {
     cold: string | null,
   ): Promise<boolean> {
     if (to === cold) return true;
-    for (const environment of ["production", "sandbox"] as const)
-      for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
-        if (this.o.address(network, environment, index) === to) return true;
-    return isIssuedDepositAddress(db, network, to);
+    // The whole key space: an EVM address of ours is ours on every EVM network.
+    const space = sameKeySpace(network);
+    for (const c of space)
+      for (const environment of ["production", "sandbox"] as const)
+        for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
+          if (this.o.address(c, environment, index) === to) return true;
+    return isIssuedDepositAddress(db, space, to);
   }
 
   /** The role of the signing key on this chain, from the index and the recorded deposit addresses. */

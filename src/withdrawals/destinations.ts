@@ -1,6 +1,6 @@
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, currencyOf, sameKeySpace } from "../domain/currency.js";
 import { isRefusedBurnAddress } from "../domain/destination.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
@@ -40,9 +40,13 @@ export async function checkDestination(
   }
   if (isRefusedBurnAddress(network, environment, address))
     throw refused(`is a burn address of ${network} (whatever is sent there is destroyed)`);
-  if (systemAddresses(addresses, network).has(comparable(network, address)))
+  // Every currency type of the key space: an EVM address of ours is ours on every EVM network (the
+  // hot wallet of USDT-ERC20 is a key on Polygon too), so paying it on any of them keeps the coins
+  // inside while the merchant is debited.
+  const space = sameKeySpace(network);
+  if (space.some((c) => systemAddresses(addresses, c).has(comparable(c, address))))
     throw refused("is one of this gateway's own system wallets, not an outside destination");
-  if (await isIssuedDepositAddress(db, network, address))
+  if (await isIssuedDepositAddress(db, space, address))
     throw refused("is a deposit address issued by this gateway, not an outside destination");
 }
 
@@ -52,7 +56,7 @@ function refused(message: string): AppError {
 
 /** EVM addresses compare without their EIP-55 checksum casing; TRON's base58check is exact. */
 function comparable(network: CurrencyType, address: string): string {
-  return network === "USDT-ERC20" ? address.toLowerCase() : address;
+  return currencyOf(network).definition.family === "evm" ? address.toLowerCase() : address;
 }
 
 /** Per deriver and network: the system wallets of both environments (derived once, ~200 addresses). */

@@ -1,6 +1,6 @@
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { CURRENCY_TYPES, type CurrencyType, currencyOf, FAMILY_NAMES } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError, type FieldError } from "../domain/errors.js";
 import { computeFee, type FeeSchedule } from "../domain/fees.js";
@@ -54,18 +54,22 @@ export function validateWithdrawal(
   try {
     address = normalizeAddress(input.currencyType, input.walletAddress);
   } catch {
-    const other: CurrencyType = input.currencyType === "USDT-TRC20" ? "USDT-ERC20" : "USDT-TRC20";
-    let otherNetwork = false;
-    try {
-      normalizeAddress(other, input.walletAddress);
-      otherNetwork = true;
-    } catch {
-      // not an address of either network
-    }
+    // An address of another chain family (a TRON address for an EVM currency type, or the reverse)
+    // is named as such: the likeliest mistake.
+    const own = currencyOf(input.currencyType).definition.family;
+    const other = CURRENCY_TYPES.find((c) => {
+      if (currencyOf(c).definition.family === own) return false;
+      try {
+        normalizeAddress(c, input.walletAddress);
+        return true;
+      } catch {
+        return false;
+      }
+    });
     errors.push({
       field: "walletAddress",
-      message: otherNetwork
-        ? `is a ${other} address, not a ${input.currencyType} one`
+      message: other
+        ? `is ${article(FAMILY_NAMES[currencyOf(other).definition.family])} address, not ${article(FAMILY_NAMES[own])} (${input.currencyType}) one`
         : `is not a valid ${input.currencyType} address`,
     });
   }
@@ -73,7 +77,7 @@ export function validateWithdrawal(
   if (input.amount <= fee) {
     errors.push({
       field: "amount",
-      message: `must be greater than the network fee of ${formatAmount(fee)} USDT`,
+      message: `must be greater than the network fee of ${formatAmount(fee)} ${currencyOf(input.currencyType).token}`,
     });
   }
   if (errors.length > 0) throw AppError.validation(errors);
@@ -292,4 +296,9 @@ async function notify(trx: Db, t: TransactionRecord): Promise<void> {
     transactionStatus: t.status,
     data: webhookData(t),
   });
+}
+
+/** "an EVM", "a TRON". */
+function article(word: string): string {
+  return `${/^[AEIOU]/.test(word) ? "an" : "a"} ${word}`;
 }
