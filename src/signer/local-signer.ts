@@ -172,6 +172,11 @@ export class LocalSigner implements Signer {
         throw new SignerRejectedError(`${f} must be decimal`);
     }
     if (!Number.isSafeInteger(t.chainId) || t.chainId < 1) throw new SignerRejectedError("invalid chainId");
+    // Production keys sign only for the network's own chain (the registry's chain id), whatever the
+    // worker or its RPC says: one key is an address on every EVM chain. Sandbox testnets vary.
+    const expected = currencyOf(request.network).definition.chainId;
+    if (request.environment === "production" && t.chainId !== expected)
+      throw new SignerRejectedError(`chainId ${t.chainId} is not ${request.network}'s (${expected})`);
     if (!Number.isSafeInteger(t.nonce) || t.nonce < 0) throw new SignerRejectedError("invalid nonce");
     if (typeof t.to !== "string" || !isEvmAddress(t.to)) throw new SignerRejectedError("invalid to");
     const data = typeof t.data === "string" ? t.data.toLowerCase() : "";

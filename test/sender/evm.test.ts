@@ -39,6 +39,26 @@ afterAll(async () => {
   await node?.stop();
 });
 
+describe("EvmChainWriter: the endpoint's chain id (issue #37)", () => {
+  it("a writer expecting chain 1 refuses an endpoint of another chain before building anything; without the expectation it builds", async () => {
+    const spec = {
+      asset: "token" as const,
+      environment: "production" as const,
+      from: hot,
+      fromIndex: HOT_WALLET_INDEX,
+      to: recipient(1),
+      amount: 1n,
+    };
+    await mintTestUsdt(node, token, hot, USDT(1));
+    const strict = new EvmChainWriter({ rpcUrl: node.rpcUrl, tokenAddress: token, expectedChainId: 1 });
+    await expect(strict.prepare(spec, { nonce: 0 })).rejects.toThrow(
+      /USDT-ERC20: the endpoint answers chain id 31337, not 1/,
+    );
+    const built = await writer.prepare(spec, { nonce: 0 });
+    expect(built.signRequest).toMatchObject({ chain: "evm", transaction: { chainId: 31337 } });
+  });
+});
+
 describe("EvmChainWriter: on-chain verification (docs/decisions/sending.md#chains-part-2-sending-money-issue-6)", () => {
   it("a transfer with the expected Transfer log succeeds; wrong amount, wrong recipient, revert and no receipt do not", async () => {
     await mintTestUsdt(node, token, deployer, USDT(100));

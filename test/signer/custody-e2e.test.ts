@@ -153,7 +153,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
     beforeAll(async () => {
       root = await mkdtemp(path.join(tmpdir(), "sg-custody-"));
       signerPort = await freePort();
-      [anvil, database] = await Promise.all([startAnvil(), createEmptyPostgresDatabase()]);
+      // Chain id 1: production signs only for the network's own chain (Ethereum's).
+      [anvil, database] = await Promise.all([startAnvil(["--chain-id", "1"]), createEmptyPostgresDatabase()]);
       token = await deployTestUsdt(anvil);
       db = await openDatabase({ kind: "postgres", url: database.url, poolSize: 2 });
     }, START_TIMEOUT);

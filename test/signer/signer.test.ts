@@ -137,8 +137,20 @@ describe("LocalSigner policy", () => {
       expect(tx.to?.toLowerCase()).toBe(token.toLowerCase());
     }
     // Production and sandbox keys differ (separate BIP44 accounts).
-    const prod = await signer.sign({ ...evmRequest(), environment: "production" }, PRODUCTION);
+    const prod = await signer.sign({ ...evmRequest({ chainId: 1 }), environment: "production" }, PRODUCTION);
     expect(prod.from).toBe(wallet.address("USDT-ERC20", "production", HOT_WALLET_INDEX));
+  });
+
+  it("production signs only for the network's own chain id (issue #37: one key is an address on every EVM chain)", async () => {
+    // Whatever the worker or its RPC says: a production USDT-ERC20 transfer for chain 56 or 31337 is refused.
+    for (const chainId of [56, 137, 31337])
+      await expect(
+        signer.sign({ ...evmRequest({ chainId }), environment: "production" }, PRODUCTION),
+      ).rejects.toThrow(new RegExp(`chainId ${chainId} is not USDT-ERC20's \\(1\\)`));
+    // The sandbox's testnets have their own chain ids.
+    await expect(signer.sign(evmRequest({ chainId: 11155111 }), SANDBOX)).resolves.toMatchObject({
+      from: wallet.address("USDT-ERC20", "sandbox", HOT_WALLET_INDEX),
+    });
   });
 
   it("refuses anything but a token transfer or a plain native transfer", async () => {

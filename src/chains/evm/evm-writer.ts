@@ -41,6 +41,11 @@ export interface EvmWriterOptions {
   feeBufferPercent?: number;
   /** Margin on the gas estimate. Default 25 %. */
   gasMarginPercent?: number;
+  /**
+   * The chain id the endpoint must answer (production: the network's own, from the registry); a
+   * node of another chain is refused before anything is signed. Unset: any (sandbox testnets).
+   */
+  expectedChainId?: number | null;
 }
 
 /** Gas of a plain ETH transfer to an externally owned account (deposit addresses are EOAs). */
@@ -62,8 +67,10 @@ export class EvmChainWriter implements SignedChainWriter {
   private readonly feeBuffer: number;
   private readonly gasMargin: number;
   private chainId: number | undefined;
+  private readonly expectedChainId: number | null;
 
   constructor(options: EvmWriterOptions) {
+    this.expectedChainId = options.expectedChainId ?? null;
     this.network = options.network ?? "USDT-ERC20";
     this.scale = options.scale ?? 1n;
     this.token = normalizeEvmAddress(options.tokenAddress);
@@ -310,7 +317,17 @@ export class EvmChainWriter implements SignedChainWriter {
   }
 
   private async getChainId(): Promise<number> {
-    this.chainId ??= await this.call("eth_chainId", () => this.client.getChainId());
+    if (this.chainId === undefined) {
+      const answered = await this.call("eth_chainId", () => this.client.getChainId());
+      // One misconfigured endpoint must not decide which chain our keys sign for (a BASE_RPC_URL
+      // pointing at a Polygon node): nothing is built, the transfer waits and /readyz says why.
+      if (this.expectedChainId !== null && answered !== this.expectedChainId)
+        throw new ChainUnavailableError(
+          this.network,
+          `the endpoint answers chain id ${answered}, not ${this.expectedChainId}`,
+        );
+      this.chainId = answered;
+    }
     return this.chainId;
   }
 

@@ -63,6 +63,8 @@ export function evmChain(definition: NetworkDefinition): NetworkChainModule<EvmA
             tokenAddress: contract!,
             scale: chainScale(chain.network),
             timeoutMs: CHAIN_RPC_TIMEOUT_MS,
+            // Production signs only for the network's own chain id; sandbox testnets have their own.
+            expectedChainId: chain.environment === "production" ? definition.chainId : null,
           }),
       );
       return pooledWriter(chain.adapter, writers);

@@ -110,17 +110,9 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function wallet(node: AnvilNode, privateKey: Hex) {
-  return createWalletClient({
-    account: privateKeyToAccount(privateKey),
-    chain: foundry,
-    transport: http(node.rpcUrl),
-  });
-}
-
 /** Deploys TestUSDT from anvil's account #0; returns its address. */
 export async function deployTestUsdt(node: AnvilNode): Promise<Hex> {
-  const hash = await wallet(node, ANVIL_DEPLOYER_KEY).deployContract({
+  const hash = await (await chainWallet(node, ANVIL_DEPLOYER_KEY)).deployContract({
     abi: TEST_USDT.abi,
     bytecode: TEST_USDT.bytecode,
   });
@@ -130,8 +122,8 @@ export async function deployTestUsdt(node: AnvilNode): Promise<Hex> {
 }
 
 /**
- * A wallet for the chain id the node actually runs (`startAnvil(["--chain-id", "56"])`): `wallet` is
- * pinned to foundry's 31337, and viem refuses to sign for a node that reports another id.
+ * A wallet for the chain id the node actually runs (`startAnvil(["--chain-id", "56"])`): viem
+ * refuses to sign for a node that reports another id than its chain's.
  */
 async function chainWallet(node: AnvilNode, privateKey: Hex) {
   const id = await node.publicClient.getChainId();
@@ -147,9 +139,8 @@ async function chainWallet(node: AnvilNode, privateKey: Hex) {
  * symbol); returns its address. Works on any `--chain-id`.
  *
  * TestToken's mint/transfer/balanceOf ABI is the same as TestUSDT's, so the TestUSDT helpers encode
- * the right calls for it; but mintTestUsdt, transferTestUsdt and sendMintTestUsdt sign for chain
- * 31337 only, so on another chain id use mintTestToken, transferTestToken and sendMintTestToken
- * (which work for TestUSDT too). testUsdtBalance only reads, so it works for either token on any chain.
+ * the right calls for it; every helper signs for the chain id the node runs, and testUsdtBalance only
+ * reads, so either token works with either family of helpers on any chain.
  */
 export async function deployTestToken(
   node: AnvilNode,
@@ -205,7 +196,7 @@ export async function sendMintTestToken(node: AnvilNode, token: Hex, to: Hex, am
 
 /** Mints `amount` base units to `to` (one block with automining); returns the receipt. */
 export async function mintTestUsdt(node: AnvilNode, token: Hex, to: Hex, amount: bigint) {
-  const hash = await wallet(node, ANVIL_DEPLOYER_KEY).writeContract({
+  const hash = await (await chainWallet(node, ANVIL_DEPLOYER_KEY)).writeContract({
     address: token,
     abi: TEST_USDT.abi,
     functionName: "mint",
@@ -216,7 +207,7 @@ export async function mintTestUsdt(node: AnvilNode, token: Hex, to: Hex, amount:
 
 /** `transfer(to, amount)` signed by `fromKey`; funds the sender with ETH for gas first. */
 export async function transferTestUsdt(node: AnvilNode, token: Hex, fromKey: Hex, to: Hex, amount: bigint) {
-  const client = wallet(node, fromKey);
+  const client = await chainWallet(node, fromKey);
   await node.testClient.setBalance({ address: client.account.address, value: 10n ** 20n });
   const hash = await client.writeContract({
     address: token,
@@ -238,7 +229,7 @@ export async function setAutomine(node: AnvilNode, on: boolean): Promise<void> {
 
 /** Sends `mint(to, amount)` without waiting for a block (automine off: it waits in the pool). */
 export async function sendMintTestUsdt(node: AnvilNode, token: Hex, to: Hex, amount: bigint): Promise<Hex> {
-  return wallet(node, ANVIL_DEPLOYER_KEY).writeContract({
+  return (await chainWallet(node, ANVIL_DEPLOYER_KEY)).writeContract({
     address: token,
     abi: TEST_USDT.abi,
     functionName: "mint",
