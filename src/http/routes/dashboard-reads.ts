@@ -28,8 +28,8 @@ const VolumePoint = Type.Object(
   {
     date: Type.String({ format: "date", description: "UTC day" }),
     currencyType: CurrencyTypeSchema,
-    incoming: Type.Number({ description: "Credited by confirmed deposits, in USDT" }),
-    outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in USDT" }),
+    incoming: Type.Number({ description: "Credited by confirmed deposits, in the token" }),
+    outgoing: Type.Number({ description: "Sent by completed withdrawals and payouts, in the token" }),
     count: Type.Integer({ description: "Transactions counted in this day" }),
   },
   { title: "VolumePoint" },

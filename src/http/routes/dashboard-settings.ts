@@ -10,11 +10,13 @@ import { dashboardPrincipal } from "../plugins/dashboard-auth.js";
 import { StepUpFields } from "../plugins/step-up.js";
 import { commonErrors, Nullable, ok } from "../schemas/common.js";
 
-const Amount = Type.Union([Type.Number(), Type.String()], { description: "USDT, at most 6 decimals" });
+const Amount = Type.Union([Type.Number(), Type.String()], {
+  description: "In the token (USDT, USDC), at most 6 decimals",
+});
 
 const FeeRuleSchema = Type.Object(
   {
-    fixed: Type.Number({ description: "USDT" }),
+    fixed: Type.Number({ description: "In the token (USDT, USDC)" }),
     percent: Type.Number({ description: "percent of the amount" }),
   },
   { title: "FeeRule" },
@@ -34,7 +36,7 @@ const SettingsSchema = Type.Object(
         string,
         TOptional<TNumber>
       >,
-      { description: "Per enabled currency type, in USDT" },
+      { description: "Per enabled currency type, in its token" },
     ),
     dualApprovalThreshold: Type.Object(
       Object.fromEntries(CURRENCY_TYPES.map((c) => [c, Type.Optional(Nullable(Type.Number()))])) as Record<
@@ -43,7 +45,7 @@ const SettingsSchema = Type.Object(
       >,
       {
         description:
-          "Four-eyes, per enabled currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default)",
+          "Four-eyes, per enabled currency type, in its token: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default)",
       },
     ),
     ipAllowlist: Type.Array(Type.String()),

@@ -7,9 +7,9 @@ import { CurrencyTypeSchema } from "./transaction.js";
 export const BalanceSchema = Type.Object(
   {
     currencyType: CurrencyTypeSchema,
-    available: Type.Number({ description: "Spendable, in USDT" }),
-    held: Type.Number({ description: "Reserved for withdrawals and payouts in flight, in USDT" }),
-    total: Type.Number({ description: "available + held, in USDT" }),
+    available: Type.Number({ description: "Spendable, in the token (USDT, USDC)" }),
+    held: Type.Number({ description: "Reserved for withdrawals and payouts in flight, in the token" }),
+    total: Type.Number({ description: "available + held, in the token" }),
   },
   {
     title: "Balance",

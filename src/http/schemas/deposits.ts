@@ -22,7 +22,7 @@ export const CheckoutSessionStatusSchema = Type.Unsafe<TransactionStatus>({
 
 /** An amount in a request: a JSON number or a numeric string (docs/api-reference.md#amounts); checked by `amountField`. */
 export const AmountInput = Type.Union([Type.Number(), Type.String({ maxLength: 64 })], {
-  description: "USDT, positive, at most 6 decimals, at most 1000000000",
+  description: "In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000",
 });
 
 export const CreateCheckoutSessionBody = Type.Object(
@@ -59,7 +59,7 @@ export const CheckoutSessionSchema = Type.Object(
     id: Type.String({ description: "Same value as transactionId" }),
     transactionId: Type.String(),
     status: CheckoutSessionStatusSchema,
-    amount: Type.Number({ description: "In USDT" }),
+    amount: Type.Number({ description: "In the token (USDT, USDC)" }),
     currencyType: CurrencyTypeSchema,
     network: CurrencyTypeSchema,
     walletAddress: Type.String({ description: "The address the customer pays to" }),

@@ -12,7 +12,8 @@ export const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: 
 
 export const CurrencyTypeSchema = literals(CURRENCY_TYPES, {
   title: "CurrencyType",
-  description: "The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20)",
+  description:
+    "The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies",
 });
 export const TransactionTypeSchema = literals(TRANSACTION_TYPES, { title: "TransactionType" });
 export const TransactionStatusSchema = literals(TRANSACTION_STATUSES, {
@@ -29,9 +30,9 @@ export const TransactionSchema = Type.Object(
     transactionId: Type.String(),
     id: Type.String({ description: "Same value as transactionId" }),
     clientId: Type.String({ description: "The merchant's identifier" }),
-    amount: Type.Number({ description: "In USDT" }),
-    fee: Type.Number({ description: "In USDT" }),
-    netAmount: Type.Number({ description: "In USDT: amount - fee" }),
+    amount: Type.Number({ description: "In the token (USDT, USDC)" }),
+    fee: Type.Number({ description: "In the token (USDT, USDC)" }),
+    netAmount: Type.Number({ description: "In the token: amount - fee" }),
     actualBalance: nullable(Type.Number({ description: "On-chain balance at detection; deposits only" })),
     currencyType: CurrencyTypeSchema,
     network: CurrencyTypeSchema,

@@ -21,14 +21,14 @@ function dataFields() {
     transactionId: Type.String({ description: "The transaction this event is about" }),
     id: Type.String({ description: "Same value as transactionId" }),
     clientId: Type.String({ description: "Your merchant id" }),
-    amount: Type.Number({ description: "USDT" }),
-    fee: Type.Number({ description: "USDT" }),
+    amount: Type.Number({ description: "In the token (USDT, USDC)" }),
+    fee: Type.Number({ description: "In the token (USDT, USDC)" }),
     netAmount: Type.Number({
       description:
-        "USDT. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee",
+        "In the token. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee",
     }),
     actualBalance: nullable(
-      Type.Number({ description: "Deposits: what arrived on-chain (USDT); null for other types" }),
+      Type.Number({ description: "Deposits: what arrived on-chain (in the token); null for other types" }),
     ),
     currencyType: Currency,
     network: enumOf(CURRENCY_TYPES, "Same value as currencyType"),

@@ -847,7 +847,7 @@ export type paths = {
         };
         /**
          * Export transactions as CSV (the dashboard's environment)
-         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in USDT), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt. A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
+         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in the token), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt. A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
          */
         get: operations["dashboardExportTransactions"];
         put?: never;
@@ -867,7 +867,7 @@ export type paths = {
         };
         /**
          * Export transactions as CSV
-         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in USDT), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt. A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
+         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in the token), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt. A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
          */
         get: operations["exportTransactions"];
         put?: never;
@@ -1528,11 +1528,11 @@ export type components = {
             id: string;
             /** @description The merchant's identifier */
             clientId: string;
-            /** @description In USDT */
+            /** @description In the token (USDT, USDC) */
             amount: number;
-            /** @description In USDT */
+            /** @description In the token (USDT, USDC) */
             fee: number;
-            /** @description In USDT: amount - fee */
+            /** @description In the token: amount - fee */
             netAmount: number;
             actualBalance: number | null;
             currencyType: components["schemas"]["CurrencyType"];
@@ -1644,11 +1644,11 @@ export type components = {
          */
         Balance: {
             currencyType: components["schemas"]["CurrencyType"];
-            /** @description Spendable, in USDT */
+            /** @description Spendable, in the token (USDT, USDC) */
             available: number;
-            /** @description Reserved for withdrawals and payouts in flight, in USDT */
+            /** @description Reserved for withdrawals and payouts in flight, in the token */
             held: number;
-            /** @description available + held, in USDT */
+            /** @description available + held, in the token */
             total: number;
         };
         /** BalanceListResponse */
@@ -1718,7 +1718,7 @@ export type components = {
             id: string;
             transactionId: string;
             status: components["schemas"]["CheckoutSessionStatus"];
-            /** @description In USDT */
+            /** @description In the token (USDT, USDC) */
             amount: number;
             currencyType: components["schemas"]["CurrencyType"];
             network: components["schemas"]["CurrencyType"];
@@ -1800,7 +1800,7 @@ export type components = {
         };
         /**
          * CurrencyType
-         * @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20)
+         * @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies
          * @enum {string}
          */
         CurrencyType: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
@@ -1863,11 +1863,11 @@ export type components = {
                 id: string;
                 /** @description Your merchant id */
                 clientId: string;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 amount: number;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 fee: number;
-                /** @description USDT. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
+                /** @description In the token. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
@@ -1923,7 +1923,7 @@ export type components = {
         };
         /** FeeRule */
         FeeRule: {
-            /** @description USDT */
+            /** @description In the token (USDT, USDC) */
             fixed: number;
             /** @description percent of the amount */
             percent: number;
@@ -2251,11 +2251,11 @@ export type components = {
                 id: string;
                 /** @description Your merchant id */
                 clientId: string;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 amount: number;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 fee: number;
-                /** @description USDT. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
+                /** @description In the token. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
@@ -2367,7 +2367,7 @@ export type components = {
         Settings: {
             environment: "production" | "sandbox";
             autoWithdraw: boolean;
-            /** @description Per enabled currency type, in USDT */
+            /** @description Per enabled currency type, in its token */
             autoApproveThreshold: {
                 "USDT-TRC20"?: number;
                 "USDT-ERC20"?: number;
@@ -2380,7 +2380,7 @@ export type components = {
                 "USDC-ARBITRUM"?: number;
                 "USDC-BASE"?: number;
             };
-            /** @description Four-eyes, per enabled currency type, in USDT: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default) */
+            /** @description Four-eyes, per enabled currency type, in its token: a withdrawal request above it needs approvals from two different members (the API-key channel counts as one); null = off (default) */
             dualApprovalThreshold: {
                 "USDT-TRC20"?: number | null;
                 "USDT-ERC20"?: number | null;
@@ -2478,11 +2478,11 @@ export type components = {
                 id: string;
                 /** @description Your merchant id */
                 clientId: string;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 amount: number;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 fee: number;
-                /** @description USDT. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
+                /** @description In the token. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
@@ -2552,11 +2552,11 @@ export type components = {
             id: string;
             /** @description The merchant's identifier */
             clientId: string;
-            /** @description In USDT */
+            /** @description In the token (USDT, USDC) */
             amount: number;
-            /** @description In USDT */
+            /** @description In the token (USDT, USDC) */
             fee: number;
-            /** @description In USDT: amount - fee */
+            /** @description In the token: amount - fee */
             netAmount: number;
             actualBalance: number | null;
             currencyType: components["schemas"]["CurrencyType"];
@@ -2642,9 +2642,9 @@ export type components = {
              */
             date: string;
             currencyType: components["schemas"]["CurrencyType"];
-            /** @description Credited by confirmed deposits, in USDT */
+            /** @description Credited by confirmed deposits, in the token */
             incoming: number;
-            /** @description Sent by completed withdrawals and payouts, in USDT */
+            /** @description Sent by completed withdrawals and payouts, in the token */
             outgoing: number;
             /** @description Transactions counted in this day */
             count: number;
@@ -2826,11 +2826,11 @@ export type components = {
                 id: string;
                 /** @description Your merchant id */
                 clientId: string;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 amount: number;
-                /** @description USDT */
+                /** @description In the token (USDT, USDC) */
                 fee: number;
-                /** @description USDT. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
+                /** @description In the token. Deposits: what was credited minus the fee; withdrawals and payouts: amount minus fee */
                 netAmount: number;
                 actualBalance: number | null;
                 /** @enum {string} */
@@ -5684,7 +5684,7 @@ export interface operations {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
-                /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
+                /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
@@ -7437,7 +7437,7 @@ export interface operations {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
-                /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
+                /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
@@ -7984,7 +7984,7 @@ export interface operations {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
-                /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
+                /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
@@ -8234,7 +8234,7 @@ export interface operations {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
-                /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
+                /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
@@ -8357,7 +8357,7 @@ export interface operations {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
-                /** @description The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
+                /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
                 search?: string;
@@ -9482,7 +9482,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description USDT, positive, at most 6 decimals, at most 1000000000 */
+                    /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount: number | string;
                     currencyType: components["schemas"]["CurrencyType"];
                     /** @description https URL that receives this session's webhook (instead of the webhook URL of the environment); the same rules as the webhook URL. Setting it needs `x-api-secret` on the API-key channel (401 INVALID_AUTH without it) */
@@ -9927,7 +9927,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description USDT, positive, at most 6 decimals, at most 1000000000 */
+                    /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount?: number | string;
                 };
             };
@@ -10065,7 +10065,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description USDT, positive, at most 6 decimals, at most 1000000000 */
+                    /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount: number | string;
                     currencyType: components["schemas"]["CurrencyType"];
                 };
@@ -10322,7 +10322,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description USDT, positive, at most 6 decimals, at most 1000000000 */
+                    /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount: number | string;
                     currencyType: components["schemas"]["CurrencyType"];
                     /** @description TRON base58check (T…) for USDT-TRC20; 0x hex (EIP-55 checksum when mixed-case) for USDT-ERC20 */
@@ -11668,7 +11668,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description USDT, positive, at most 6 decimals, at most 1000000000 */
+                    /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount: number | string;
                     currencyType: components["schemas"]["CurrencyType"];
                     walletAddress: string;

@@ -58,7 +58,7 @@ export const CHECKOUT_SESSION_STATUSES = all<Schemas["CheckoutSessionStatus"]>()
   "failed",
 ]);
 
-/** CurrencyType: The token and its network: USDT on TRON (TRC-20) or on Ethereum (ERC-20) */
+/** CurrencyType: The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
 export const CURRENCY_TYPES = all<Schemas["CurrencyType"]>()([
   "USDT-TRC20",
   "USDT-ERC20",
