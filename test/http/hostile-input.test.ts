@@ -1,5 +1,14 @@
+import { createHash } from "node:crypto";
+import { getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdmin } from "../../src/auth/index.js";
+import {
+  CURRENCY_TYPES,
+  type CurrencyType,
+  currencyOf,
+  DEFAULT_ENABLED_CURRENCY_TYPES,
+  TEST_FAILURE_ADDRESSES,
+} from "../../src/domain/currency.js";
 import { Browser, outboxOtp } from "../dashboard/support.js";
 import { type Call, call, startTestService, type TestService } from "../support/harness.js";
 
@@ -11,13 +20,22 @@ import { type Call, call, startTestService, type TestService } from "../support/
 //    every body field replaced by each hostile value in turn;
 //  - hostile credentials and request headers on each channel;
 //  - the same writing request eight times at once (real concurrency on PostgreSQL);
-//  - another merchant's ids through every route with a path parameter (must be 404).
+//  - another merchant's ids through every route with a path parameter (must be 404);
+//  - every currency type of the registry (all enabled here): each route that takes a
+//    `currencyType` with a valid body of each one (its own family's address), then hostile values
+//    on each field, hostile currency types and addresses of the other family; sandbox payments of
+//    each one with hostile amounts; and, on a second service, the currency types it does not enable.
 // Every answer must come (the test's timeout is the hang check), be below 500, and a 4xx must be
 // the contract's error envelope.
 
 const PASSWORD = "correct horse battery";
 const TRC = "USDT-TRC20";
 const TRON_TO = "TJCnKsPa7y5okkXvQAidZBzqx3QyQ6sxMW";
+/** An outside EVM address (EIP-55), nobody's: derived from a fixed text, so a failure reproduces. */
+const EVM_TO = getAddress(`0x${createHash("sha256").update("hostile-input evm").digest("hex").slice(0, 40)}`);
+const familyOf = (c: CurrencyType) => currencyOf(c).definition.family;
+/** A valid outside destination of the currency type's family. */
+const destinationOf = (c: CurrencyType) => (familyOf(c) === "tron" ? TRON_TO : EVM_TO);
 
 /** Strings that have broken parsers, coercions and SQL elsewhere (path and query values). */
 const HOSTILE_TEXT = [
@@ -113,6 +131,72 @@ const RAW_BODIES = [
   `{"x":"${"\\ud800"}"}`,
 ];
 
+/**
+ * Currency types that do not exist, spelled like ones that do (body fields and query values):
+ * other cases, spaces, look-alike characters, a token not on that network (USDC-TRC20), a token the
+ * network has not (USDT-BASE: Base lists only USDC), halves, lists, object-prototype names.
+ */
+const HOSTILE_CURRENCY_TYPES: unknown[] = [
+  ...CURRENCY_TYPES.map((c) => c.toLowerCase()),
+  "Usdc-Base",
+  "USDC-BASE ",
+  " USDC-BASE",
+  "USDC-BASE\n",
+  "USDC-BASE\u0000",
+  "USDC-BASE\u200b",
+  "USDC\u2013BASE",
+  "ＵＳＤＣ-ＢＡＳＥ",
+  "USD\u0421-BASE",
+  "USDC_BASE",
+  "USDCBASE",
+  "USDC-BASE-",
+  "USDC-TRC20",
+  "USDT-BASE",
+  "USDC-TRON",
+  "USDT-ERC-20",
+  "USDT-ETH",
+  "DAI-ERC20",
+  "USDT",
+  "BASE",
+  "ERC20",
+  "-",
+  "USDT-ERC20,USDC-BASE",
+  "USDT-ERC20 USDC-BASE",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+  ["USDC-BASE"],
+  { "USDC-BASE": true },
+];
+
+/** Amounts at the edges of the API's scale, of the 18-decimal tokens' (BEP20) and of the maximum. */
+const HOSTILE_AMOUNTS: unknown[] = [
+  0.000001,
+  0.0000001,
+  "0.000001",
+  "0.0000001",
+  "0.0000010",
+  1_000_000_000,
+  1_000_000_000.000001,
+  "999999999.999999",
+  "1000000000.000001",
+  "1e2",
+  "+1",
+  " 1",
+  "1 ",
+  "1,5",
+  "1_000",
+  "\u0663",
+  "0b1",
+  "9007199254740993",
+  2 ** 53,
+  1e18,
+  "1".padEnd(40, "0"),
+];
+
+/** Subset of the hostile values for the fields whose meaning does not depend on the currency type. */
+const HOSTILE_SUBSET: unknown[] = [null, -1, [], { $gt: "" }, "\ud800", "", "' or 1=1 --", "x".repeat(5000)];
+
 type Channel = "apiKey" | "merchant" | "admin" | "none";
 
 interface Op {
@@ -124,6 +208,8 @@ interface Op {
 
 let svc: TestService;
 let merchant: Browser;
+/** A second session of the merchant, for the currency sweeps (see `merchantSession`). */
+let currencyMerchant: Browser;
 let admin: Browser;
 let api: Record<string, string>;
 /** Real values for path parameters, so hostile bodies reach the handlers behind the lookups. */
@@ -134,6 +220,9 @@ const owned: string[] = [];
 let payoutOtp = "000000";
 /** A step-up code (purpose `sensitive`): 2FA disable needs it whatever the environment. */
 let sensitiveOtp = "000000";
+/** A sandbox deposit address of the merchant per currency type (funded), and a checkout session. */
+const depositAddress = {} as Record<CurrencyType, string>;
+const sessionOf = {} as Record<CurrencyType, string>;
 
 function channelOf(path: string): Channel {
   if (path.startsWith("/api/v1/admin/")) return "admin";
@@ -312,6 +401,118 @@ function problem(r: Call, what: string): string | undefined {
 
 let ops: Op[] = [];
 
+/** The routes whose body takes a `currencyType` (from the document: a new one is swept the day it is added). */
+const bodyCurrencyOps = () => ops.filter((o) => o.bodyFields?.includes("currencyType"));
+/** The routes whose query takes a `currencyType`. */
+const queryCurrencyOps = () =>
+  ops.filter((o) => o.params.some((p) => p.in === "query" && p.name === "currencyType"));
+
+/** The route's base body in currency type `c`: its family's destination, its own deposit address. */
+function currencyBody(op: Op, c: CurrencyType): Record<string, unknown> | undefined {
+  const base = validBody(op.method, op.path);
+  if (!base) return undefined;
+  return {
+    ...base,
+    currencyType: c,
+    ...("walletAddress" in base ? { walletAddress: destinationOf(c) } : {}),
+    // A withdrawal request above every network's default fee (ERC20's is 5), within the balance.
+    ...(op.path === "/api/v1/public/withdrawal-requests" ? { amount: 10 } : {}),
+  };
+}
+
+function currencyPath(op: Op, c: CurrencyType): string {
+  return fill(op.path, { address: depositAddress[c] });
+}
+
+/** A fresh Idempotency-Key where the route takes one (so no answer is a replay of another). */
+function freshKey(op: Op): { headers?: Record<string, string> } {
+  return op.params.some((p) => p.name === "idempotency-key")
+    ? { headers: { "idempotency-key": `k-${Math.random()}` } }
+    : {};
+}
+
+/**
+ * Destinations that are not an outside address of the currency type: the other family's, wrong
+ * checksums and lengths, other spellings, burn and test failure addresses, the gateway's own.
+ */
+function hostileAddresses(): string[] {
+  const flipped = EVM_TO.replace(/[a-f]/, (x) => x.toUpperCase()).replace(/[A-F]/, (x) => x.toLowerCase());
+  return [
+    TRON_TO,
+    EVM_TO,
+    EVM_TO.toLowerCase(),
+    `0x${EVM_TO.slice(2).toUpperCase()}`,
+    flipped === EVM_TO ? `${EVM_TO.slice(0, 41)}g` : flipped,
+    `0X${EVM_TO.slice(2)}`,
+    EVM_TO.slice(2),
+    EVM_TO.slice(0, -1),
+    `${EVM_TO}0`,
+    ` ${EVM_TO}`,
+    `${EVM_TO} `,
+    `${EVM_TO}\u0000`,
+    `0x${"0".repeat(40)}`,
+    `0x${"f".repeat(40)}`,
+    ...new Set(Object.values(TEST_FAILURE_ADDRESSES)),
+    TRON_TO.toLowerCase(),
+    `${TRON_TO.slice(0, -1)}${TRON_TO.endsWith("W") ? "X" : "W"}`,
+    TRON_TO.slice(0, -1),
+    `41${"0".repeat(40)}`,
+    "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwc",
+    "vitalik.eth",
+    `0x${"g".repeat(40)}`,
+    ...new Set(Object.values(depositAddress)),
+  ];
+}
+
+/** The first currency type of each family (USDT-TRC20, USDT-ERC20). */
+const FAMILY_FIRSTS = new Set(
+  CURRENCY_TYPES.filter((c, i) => CURRENCY_TYPES.findIndex((d) => familyOf(d) === familyOf(c)) === i),
+);
+
+/**
+ * The values swept on `field` of a route's body in currency type `c`. The full product of every
+ * hostile value, field and currency type would be ten times the field sweep above (which already
+ * sends every value to every field in USDT-TRC20), so each currency type gets the values whose
+ * handling depends on it, and a subset of the others: the schema refuses those the same way
+ * whatever the currency type.
+ */
+function currencyFieldValues(field: string, c: CurrencyType): unknown[] {
+  switch (field) {
+    case "currencyType":
+      // Another currency type with this one's address (the other family's: a mismatch); the
+      // hostile spellings once per family, since the rest of the body only differs by its address.
+      return FAMILY_FIRSTS.has(c)
+        ? [...CURRENCY_TYPES, ...HOSTILE_CURRENCY_TYPES, ...HOSTILE_SUBSET]
+        : [...CURRENCY_TYPES];
+    case "walletAddress":
+      return [...hostileAddresses(), ...HOSTILE_SUBSET];
+    case "amount":
+      // Fees, minimums and the on-chain scale (10^12 on BEP20) are the currency type's.
+      return [...HOSTILE_VALUES.filter((v) => typeof v === "number"), ...HOSTILE_AMOUNTS, ...HOSTILE_SUBSET];
+    default:
+      // Labels, references, URLs, codes: the same for every currency type.
+      return HOSTILE_SUBSET;
+  }
+}
+
+/**
+ * Points the sweep's merchant browser at the session kept aside for the currency sweeps (signed in
+ * as the merchant in `beforeAll`), with fresh codes: the sweeps above register other accounts and
+ * sign in as them, and their failed sign-ins lock the merchant's login from this address.
+ */
+async function merchantSession(): Promise<void> {
+  merchant = currencyMerchant;
+  let me = await merchant.req("/api/v1/auth/me");
+  // A slow run may outlive the access token (15 minutes): the refresh cookie renews it.
+  if (me.status === 401) {
+    await merchant.req("/api/v1/auth/refresh", { method: "POST", json: {} });
+    me = await merchant.req("/api/v1/auth/me");
+  }
+  expect(me.status, me.text).toBe(200);
+  expect(me.body.data.user.email).toBe("hostile@example.com");
+  await renewCodes();
+}
+
 beforeAll(async () => {
   svc = await startTestService({
     env: {
@@ -319,8 +520,11 @@ beforeAll(async () => {
       DOCS_PASSWORD: "s3cret-docs",
       RATE_LIMIT_ENABLED: "false",
       BODY_LIMIT_BYTES: "65536",
+      // Every currency type of the registry (sandbox: each on the built-in simulator).
+      CURRENCY_TYPES: CURRENCY_TYPES.join(","),
     },
   });
+  expect(svc.config.chains.enabled).toEqual(CURRENCY_TYPES);
   const doc = await call(svc.urls.production, "/docs/openapi.json", {
     headers: { authorization: `Basic ${Buffer.from("docs:s3cret-docs").toString("base64")}` },
   });
@@ -408,6 +612,32 @@ beforeAll(async () => {
   const keys = await merchant.req("/api/v1/dashboard/api-keys", { headers: { "x-environment": "sandbox" } });
   expect(keys.status, keys.text).toBe(200);
   owned.push(...keys.body.data.map((k: { id: string }) => k.id));
+
+  currencyMerchant = new Browser(svc.urls.production);
+  const signIn = await currencyMerchant.req("/api/v1/auth/login", {
+    json: { email: "hostile@example.com", password: PASSWORD },
+  });
+  expect(signIn.status, signIn.text).toBe(200);
+
+  // Each currency type: a deposit address paid from the faucet (a balance, so withdrawals reach
+  // past the balance check) and a checkout session (for its sandbox payment).
+  for (const c of CURRENCY_TYPES) {
+    const w = await call(svc.urls.sandbox, "/wallet/generate", { headers: api, json: { currencyType: c } });
+    expect(w.status, `${c}: ${w.text}`).toBeLessThan(300);
+    depositAddress[c] = w.body.data.address ?? w.body.data.walletAddress;
+    expect(depositAddress[c]).toMatch(familyOf(c) === "tron" ? /^T/ : /^0x[0-9a-fA-F]{40}$/);
+    const funded = await call(svc.urls.sandbox, `/api/v1/sandbox/wallet/${depositAddress[c]}/pay`, {
+      headers: api,
+      json: { amount: 50, currencyType: c },
+    });
+    expect(funded.status, `${c}: ${funded.text}`).toBe(202);
+    const s = await call(svc.urls.sandbox, "/checkout/session", {
+      headers: api,
+      json: { amount: 20, currencyType: c },
+    });
+    expect(s.status, `${c}: ${s.text}`).toBe(201);
+    sessionOf[c] = s.body.data.id;
+  }
 }, 60_000);
 
 afterAll(() => svc?.close());
@@ -671,4 +901,236 @@ describe("every operation of the OpenAPI document refuses hostile input cleanly"
     // Some hostile values are valid for some fields, and those reach the handlers.
     expect(reached).toBeGreaterThan(50);
   }, 600_000);
+
+  it("each currency type: the routes that take a currencyType accept a valid body and query of it", async () => {
+    await merchantSession();
+    const routes = bodyCurrencyOps().map((o) => `${o.method} ${o.path}`);
+    expect(routes).toEqual(
+      expect.arrayContaining([
+        "POST /checkout/session",
+        "POST /wallet/generate",
+        "POST /api/v1/sandbox/wallet/{address}/pay",
+        "POST /api/v1/public/withdrawal-requests",
+        "POST /api/v1/dashboard/payouts",
+      ]),
+    );
+    expect(queryCurrencyOps().length).toBeGreaterThanOrEqual(3);
+    // Made at once in any currency type (the withdrawal request and the payout may be refused
+    // after validation: the balance).
+    const mustSucceed = new Set([
+      "POST /checkout/session",
+      "POST /wallet/generate",
+      "POST /api/v1/sandbox/wallet/{address}/pay",
+    ]);
+    const wrong: string[] = [];
+    for (const c of CURRENCY_TYPES) {
+      for (const op of bodyCurrencyOps()) {
+        const body = currencyBody(op, c);
+        if (!body) {
+          wrong.push(`${op.method} ${op.path}: no base body`);
+          continue;
+        }
+        const path = currencyPath(op, c);
+        const r = await send(channelOf(op.path), op.method, path, { json: body, ...freshKey(op) });
+        const p = problem(r, `${c} ${op.method} ${path}`);
+        if (p) wrong.push(p);
+        if (r.status === 400 || (mustSucceed.has(`${op.method} ${op.path}`) && r.status >= 300))
+          wrong.push(`${c} ${op.method} ${path} → ${r.status} ${r.text.slice(0, 200)}`);
+      }
+      for (const op of queryCurrencyOps()) {
+        const path = `${fill(op.path)}?currencyType=${c}`;
+        const r = await send(channelOf(op.path), op.method, path);
+        if (r.status !== 200) wrong.push(`${op.method} ${path} → ${r.status} ${r.text.slice(0, 200)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("each currency type: hostile values on each field of the routes that take a currencyType", async () => {
+    await merchantSession();
+    const problems: string[] = [];
+    let reached = 0;
+    for (const c of CURRENCY_TYPES) {
+      for (const op of bodyCurrencyOps()) {
+        const channel = channelOf(op.path);
+        const path = currencyPath(op, c);
+        for (const field of [...(op.bodyFields ?? []), "unknownField"]) {
+          for (const v of currencyFieldValues(field, c)) {
+            const r = await send(channel, op.method, path, {
+              json: { ...currencyBody(op, c), [field]: v },
+              ...freshKey(op),
+            });
+            if (r.status !== 400) reached++;
+            const p = problem(r, `${c} ${op.method} ${path} ${field}=${JSON.stringify(v)?.slice(0, 40)}`);
+            if (p) problems.push(p);
+          }
+        }
+      }
+    }
+    for (const op of queryCurrencyOps()) {
+      const channel = channelOf(op.path);
+      const path = fill(op.path);
+      const strings = HOSTILE_CURRENCY_TYPES.filter((v): v is string => typeof v === "string");
+      const queries = [
+        ...[...CURRENCY_TYPES, ...strings].map((v) => `currencyType=${encodeURIComponent(v)}`),
+        "currencyType=USDT-TRC20&currencyType=USDC-BASE",
+        "currencyType[]=USDC-BASE",
+        "currencyType=USDC%2DBASE",
+        "currencyType=USDC-BASE%00",
+        "currencyType=USDC+BASE",
+      ];
+      for (const q of queries) {
+        const r = await send(channel, op.method, `${path}?${q}`);
+        const p = problem(r, `${op.method} ${path}?${q.slice(0, 60)}`);
+        if (p) problems.push(p);
+      }
+    }
+    expect(problems).toEqual([]);
+    // Valid values of some fields (another currency type, a valid amount) reach the handlers.
+    expect(reached).toBeGreaterThan(500);
+  }, 600_000);
+
+  it("each currency type: another family's address is refused, and sandbox payments take hostile addresses and amounts", async () => {
+    await merchantSession();
+    const problems: string[] = [];
+    const byPath = (method: string, path: string) => {
+      const op = ops.find((o) => o.method === method && o.path === path);
+      if (!op) throw new Error(`${method} ${path} is not in the document`);
+      return op;
+    };
+    const walletPay = byPath("POST", "/api/v1/sandbox/wallet/{address}/pay");
+    const sessionPay = byPath("POST", "/api/v1/sandbox/checkout/{id}/pay");
+    const destinations = [
+      byPath("POST", "/api/v1/public/withdrawal-requests"),
+      byPath("POST", "/api/v1/dashboard/payouts"),
+    ];
+    for (const c of CURRENCY_TYPES) {
+      const others = CURRENCY_TYPES.filter((o) => familyOf(o) !== familyOf(c));
+      // A TRON address with an EVM currency type and an EVM address with TRC20: a 400, not a transfer.
+      for (const op of destinations) {
+        for (const a of new Set(others.map(destinationOf))) {
+          const r = await send(channelOf(op.path), op.method, op.path, {
+            json: { ...currencyBody(op, c), walletAddress: a },
+            ...freshKey(op),
+          });
+          const what = `${c} ${op.method} ${op.path} walletAddress=${a}`;
+          const p = problem(r, what);
+          if (p) problems.push(p);
+          if (r.status !== 400)
+            problems.push(`${what} → ${r.status}, expected a 400 (another network's address)`);
+        }
+      }
+      // The faucet pays only the merchant's own addresses of that currency type's family.
+      for (const a of new Set(others.map((o) => depositAddress[o]))) {
+        const path = fill(walletPay.path, { address: a });
+        const r = await send("apiKey", "POST", path, { json: { amount: 1, currencyType: c } });
+        const what = `${c} POST ${path}`;
+        const p = problem(r, what);
+        if (p) problems.push(p);
+        if (r.status < 400)
+          problems.push(`${what} → ${r.status}, expected a refusal (another network's address)`);
+      }
+      for (const a of hostileAddresses()) {
+        const path = fill(walletPay.path, { address: encodeURIComponent(a) });
+        const r = await send("apiKey", "POST", path, { json: { amount: 1, currencyType: c } });
+        const p = problem(r, `${c} POST ${path}`);
+        if (p) problems.push(p);
+      }
+      // A checkout session of each currency type paid by the faucet with hostile amounts (the
+      // address payments' amounts are swept in the test above, on the route's `amount` field).
+      const path = fill(sessionPay.path, { id: sessionOf[c] });
+      for (const v of currencyFieldValues("amount", c)) {
+        const r = await send("apiKey", "POST", path, { json: { amount: v } });
+        const p = problem(r, `${c} POST ${path} amount=${JSON.stringify(v)?.slice(0, 40)}`);
+        if (p) problems.push(p);
+      }
+    }
+    expect(problems).toEqual([]);
+  }, 600_000);
+});
+
+describe("a currency type that exists but is not enabled is refused cleanly", () => {
+  let svc2: TestService;
+  let merchant2: Browser;
+  let admin2: Browser;
+  let api2: Record<string, string> = {};
+  const address2: Partial<Record<"tron" | "evm", string>> = {};
+  const enabled = DEFAULT_ENABLED_CURRENCY_TYPES;
+  const disabled = CURRENCY_TYPES.filter((c) => !enabled.includes(c));
+
+  beforeAll(async () => {
+    // `CURRENCY_TYPES` unset: the default (USDT-TRC20 and USDT-ERC20) only.
+    svc2 = await startTestService({ env: { RATE_LIMIT_ENABLED: "false" } });
+    expect(svc2.config.chains.enabled).toEqual(enabled);
+    merchant2 = new Browser(svc2.urls.production);
+    const reg = await merchant2.req("/api/v1/auth/register", {
+      json: { email: "hostile-two@example.com", password: PASSWORD, companyName: "Two Co" },
+    });
+    expect(reg.status, reg.text).toBe(201);
+    const key = (reg.body.data.apiKeys as { environment: string; apiKey: string; apiSecret: string }[]).find(
+      (k) => k.environment === "sandbox",
+    );
+    api2 = { apikey: key?.apiKey ?? "", "x-api-secret": key?.apiSecret ?? "" };
+    await createAdmin(svc2.database.db, { email: "hostile-admin2@example.com", password: PASSWORD });
+    admin2 = new Browser(svc2.urls.production);
+    const login = await admin2.req("/api/v1/auth/login", {
+      json: { email: "hostile-admin2@example.com", password: PASSWORD },
+    });
+    expect(login.status, login.text).toBe(200);
+    for (const c of enabled) {
+      const w = await call(svc2.urls.sandbox, "/wallet/generate", {
+        headers: api2,
+        json: { currencyType: c },
+      });
+      expect(w.status, w.text).toBeLessThan(300);
+      address2[familyOf(c)] = w.body.data.address ?? w.body.data.walletAddress;
+    }
+  }, 60_000);
+
+  afterAll(() => svc2?.close());
+
+  it("every route that takes a currencyType: 4xx in the envelope for each one not enabled", async () => {
+    expect(disabled.length).toBeGreaterThan(0);
+    expect(address2.tron && address2.evm).toBeTruthy();
+    const ask = async (op: Op, path: string, json?: unknown) => {
+      const channel = channelOf(op.path);
+      const headers = { "x-environment": "sandbox", ...freshKey(op).headers };
+      const init = { method: op.method, headers, ...(json !== undefined ? { json } : {}) };
+      if (channel === "merchant") return merchant2.req(path, init);
+      if (channel === "admin") return admin2.req(path, init);
+      return call(svc2.urls.sandbox, path, { ...init, headers: { ...headers, ...api2 } });
+    };
+    const mustSucceed = new Set([
+      "POST /checkout/session",
+      "POST /wallet/generate",
+      "POST /api/v1/sandbox/wallet/{address}/pay",
+    ]);
+    const problems: string[] = [];
+    for (const c of CURRENCY_TYPES) {
+      const on = enabled.includes(c);
+      for (const op of bodyCurrencyOps()) {
+        const body = {
+          ...currencyBody(op, c),
+          ...(op.path === "/api/v1/dashboard/payouts" ? { otp: await outboxOtp(merchant2, "payout") } : {}),
+        };
+        const path = fill(op.path, { address: address2[familyOf(c)] ?? "x" });
+        const r = await ask(op, path, body);
+        const what = `${c} (${on ? "enabled" : "not enabled"}) ${op.method} ${path}`;
+        const p = problem(r, what);
+        if (p) problems.push(p);
+        // Enabled: valid (the setup reaches the handlers); not enabled: refused, never made.
+        if (on && (r.status === 400 || (mustSucceed.has(`${op.method} ${op.path}`) && r.status >= 300)))
+          problems.push(`${what} → ${r.status} ${r.text.slice(0, 200)}`);
+        if (!on && (r.status < 400 || r.status >= 500))
+          problems.push(`${what} → ${r.status}, expected a 4xx: ${r.text.slice(0, 200)}`);
+      }
+      for (const op of queryCurrencyOps()) {
+        const path = `${fill(op.path)}?currencyType=${c}`;
+        const r = await ask(op, path);
+        const p = problem(r, `${c} ${op.method} ${path}`);
+        if (p) problems.push(p);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
 });
