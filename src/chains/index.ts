@@ -12,7 +12,13 @@ export {
   type TokenTransferQuery,
   usableBlockTime,
 } from "./adapter.js";
-export { addressCodec, addressFromPublicKey, normalizeAddress, validateAddress } from "./address.js";
+export {
+  addressCodec,
+  addressFromPublicKey,
+  normalizeAddress,
+  ownershipSpellings,
+  validateAddress,
+} from "./address.js";
 export { type ChainEndpoint, createChainAdapter } from "./create-adapter.js";
 export { type CurrencyListing, listCurrencies } from "./currencies.js";
 export { ChainTimeError, ChainUnavailableError, InvalidAddressError } from "./errors.js";

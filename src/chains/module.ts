@@ -101,6 +101,8 @@ export interface AddressCodec {
   fromPublicKey(publicKey: Uint8Array): string;
   /** The address of 20 account bytes (what both networks hash a key to). */
   fromAccountBytes(account: Uint8Array): string;
+  /** The 20 account bytes of a valid address (throws `InvalidAddressError` otherwise). */
+  toAccountBytes(address: string): Uint8Array;
 }
 
 /** Where one (network, environment) is reached, as configured. */

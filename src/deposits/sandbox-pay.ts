@@ -14,7 +14,7 @@ import { findCheckoutSession } from "./sessions-store.js";
  */
 export interface SandboxPayDeps {
   db: Db;
-  chains: Pick<ChainRegistry, "simulator">;
+  chains: Pick<ChainRegistry, "simulator" | "get">;
 }
 
 export interface SandboxPayment {
@@ -59,6 +59,8 @@ export async function paySandboxAddress(
 ): Promise<SandboxPayment> {
   sandboxOnly(scope);
   const { currencyType } = input;
+  // A currency type this deployment does not enable is a 400 on currencyType, as everywhere.
+  deps.chains.get(currencyType, "sandbox");
   const parsed = parseAmount(input.amount);
   if (!parsed.ok) throw AppError.validation([{ field: "amount", message: parsed.message }]);
   let address: string;

@@ -1,6 +1,6 @@
-import { normalizeAddress } from "../chains/index.js";
+import { normalizeAddress, ownershipSpellings } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import { type ChainFamily, type CurrencyType, currencyOf, sameKeySpace } from "../domain/currency.js";
+import { type ChainFamily, type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
@@ -226,13 +226,22 @@ export class SigningPolicy {
     cold: string | null,
   ): Promise<boolean> {
     if (to === cold) return true;
-    // The whole key space: an EVM address of ours is ours on every EVM network.
-    const space = sameKeySpace(network);
-    for (const c of space)
-      for (const environment of ["production", "sandbox"] as const)
-        for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
-          if (this.o.address(c, environment, index) === to) return true;
-    return isIssuedDepositAddress(db, space, to);
+    // The whole key space (an EVM address of ours is ours on every EVM network), in every spelling
+    // (the TRON spelling of an EVM key is the same key).
+    let spellings: ReturnType<typeof ownershipSpellings>;
+    try {
+      spellings = ownershipSpellings(network, to);
+    } catch {
+      return false; // not an address of the network: the shape checks refuse it
+    }
+    for (const spelling of spellings) {
+      for (const c of spelling.networks)
+        for (const environment of ["production", "sandbox"] as const)
+          for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
+            if (this.o.address(c, environment, index) === spelling.address) return true;
+      if (await isIssuedDepositAddress(db, spelling.networks, spelling.address)) return true;
+    }
+    return false;
   }
 
   /** The role of the signing key on this chain, from the index and the recorded deposit addresses. */

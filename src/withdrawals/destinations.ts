@@ -1,6 +1,6 @@
-import { normalizeAddress } from "../chains/index.js";
+import { normalizeAddress, ownershipSpellings } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import { type CurrencyType, currencyOf, sameKeySpace } from "../domain/currency.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import { isRefusedBurnAddress } from "../domain/destination.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
@@ -41,13 +41,15 @@ export async function checkDestination(
   if (isRefusedBurnAddress(network, environment, address))
     throw refused(`is a burn address of ${network} (whatever is sent there is destroyed)`);
   // Every currency type of the key space: an EVM address of ours is ours on every EVM network (the
-  // hot wallet of USDT-ERC20 is a key on Polygon too), so paying it on any of them keeps the coins
-  // inside while the merchant is debited.
-  const space = sameKeySpace(network);
-  if (space.some((c) => systemAddresses(addresses, c).has(comparable(c, address))))
-    throw refused("is one of this gateway's own system wallets, not an outside destination");
-  if (await isIssuedDepositAddress(db, space, address))
-    throw refused("is a deposit address issued by this gateway, not an outside destination");
+  // hot wallet of USDT-ERC20 is a key on Polygon too), and in every spelling (the TRON spelling of
+  // an EVM key's 20 bytes is the same key), so paying it keeps the coins inside while the merchant
+  // is debited.
+  for (const spelling of ownershipSpellings(network, address)) {
+    if (spelling.networks.some((c) => systemAddresses(addresses, c).has(comparable(c, spelling.address))))
+      throw refused("is one of this gateway's own system wallets, not an outside destination");
+    if (await isIssuedDepositAddress(db, spelling.networks, spelling.address))
+      throw refused("is a deposit address issued by this gateway, not an outside destination");
+  }
 }
 
 function refused(message: string): AppError {

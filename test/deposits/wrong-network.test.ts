@@ -175,6 +175,13 @@ describe("a payment on another EVM network than the session's", () => {
     await ledgerOk();
   });
 
+  it("paying an address as a currency type this deployment does not enable is a 400 on currencyType", async () => {
+    const s = await createSession("USDT-ERC20", 5);
+    const r = await payAs(s.walletAddress, "USDC-ARBITRUM", 5);
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(["currencyType"]);
+  });
+
   it("a TRON address has no twin on EVM networks: paying it as an EVM currency type is a 400 on the address", async () => {
     const s = await createSession("USDT-TRC20", 5);
     const r = await payAs(s.walletAddress, "USDT-ERC20", 5);

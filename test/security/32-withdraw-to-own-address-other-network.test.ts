@@ -1,4 +1,6 @@
+import { hexToBytes } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tronAddressFromBytes, tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
@@ -19,6 +21,9 @@ import { balance, expectLedgerOk, type Funded, fundedMerchant } from "../withdra
 const MNEMONIC = "test test test test test test test test test test test junk"; // the harness's
 const deriver = AddressDeriver.fromMnemonic(MNEMONIC);
 const BASE = "USDC-BASE";
+const TRC = "USDT-TRC20";
+/** The TRON spelling of an EVM address: the same 20 account bytes, so the same key. */
+const tronSpelling = (evm: string) => tronAddressFromBytes(hexToBytes(evm as `0x${string}`));
 
 let svc: TestService;
 let receiver: Receiver;
@@ -26,6 +31,8 @@ let m: Funded;
 /** A deposit address of this merchant's Ethereum session, and another merchant's Polygon wallet. */
 let ethSessionAddress: string;
 let otherPolygonWallet: string;
+/** Another merchant's TRON deposit address. */
+let otherTronWallet: string;
 
 beforeAll(async () => {
   svc = await startTestService({
@@ -36,7 +43,7 @@ beforeAll(async () => {
     },
   });
   receiver = await startReceiver();
-  m = await fundedMerchant(svc, receiver, { [BASE]: 500 });
+  m = await fundedMerchant(svc, receiver, { [BASE]: 500, [TRC]: 500 });
   const settings = await call(svc.urls.sandbox, "/api/v1/dashboard/settings", {
     method: "PATCH",
     headers: m.bearer,
@@ -57,6 +64,12 @@ beforeAll(async () => {
   });
   expect(w.status, w.text).toBe(201);
   otherPolygonWallet = w.body.data.address;
+  const t = await call(svc.urls.sandbox, "/wallet/generate", {
+    headers: { apikey: key?.apiKey ?? "", "x-api-secret": key?.apiSecret ?? "" },
+    json: { currencyType: TRC },
+  });
+  expect(t.status, t.text).toBe(201);
+  otherTronWallet = t.body.data.address;
 }, 120_000);
 afterAll(async () => {
   await receiver?.close();
@@ -89,6 +102,44 @@ describe("a withdrawal on one EVM network to an own address of another currency 
       expect(r.body.error.code).toBe("VALIDATION_ERROR");
       expect(r.body.error.details.fields.map((f: { field: string }) => f.field)).toContain("walletAddress");
       expect(await balance(svc, m.api, BASE)).toEqual(before);
+    });
+  }
+
+  // The same key in the other family's spelling (found by the outside review of issue #37): a TRON
+  // withdrawal to the TRON spelling of an EVM deposit key, or the reverse, would leave the coins on
+  // a key of ours that no watcher follows.
+  const spellings: [string, string, () => string][] = [
+    [
+      TRC,
+      "the TRON spelling of another merchant's Polygon wallet address",
+      () => tronSpelling(otherPolygonWallet),
+    ],
+    [
+      TRC,
+      "the TRON spelling of USDT-ERC20's sandbox hot wallet",
+      () => tronSpelling(deriver.address("USDT-ERC20", "sandbox", HOT_WALLET_INDEX)),
+    ],
+    [
+      BASE,
+      "the EVM spelling of another merchant's TRON wallet address",
+      () => tronAddressToEvm(otherTronWallet),
+    ],
+    [
+      BASE,
+      "the EVM spelling of USDT-TRC20's production hot wallet",
+      () => tronAddressToEvm(deriver.address(TRC, "production", HOT_WALLET_INDEX)),
+    ],
+  ];
+  for (const [currencyType, name, address] of spellings) {
+    it(`${currencyType} to ${name}: 400 on walletAddress, nothing held`, async () => {
+      const before = await balance(svc, m.api, currencyType);
+      const r = await call(svc.urls.sandbox, "/api/v1/public/withdrawal-requests", {
+        headers: m.api,
+        json: { amount: 20, currencyType, walletAddress: address() },
+      });
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.error.details.fields.map((f: { field: string }) => f.field)).toContain("walletAddress");
+      expect(await balance(svc, m.api, currencyType)).toEqual(before);
     });
   }
 

@@ -1,4 +1,4 @@
-import { getAddress, toHex } from "viem";
+import { getAddress, hexToBytes, toHex } from "viem";
 import { chainScale, currencyOf, type NetworkDefinition } from "../../domain/currency.js";
 import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
@@ -21,6 +21,7 @@ export const evmAddress: AddressCodec = {
   normalize: normalizeEvmAddress,
   fromPublicKey: evmAddressFromPublicKey,
   fromAccountBytes: (account) => getAddress(toHex(account)),
+  toAccountBytes: (address) => hexToBytes(normalizeEvmAddress(address)),
 };
 
 export function evmChain(definition: NetworkDefinition): NetworkChainModule<EvmAdapterOptions> {

@@ -4,7 +4,7 @@ import type { AddressCodec, NetworkChainModule } from "../module.js";
 import { CHAIN_RPC_TIMEOUT_MS } from "../module.js";
 import { networkChainEntry } from "../network-entry.js";
 import { pooledWriter } from "../pooled-writer.js";
-import { isTronAddress, normalizeTronAddress, tronAddressFromBytes } from "./address.js";
+import { isTronAddress, normalizeTronAddress, tronAddressFromBytes, tronAddressToBytes } from "./address.js";
 import { type TronAdapterOptions, TronChainAdapter } from "./tron-adapter.js";
 import { TronChainWriter } from "./tron-writer.js";
 
@@ -19,6 +19,7 @@ export const tronAddress: AddressCodec = {
   normalize: normalizeTronAddress,
   fromPublicKey: (publicKey) => tronAddressFromBytes(accountBytesFromPublicKey(publicKey)),
   fromAccountBytes: tronAddressFromBytes,
+  toAccountBytes: tronAddressToBytes,
 };
 
 /** The TRON module of the registry's TRON network (its one token: USDT). */
