@@ -30,3 +30,29 @@ alter table chain_observations add column dust numeric(78, 0) not null default 0
 -- credited as its own deposit in the currency type it arrived as, flagged `wrong_network`.
 alter table watched_addresses add column wrong_network boolean not null default false;
 alter table transactions add column wrong_network boolean not null default false;
+
+-- Deposit address indexes per deposit account from sequences made on first use: the first version
+-- of deposit_index_reserve(); its current definition is migrations/functions/deposit_index_reserve.sql.
+create function deposit_index_reserve(p_currency_type text, p_environment text, p_count integer)
+returns setof bigint
+language plpgsql security definer set search_path = public, pg_temp as $$
+declare
+  seq text;
+begin
+  if p_currency_type !~ '^[A-Z0-9]{2,12}-[A-Z0-9]{2,12}$' or p_environment not in ('production', 'sandbox')
+     or p_count is null or p_count < 1 or p_count > 1000 then
+    raise exception 'deposit_index_reserve: no sequence for % %', p_currency_type, p_environment
+      using errcode = 'invalid_parameter_value';
+  end if;
+  seq := 'deposit_index_' || lower(replace(p_currency_type, '-', '_')) || '_' || p_environment;
+  if to_regclass(seq) is null then
+    begin
+      execute format('create sequence %I minvalue 100 start with 100', seq);
+    exception when duplicate_table or unique_violation then
+      null; -- created meanwhile by another first call
+    end;
+  end if;
+  return query select nextval(seq::regclass) from generate_series(1, p_count);
+end $$;
+revoke all on function deposit_index_reserve(text, text, integer) from public;
+grant execute on function deposit_index_reserve(text, text, integer) to stablegate_api, stablegate_worker;

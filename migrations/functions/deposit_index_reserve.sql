@@ -5,9 +5,10 @@
 -- DEFINER: no app role may create objects). Two first calls at once: one creates it, the other
 -- finds it. Indexes start at 100 (0..99 are the system wallets'), as migration 0006's sequences do.
 --
--- Executable by the api and the worker only. This file is the one place to read and to change
--- this function; `stablegate migrate` applies it (src/db/migrate.ts). To change it, edit this file
--- and add a versioned migration with it (a comment-only file will do).
+-- Executable by the api and the worker only. Migration 0030 created its first version; from then
+-- on this file is the one place to read and to change this function. `stablegate migrate` applies
+-- it (src/db/migrate.ts). To change it, edit this file and add a versioned migration with it (a
+-- comment-only file will do).
 
 create or replace function deposit_index_reserve(p_currency_type text, p_environment text, p_count integer)
 returns setof bigint
