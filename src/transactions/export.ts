@@ -37,6 +37,8 @@ const CELLS = {
   createdAt: (t) => t.createdAt.toISOString(),
   updatedAt: (t) => t.updatedAt.toISOString(),
   confirmedAt: (t) => (t.confirmedAt ? t.confirmedAt.toISOString() : null),
+  // Last, so the earlier columns keep their positions (issue #37).
+  wrongNetwork: (t) => (t.wrongNetwork ? "true" : "false"),
 } satisfies Record<string, (t: TransactionRecord) => string | null>;
 
 /** The header, in the order of the cells. */

@@ -103,6 +103,7 @@ async function addTx(
     amount?: bigint;
     status?: "pending" | "confirmed";
     createdAt?: Date;
+    wrongNetwork?: boolean;
   },
 ) {
   const id = newId("tx");
@@ -118,6 +119,7 @@ async function addTx(
     orderId: t.orderId ?? null,
     reference: t.reference ?? null,
     ...(t.createdAt ? { createdAt: t.createdAt } : {}),
+    ...(t.wrongNetwork ? { wrongNetwork: true } : {}),
   });
   return id;
 }
@@ -197,6 +199,17 @@ describe("GET /api/v1/public/exports/transactions.csv", () => {
     const byOrder = new Map(rows.map((x) => [x.orderId, x]));
     expect(byOrder.get(`'=HYPERLINK("http://evil.example","click")`)?.reference).toBe("a,b\r\nc");
     expect(byOrder.get("'+1-2")?.reference).toBe("'@SUM(A1)");
+  });
+
+  it("the last column says whether a deposit was paid on the wrong network (issue #37)", async () => {
+    await addTx(merchant, { orderId: "wn-export", wrongNetwork: true });
+    await addTx(merchant, { orderId: "own-export" });
+    const r = await call(svc.urls.sandbox, "/api/v1/public/exports/transactions.csv", { headers });
+    expect(r.status, r.text).toBe(200);
+    expect(EXPORT_COLUMNS.at(-1)).toBe("wrongNetwork");
+    const byOrder = new Map(objects(r.text).map((x) => [x.orderId, x]));
+    expect(byOrder.get("wn-export")?.wrongNetwork).toBe("true");
+    expect(byOrder.get("own-export")?.wrongNetwork).toBe("false");
   });
 
   it("applies the list's filters and refuses bad ones with 400 in the envelope", async () => {

@@ -847,7 +847,7 @@ export type paths = {
         };
         /**
          * Export transactions as CSV (the dashboard's environment)
-         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in the token), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt. A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
+         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in the token), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt, wrongNetwork (true for a deposit paid on another network than its address was made for, else false). A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
          */
         get: operations["dashboardExportTransactions"];
         put?: never;
@@ -867,7 +867,7 @@ export type paths = {
         };
         /**
          * Export transactions as CSV
-         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in the token), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt. A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
+         * @description Every transaction matching the filters (the list's filters, no paging), oldest first, as RFC 4180 CSV (UTF-8, CRLF, a header row). One row per transaction: transactionId, type, status, amount, fee, netAmount, actualBalance (exact decimals in the token), currencyType, walletAddress, blockchainTxHash, orderId, reference, externalUserId, checkoutSessionId, rejectionReason, createdAt, updatedAt, confirmedAt, wrongNetwork (true for a deposit paid on another network than its address was made for, else false). A cell that starts with =, +, -, @, a tab or a CR is prefixed with ' so a spreadsheet shows it as text. Streamed: the download starts at once and has no row limit; a download cut short ends without its last line break.
          */
         get: operations["exportTransactions"];
         put?: never;
