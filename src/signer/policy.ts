@@ -76,7 +76,24 @@ export interface PolicyDecision {
 }
 
 export class SigningPolicy {
+  /** The signer's system wallets by `network/environment/index`: derived once, they never change. */
+  readonly #systemAddresses = new Map<string, string>();
+
   constructor(private readonly o: SigningPolicyOptions) {}
+
+  /**
+   * The address of a system wallet of the signer (a private-key derivation on a miss): the own-address
+   * check compares the whole key space, some forty of them per withdrawal.
+   */
+  private systemAddress(network: CurrencyType, environment: Environment, index: number): string {
+    const key = `${network}/${environment}/${index}`;
+    let address = this.#systemAddresses.get(key);
+    if (address === undefined) {
+      address = this.o.address(network, environment, index);
+      this.#systemAddresses.set(key, address);
+    }
+    return address;
+  }
 
   private coldWallet(network: CurrencyType, environment: Environment): string | null {
     const cold = this.o.coldWallet?.(network, environment);
@@ -190,7 +207,7 @@ export class SigningPolicy {
       }
       case "deposit": {
         if (kind !== "sweep") return refuse(`a deposit address does not send a ${kind}`, role);
-        const hot = this.o.address(t.network, t.environment, HOT_WALLET_INDEX);
+        const hot = this.systemAddress(t.network, t.environment, HOT_WALLET_INDEX);
         if (to !== hot) return refuse("a deposit address sends only to the hot wallet", role);
         const missing = await sweepEvidence(db, {
           network: t.network,
@@ -238,7 +255,7 @@ export class SigningPolicy {
       for (const c of spelling.networks)
         for (const environment of ["production", "sandbox"] as const)
           for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
-            if (this.o.address(c, environment, index) === spelling.address) return true;
+            if (this.systemAddress(c, environment, index) === spelling.address) return true;
       if (await isIssuedDepositAddress(db, spelling.networks, spelling.address)) return true;
     }
     return false;

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import { get, getList, post } from "../api/client";
 import type { Balance, ChainFamily, CurrencyType, Payout, Settings } from "../api/types";
+import { CurrencySelect } from "../components/CurrencySelect";
 import { Form, FormError, SubmitButton } from "../components/Form";
 import {
   CodeField,
@@ -168,25 +169,14 @@ export default function Payouts() {
                 )}
               </Field>
               <Field label="Network">
-                {(id) =>
-                  currencies.list ? (
-                    <select
-                      id={id}
-                      value={selected?.currencyType ?? ""}
-                      onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
-                    >
-                      {currencies.list.map((c) => (
-                        <option key={c.currencyType} value={c.currencyType}>
-                          {currencies.label(c.currencyType)}
-                        </option>
-                      ))}
-                    </select>
-                  ) : currencies.error ? (
-                    <ErrorNotice error={currencies.error} />
-                  ) : (
-                    <Loading label="Loading the currencies…" />
-                  )
-                }
+                {(id) => (
+                  <CurrencySelect
+                    id={id}
+                    currencies={currencies}
+                    value={selected?.currencyType}
+                    onChange={(currencyType) => setForm({ ...form, currencyType })}
+                  />
+                )}
               </Field>
               <Field
                 label="Recipient wallet address"

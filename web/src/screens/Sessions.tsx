@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { get, getList, post } from "../api/client";
 import type { CheckoutSession, CurrencyType, Transaction } from "../api/types";
+import { CurrencySelect } from "../components/CurrencySelect";
 import { Form, SubmitButton } from "../components/Form";
 import { TransactionTable } from "../components/TransactionTable";
 import {
@@ -245,25 +246,14 @@ export default function Sessions() {
               )}
             </Field>
             <Field label="Network">
-              {(id) =>
-                currencies.list ? (
-                  <select
-                    id={id}
-                    value={selected?.currencyType ?? ""}
-                    onChange={(e) => setForm({ ...form, currencyType: e.target.value as CurrencyType })}
-                  >
-                    {currencies.list.map((c) => (
-                      <option key={c.currencyType} value={c.currencyType}>
-                        {currencies.label(c.currencyType)}
-                      </option>
-                    ))}
-                  </select>
-                ) : currencies.error ? (
-                  <ErrorNotice error={currencies.error} />
-                ) : (
-                  <Loading label="Loading the currencies…" />
-                )
-              }
+              {(id) => (
+                <CurrencySelect
+                  id={id}
+                  currencies={currencies}
+                  value={selected?.currencyType}
+                  onChange={(currencyType) => setForm({ ...form, currencyType })}
+                />
+              )}
             </Field>
             <Field label="Order ID (optional)">
               {(id) => (
