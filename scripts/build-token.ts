@@ -3,8 +3,12 @@
  * contracts/build/<Name>.json ({ contractName, compiler, abi, bytecode }), which are checked in so
  * tests never compile.
  *
- *   TestUSDT  — a fixed 6-decimal "Tether USD" (USDT).
- *   TestToken — name, symbol and decimals chosen at deployment (USDC, Binance-Peg 18-decimal tokens…).
+ *   TestUSDT  — a fixed 6-decimal "Tether USD" (USDT) with the original Tether blacklist
+ *               (`isBlackListed`, `addBlackList`, `removeBlackList`, `destroyBlackFunds`: the
+ *               registry's `tether` freeze kind).
+ *   TestToken — name, symbol, decimals and freeze style chosen at deployment (USDC, Binance-Peg
+ *               18-decimal tokens…): 0 no freeze (`none`), 1 Circle's blacklist (`usdc`), 2 Tether's
+ *               blocked list of USDT0 (`tether-blocked`).
  *
  *   npx tsx scripts/build-token.ts
  */

@@ -1,5 +1,9 @@
 import type { CurrencyType } from "../domain/currency.js";
 import { ChainTimeError } from "./errors.js";
+import type { FreezeEvent } from "./freeze-events.js";
+
+/** A freeze event with its address spelled as the network does. */
+export type NamedFreezeEvent = Omit<FreezeEvent, "account"> & { address: string };
 
 /**
  * One `Transfer(from, to, value)` event of the network's USDT contract.
@@ -77,6 +81,22 @@ export interface ChainAdapter {
 
   /** Token balance of the address at the head block, in base units. */
   tokenBalance(address: string): Promise<bigint>;
+
+  /**
+   * Whether the token's issuer has frozen `address` (its blacklist; `FreezeKind` in the registry) at
+   * the head block: a frozen sender can never move what it holds, and a legacy-Tether transfer TO a
+   * frozen address succeeds and is lost. False for a token without a freeze function.
+   * `ChainUnavailableError` when it cannot be read (never guessed).
+   */
+  isFrozen(address: string): Promise<boolean>;
+
+  /**
+   * The token issuer's freeze events in `[fromBlock, toBlock]` (frozen, released, destroyed: see
+   * `freeze-events.ts`), each naming the address in the network's canonical spelling. A trigger to
+   * look again (`isFrozen`, `tokenBalance`), never the answer itself. Empty for a token without a
+   * freeze function.
+   */
+  freezeEvents(range: { fromBlock: number; toBlock: number }): Promise<NamedFreezeEvent[]>;
 
   /** Hash of block `n`, or null when the chain has no such block (yet). */
   blockHash(n: number): Promise<string | null>;

@@ -4,6 +4,7 @@ import {
   type BlockHeader,
   type ChainAdapter,
   compareTransfers,
+  type NamedFreezeEvent,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
@@ -456,6 +457,60 @@ export class ProviderPool implements ChainAdapter {
 
   tokenBalance(address: string): Promise<bigint> {
     return this.read("balance", (a) => a.tokenBalance(address));
+  }
+
+  /**
+   * Frozen when any of the two best providers that answer says so (issue #40): "not frozen" lets
+   * money go to an address or credits a sender, so one provider alone cannot decide it; "frozen"
+   * only refuses or holds, which is safe. A single answer counts only when no other provider answers:
+   * after the healthy ones, the others (suspect, lagging, in back-off) are asked too, since a
+   * provider set aside is still a second word (otherwise the only healthy one, a liar, decides).
+   */
+  async isFrozen(address: string): Promise<boolean> {
+    return (await this.twoAnswers("freeze check", (a) => a.isFrozen(address))).includes(true);
+  }
+
+  /**
+   * The answers of the two best providers that answer (one when no other does): after the healthy
+   * ones, the others (suspect, lagging, in back-off) are asked too, since a provider set aside is
+   * still a second word. None answering: the last provider fault.
+   */
+  private async twoAnswers<T>(what: string, fn: (a: ChainAdapter) => Promise<T>): Promise<T[]> {
+    const answers: T[] = [];
+    let lastError: unknown;
+    const ranked = this.ranked();
+    const rest = this.states.filter((s) => !ranked.includes(s)).sort((a, b) => a.downUntil - b.downUntil);
+    for (const s of [...ranked, ...rest]) {
+      if (answers.length === 2) break;
+      try {
+        answers.push(await this.attempt(s, fn));
+      } catch (err) {
+        if (!isProviderFault(err)) throw err;
+        lastError = err;
+      }
+    }
+    if (answers.length === 0)
+      throw lastError instanceof Error
+        ? lastError
+        : new ChainUnavailableError(this.network, `${what} failed`);
+    return answers;
+  }
+
+  /**
+   * The freeze events of a range as the two best providers that answer report them, together (issue
+   * #40): an event is only a trigger to ask again (`isFrozen`, decided by two), so one provider
+   * cannot hide one by leaving it out, and one it invents costs a read. One answer counts when no
+   * other provider answers (the periodic checks of the wallets stay the backstop).
+   */
+  async freezeEvents(range: { fromBlock: number; toBlock: number }): Promise<NamedFreezeEvent[]> {
+    const answers = await this.twoAnswers("freeze events", (a) => a.freezeEvents(range));
+    const seen = new Set<string>();
+    return answers.flat().filter((e) => {
+      const key = `${e.blockNumber}:${e.change}:${e.address}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
   }
 
   /**

@@ -11,6 +11,21 @@
 /** How a network's chain is read and written: which chain module serves it. */
 export type ChainFamily = "evm" | "tron";
 
+/**
+ * How a token's issuer freezes addresses (README.md#frozen-funds, issue #40), i.e. which view answers
+ * "is this address frozen" and which events announce it:
+ * - `tether`: Tether's original contract (Ethereum, TRON): `isBlackListed(address)` /
+ *   `getBlackListStatus(address)`, events `AddedBlackList`, `RemovedBlackList`,
+ *   `DestroyedBlackFunds`. It checks only the SENDER: a transfer TO a frozen address succeeds and
+ *   the coins are stuck there for good.
+ * - `tether-blocked`: Tether's newer contracts (USDT0 on Arbitrum and Polygon): `isBlocked(address)`,
+ *   events `BlockPlaced`, `BlockReleased`, `DestroyedBlockedFunds`; sender checked.
+ * - `usdc`: Circle's FiatToken: `isBlacklisted(address)`, events `Blacklisted`, `UnBlacklisted`;
+ *   sender and recipient checked (a transfer to a frozen address reverts).
+ * - `none`: no freeze function (the Binance-Peg tokens of BNB Smart Chain).
+ */
+export type FreezeKind = "tether" | "tether-blocked" | "usdc" | "none";
+
 /** One token on a network. */
 export interface TokenListing {
   /** `USDT`, `USDC`: the first half of the currency type. */
@@ -25,6 +40,8 @@ export interface TokenListing {
    * addresses derive from it); unique per coin type (test/domain/currency-registry.test.ts).
    */
   readonly accountSlot: number;
+  /** How its issuer freezes addresses (`FreezeKind`). */
+  readonly freeze: FreezeKind;
 }
 
 /** One network: what its chain module and the configuration need to know, as plain data. */
@@ -96,7 +113,13 @@ const BUILT_IN_NETWORKS = [
     // `fee_limit` of token transfers, in sun: the most TRX one may burn (100 TRX).
     options: [{ key: "feeLimitSun", variable: "TRC20_FEE_LIMIT_SUN", default: 100_000_000 }],
     tokens: [
-      { token: "USDT", decimals: 6, defaultContract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", accountSlot: 0 },
+      {
+        token: "USDT",
+        decimals: 6,
+        defaultContract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+        accountSlot: 0,
+        freeze: "tether",
+      },
     ],
   },
   evm(
@@ -112,12 +135,14 @@ const BUILT_IN_NETWORKS = [
         decimals: 6,
         defaultContract: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
         accountSlot: 0,
+        freeze: "tether",
       },
       {
         token: "USDC",
         decimals: 6,
         defaultContract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
         accountSlot: 1,
+        freeze: "usdc",
       },
       // Ethereum's gas makes small sweeps and withdrawals dear.
     ],
@@ -129,12 +154,14 @@ const BUILT_IN_NETWORKS = [
       decimals: 18,
       defaultContract: "0x55d398326f99059fF775485246999027B3197955",
       accountSlot: 2,
+      freeze: "none",
     },
     {
       token: "USDC",
       decimals: 18,
       defaultContract: "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d",
       accountSlot: 3,
+      freeze: "none",
     },
   ]),
   evm("POLYGON", "Polygon", "Polygon PoS", 137, 128, 1_000, [
@@ -143,12 +170,14 @@ const BUILT_IN_NETWORKS = [
       decimals: 6,
       defaultContract: "0xc2132D05D31c914a87C6611C10748AEb04B58e8F",
       accountSlot: 4,
+      freeze: "tether-blocked",
     },
     {
       token: "USDC",
       decimals: 6,
       defaultContract: "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
       accountSlot: 5,
+      freeze: "usdc",
     },
   ]),
   evm("ARBITRUM", "Arbitrum One", "Arbitrum One", 42161, 20, 1_000, [
@@ -157,12 +186,14 @@ const BUILT_IN_NETWORKS = [
       decimals: 6,
       defaultContract: "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9",
       accountSlot: 6,
+      freeze: "tether-blocked",
     },
     {
       token: "USDC",
       decimals: 6,
       defaultContract: "0xaf88d065e77c8cC2239327C5EDb3A432268e5831",
       accountSlot: 7,
+      freeze: "usdc",
     },
   ]),
   evm("BASE", "Base", "Base", 8453, 20, 1_000, [
@@ -171,6 +202,7 @@ const BUILT_IN_NETWORKS = [
       decimals: 6,
       defaultContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
       accountSlot: 8,
+      freeze: "usdc",
     },
   ]),
 ] as const satisfies readonly NetworkDefinition[];
@@ -268,6 +300,21 @@ export function testFailureAddress(currencyType: CurrencyType): string {
 export const TEST_FAILURE_ADDRESSES: Readonly<Record<CurrencyType, string>> = Object.fromEntries(
   CURRENCY_TYPES.map((c) => [c, testFailureAddress(c)]),
 ) as Record<CurrencyType, string>;
+
+/**
+ * Test frozen addresses (docs/merchants/sandbox.md#test-frozen-addresses, issue #40): the sandbox
+ * simulator's token has these on its blacklist, so a withdrawal or payout to one is 422
+ * `DESTINATION_BLOCKED` and a sandbox payment sent `from` one is `held`. One per family.
+ */
+const FROZEN_ADDRESS_OF_FAMILY: Readonly<Record<ChainFamily, string>> = {
+  tron: "T9yD14Nj9j7xAB4dbGeiX9h8upGUqmaajC",
+  evm: "0x000000000000000000000000000000000000B10C",
+};
+
+/** The test frozen address of a currency type's network. */
+export function testFrozenAddress(currencyType: CurrencyType): string {
+  return FROZEN_ADDRESS_OF_FAMILY[currencyOf(currencyType).definition.family];
+}
 
 /**
  * On-chain base units per API base unit of a currency type: 1 for 6-decimal tokens, 10^12 for the

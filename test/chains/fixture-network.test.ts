@@ -24,6 +24,7 @@ registerNetwork({
       decimals: 6,
       defaultContract: "0x0000000000000000000000000000000000000001",
       accountSlot: 40,
+      freeze: "none",
     },
   ],
 });

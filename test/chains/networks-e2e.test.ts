@@ -13,6 +13,7 @@ import {
   keepMining,
   mintTestToken,
   startAnvil,
+  testTokenFreezeOf,
   testUsdtBalance,
 } from "../support/chain/anvil.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
@@ -122,7 +123,12 @@ beforeAll(async () => {
   const started = await Promise.all(
     CASES.map(async (c) => {
       const anvil = await startAnvil(["--chain-id", String(c.chainId)]);
-      const token = await deployTestToken(anvil, { symbol: c.token, decimals: c.decimals });
+      // Freezing as the network's issuer does (the registry's kind): its freeze view answers.
+      const token = await deployTestToken(anvil, {
+        symbol: c.token,
+        decimals: c.decimals,
+        freeze: testTokenFreezeOf(c.currencyType),
+      });
       const hot = deriver.address(c.currencyType, "sandbox", HOT_WALLET_INDEX) as Hex;
       const gasTank = deriver.address(c.currencyType, "sandbox", GAS_TANK_INDEX) as Hex;
       // The hot wallet holds the tokens it pays out and the coin for its gas; the gas tank pays the

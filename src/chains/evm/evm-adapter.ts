@@ -1,18 +1,20 @@
-import { createPublicClient, http, type PublicClient } from "viem";
-import { type CurrencyType, fromChainUnits } from "../../domain/currency.js";
+import { createPublicClient, type Hex, hexToNumber, http, numberToHex, type PublicClient } from "viem";
+import { type CurrencyType, currencyOf, type FreezeKind, fromChainUnits } from "../../domain/currency.js";
 import {
   type BlockHeader,
   blockChunks,
   type ChainAdapter,
   compareTransfers,
+  type NamedFreezeEvent,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
   usableBlockTime,
 } from "../adapter.js";
 import { ChainUnavailableError } from "../errors.js";
+import { decodeFreezeLog, freezeTopics } from "../freeze-events.js";
 import { type EvmAddress, isEvmAddress, normalizeEvmAddress } from "./address.js";
-import { ERC20_READ_ABI, TRANSFER_EVENT } from "./erc20-abi.js";
+import { ERC20_READ_ABI, FREEZE_ABI, FREEZE_VIEW, TRANSFER_EVENT } from "./erc20-abi.js";
 
 export interface EvmAdapterOptions {
   /** The currency type read (default USDT-ERC20). */
@@ -35,6 +37,8 @@ export interface EvmAdapterOptions {
    * all Transfer logs of the range are fetched and filtered in memory. Default 50.
    */
   maxTopicAddresses?: number;
+  /** How the token's issuer freezes addresses; default the registry's for `network`. */
+  freeze?: FreezeKind;
 }
 
 /** The read side of one token on an EVM network over JSON-RPC, with viem. */
@@ -45,9 +49,11 @@ export class EvmChainAdapter implements ChainAdapter {
   private readonly token: EvmAddress;
   private readonly maxBlocksPerQuery: number;
   private readonly maxTopicAddresses: number;
+  private readonly freeze: FreezeKind;
 
   constructor(options: EvmAdapterOptions) {
     this.network = options.network ?? "USDT-ERC20";
+    this.freeze = options.freeze ?? currencyOf(this.network).freeze;
     this.scale = options.scale ?? 1n;
     this.token = normalizeEvmAddress(options.tokenAddress);
     this.maxBlocksPerQuery = options.maxBlocksPerQuery ?? 1000;
@@ -108,6 +114,17 @@ export class EvmChainAdapter implements ChainAdapter {
     return fromChainUnits(raw, this.scale).units;
   }
 
+  async isFrozen(address: string): Promise<boolean> {
+    const owner = normalizeEvmAddress(address);
+    if (this.freeze === "none") return false;
+    // The kind's one view, read at the head. A revert (the contract has no such view: a wrong
+    // registry entry or contract setting) is a fault to report, never "not frozen".
+    const functionName = FREEZE_VIEW[this.freeze];
+    return this.call(functionName, () =>
+      this.client.readContract({ address: this.token, abi: FREEZE_ABI, functionName, args: [owner] }),
+    );
+  }
+
   async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {
     const watched = query.addresses
       ? new Set<EvmAddress>([...query.addresses].map((a) => normalizeEvmAddress(a)))
@@ -144,6 +161,44 @@ export class EvmChainAdapter implements ChainAdapter {
       }
     }
     return out.sort(compareTransfers);
+  }
+
+  async freezeEvents(range: { fromBlock: number; toBlock: number }): Promise<NamedFreezeEvent[]> {
+    const topics = freezeTopics(this.freeze);
+    if (topics.size === 0) return [];
+    const out: NamedFreezeEvent[] = [];
+    for (const [from, to] of blockChunks(range.fromBlock, range.toBlock, this.maxBlocksPerQuery)) {
+      // Raw logs: Tether's original events do not index the address, the others' do; one ABI
+      // could not decode both, `decodeFreezeLog` reads either.
+      const logs = await this.call("eth_getLogs", () =>
+        this.client.request({
+          method: "eth_getLogs",
+          params: [
+            {
+              address: this.token,
+              topics: [[...topics.keys()] as Hex[]],
+              fromBlock: numberToHex(from),
+              toBlock: numberToHex(to),
+            },
+          ],
+        }),
+      );
+      for (const log of logs) {
+        if (log.removed || log.blockNumber === null) continue;
+        // As for transfers: a provider ignoring the filter must not speak for another contract.
+        if (!isEvmAddress(log.address) || normalizeEvmAddress(log.address) !== this.token) continue;
+        const event = decodeFreezeLog(topics, {
+          topics: log.topics,
+          data: log.data,
+          blockNumber: hexToNumber(log.blockNumber),
+        });
+        if (event) {
+          const { account, ...rest } = event;
+          out.push({ ...rest, address: normalizeEvmAddress(`0x${account}`) });
+        }
+      }
+    }
+    return out;
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {

@@ -1,7 +1,12 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Db } from "../../db/database.js";
-import { type CurrencyType, currencyOf, testFailureAddress } from "../../domain/currency.js";
+import {
+  type CurrencyType,
+  currencyOf,
+  testFailureAddress,
+  testFrozenAddress,
+} from "../../domain/currency.js";
 import type { Environment } from "../../domain/environment.js";
 import { type Clock, systemClock } from "../../lib/clock.js";
 import type { TokenTransfer } from "../adapter.js";
@@ -89,6 +94,9 @@ export class SimulatedChain {
   readonly faucetAddress: string;
   private readonly clock: Clock;
   private readonly failureAddress: string;
+  private readonly frozenAddress: string;
+  /** The token checks the recipient too (`usdc`), not only the sender. */
+  private readonly refusesFrozenRecipient: boolean;
   private ready: Promise<void> | undefined;
 
   constructor(
@@ -99,12 +107,22 @@ export class SimulatedChain {
     this.environment = options.environment ?? "sandbox";
     this.clock = options.clock ?? systemClock;
     this.failureAddress = normalizeAddress(this.network, testFailureAddress(this.network));
+    this.frozenAddress = normalizeAddress(this.network, testFrozenAddress(this.network));
+    this.refusesFrozenRecipient = currencyOf(this.network).freeze === "usdc";
     const faucet = sha256(utf8ToBytes("stablegate simulator faucet")).slice(0, 20);
     this.faucetAddress = addressCodec(this.network).fromAccountBytes(faucet);
   }
 
   isTestFailureAddress(address: string): boolean {
     return normalizeAddress(this.network, address) === this.failureAddress;
+  }
+
+  /**
+   * The simulator's token has the test frozen address on its blacklist
+   * (docs/merchants/sandbox.md#test-frozen-addresses), like the issuers' freeze views.
+   */
+  isFrozen(address: string): boolean {
+    return normalizeAddress(this.network, address) === this.frozenAddress;
   }
 
   async head(): Promise<number> {
@@ -239,6 +257,22 @@ export class SimulatedChain {
     return this.execute(this.faucetAddress, to, amount, options);
   }
 
+  /**
+   * The faucet pays `to` as if `from` sent it (the sandbox pay endpoints' `from`): the faucet first
+   * gives `from` exactly `amount`, then `from` pays `to`, each mined as its own block in one write;
+   * `from`'s balance ends where it was. Returns the second transfer (the payment).
+   */
+  payFrom(from: string, to: string, amount: bigint, options: SimWriteOptions = {}): Promise<SimTransaction> {
+    if (typeof amount !== "bigint" || amount <= 0n)
+      throw new RangeError("Amount must be positive base units.");
+    const sender = normalizeAddress(this.network, from);
+    const receiver = normalizeAddress(this.network, to);
+    return this.write(options, async (trx, chain) => {
+      await this.mineTransfer(trx, chain, this.faucetAddress, sender, amount);
+      return this.mineTransfer(trx, chain, sender, receiver, amount);
+    });
+  }
+
   /** A token transfer from a tracked balance, in a new block. */
   transfer(
     from: string,
@@ -317,7 +351,11 @@ export class SimulatedChain {
     const txHash = this.hash(`tx|${chain.nonce}|${from}|${to}|${amount}`);
     let failureReason: string | undefined;
     if (to === this.failureAddress) failureReason = "test failure address";
-    else if (from !== this.faucetAddress && (await this.balanceOf(from, trx)) < amount) {
+    else if (from !== this.faucetAddress && to === this.frozenAddress && this.refusesFrozenRecipient) {
+      // Circle's FiatToken refuses a frozen recipient (Tether's does not): a return of a held USDC
+      // deposit to the frozen test address fails as it does on a real chain (outside review).
+      failureReason = "Blacklistable: account is blacklisted";
+    } else if (from !== this.faucetAddress && (await this.balanceOf(from, trx)) < amount) {
       failureReason = "insufficient balance";
     }
     const tx = {

@@ -2,6 +2,7 @@ import type { CurrencyType } from "../../domain/currency.js";
 import {
   type BlockHeader,
   type ChainAdapter,
+  type NamedFreezeEvent,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
@@ -46,6 +47,15 @@ export class SimulatorChainAdapter implements ChainAdapter {
 
   tokenBalance(address: string): Promise<bigint> {
     return this.chain.balanceOf(address);
+  }
+
+  isFrozen(address: string): Promise<boolean> {
+    return Promise.resolve(this.chain.isFrozen(address));
+  }
+
+  /** The simulator's frozen test addresses are fixed (docs/merchants/sandbox.md#test-frozen-addresses): nothing is ever frozen later. */
+  freezeEvents(_range: { fromBlock: number; toBlock: number }): Promise<NamedFreezeEvent[]> {
+    return Promise.resolve([]);
   }
 
   async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {

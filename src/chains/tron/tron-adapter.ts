@@ -1,15 +1,18 @@
 import { providers, TronWeb } from "tronweb";
+import { currencyOf } from "../../domain/currency.js";
 import {
   type BlockHeader,
   blockChunks,
   type ChainAdapter,
   compareTransfers,
+  type NamedFreezeEvent,
   safeBlockFromHead,
   type TokenTransfer,
   type TokenTransferQuery,
   usableBlockTime,
 } from "../adapter.js";
 import { ChainUnavailableError } from "../errors.js";
+import { decodeFreezeLog, freezeTopics } from "../freeze-events.js";
 import { isTronAddress, normalizeTronAddress, tronAddressFromHex, tronAddressToHex } from "./address.js";
 import type { TronBlock, TronTransactionInfo } from "./tron-api-types.js";
 
@@ -104,6 +107,33 @@ export class TronChainAdapter implements ChainAdapter {
     return BigInt(`0x${word}`);
   }
 
+  async isFrozen(address: string): Promise<boolean> {
+    const owner = normalizeTronAddress(address);
+    const kind = currencyOf(this.network).freeze;
+    if (kind === "none") return false;
+    const view =
+      kind === "tether" ? "isBlackListed" : kind === "tether-blocked" ? "isBlocked" : "isBlacklisted";
+    const res = await this.call(`triggerconstantcontract ${view}`, () =>
+      this.tronWeb.transactionBuilder.triggerConstantContract(
+        this.token,
+        `${view}(address)`,
+        {},
+        [{ type: "address", value: owner }],
+        owner,
+      ),
+    );
+    // A bool is one 32-byte word, 0 or 1; anything else (a revert, no view of that name) is a
+    // fault to report, never "not frozen". java-tron answers a revert with `result.result` true,
+    // a message (tronweb throws on it) and the transaction's `ret` FAILED, its revert data as the
+    // constant result: that data is never read as an answer, whatever it looks like.
+    const word = res.constant_result?.[0];
+    const ret = (res as { transaction?: { ret?: { ret?: string }[] } }).transaction?.ret?.[0]?.ret;
+    if (!res.result?.result || ret === "FAILED" || typeof word !== "string" || !/^0{63}[01]$/.test(word)) {
+      throw new ChainUnavailableError(this.network, `${view} returned no boolean`);
+    }
+    return word.endsWith("1");
+  }
+
   async tokenTransfers(query: TokenTransferQuery): Promise<TokenTransfer[]> {
     const watched = query.addresses
       ? new Set([...query.addresses].map((a) => normalizeTronAddress(a)))
@@ -118,8 +148,40 @@ export class TronChainAdapter implements ChainAdapter {
     return out.sort(compareTransfers);
   }
 
-  /** The token transfers of block `n` to watched addresses (all when `watched` is null). */
-  private async blockTransfers(n: number, watched: Set<string> | null): Promise<TokenTransfer[]> {
+  async freezeEvents(range: { fromBlock: number; toBlock: number }): Promise<NamedFreezeEvent[]> {
+    const topics = freezeTopics(currencyOf(this.network).freeze);
+    if (topics.size === 0) return [];
+    const out: NamedFreezeEvent[] = [];
+    for (const [from, to] of blockChunks(range.fromBlock, range.toBlock, this.concurrency)) {
+      const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+      const perBlock = await Promise.all(
+        numbers.map(async (n) => {
+          const found: NamedFreezeEvent[] = [];
+          for (const info of await this.blockInfos(n)) {
+            if (info.result === "FAILED" || (info.receipt?.result ?? "SUCCESS") !== "SUCCESS") continue;
+            for (const log of info.log ?? []) {
+              if (log.address.toLowerCase().slice(-40) !== this.tokenLogAddress) continue;
+              const event = decodeFreezeLog(topics, {
+                topics: log.topics ?? [],
+                data: log.data ?? "",
+                blockNumber: n,
+              });
+              if (event) {
+                const { account, ...rest } = event;
+                found.push({ ...rest, address: tronAddressFromHex(account) });
+              }
+            }
+          }
+          return found;
+        }),
+      );
+      for (const events of perBlock) out.push(...events);
+    }
+    return out;
+  }
+
+  /** Every receipt of block `n`, with its logs (one call). */
+  private async blockInfos(n: number): Promise<TronTransactionInfo[]> {
     const infos = await this.call("gettransactioninfobyblocknum", () =>
       this.tronWeb.fullNode.request<TronTransactionInfo[] | Record<string, never>>(
         "wallet/gettransactioninfobyblocknum",
@@ -127,9 +189,15 @@ export class TronChainAdapter implements ChainAdapter {
         "post",
       ),
     );
+    return Array.isArray(infos) ? infos : [];
+  }
+
+  /** The token transfers of block `n` to watched addresses (all when `watched` is null). */
+  private async blockTransfers(n: number, watched: Set<string> | null): Promise<TokenTransfer[]> {
+    const infos = await this.blockInfos(n);
     const found: Omit<TokenTransfer, "blockHash">[] = [];
     let logIndex = 0;
-    for (const info of Array.isArray(infos) ? infos : []) {
+    for (const info of infos) {
       const failed = info.result === "FAILED" || (info.receipt?.result ?? "SUCCESS") !== "SUCCESS";
       for (const log of info.log ?? []) {
         const index = logIndex++;

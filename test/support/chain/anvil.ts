@@ -1,7 +1,8 @@
 /**
  * Test harness: a real `anvil` node (npm `@foundry-rs/anvil-linux-amd64`) on a free port, plus the
  * TestUSDT token (contracts/build/TestUSDT.json), the configurable TestToken
- * (contracts/build/TestToken.json) and helpers to mint, transfer and mine.
+ * (contracts/build/TestToken.json) and helpers to mint, transfer and mine, and to freeze, unfreeze
+ * and destroy an address's tokens as their issuers do (`freezeAddress`, issue #40).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -18,9 +19,11 @@ import {
   http,
   type PublicClient,
   type TestClient,
+  type TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
+import { type CurrencyType, currencyOf, type FreezeKind } from "../../../src/domain/currency.js";
 
 const require = createRequire(import.meta.url);
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -43,8 +46,9 @@ export const TEST_USDT = JSON.parse(
 ) as Artifact;
 
 /**
- * TestToken (contracts/build/TestToken.json): an ERC20 whose name, symbol and decimals are constructor
- * arguments, to emulate e.g. USDC (6 decimals) or Binance-Peg USDT/USDC on BNB Smart Chain (18).
+ * TestToken (contracts/build/TestToken.json): an ERC20 whose name, symbol, decimals and freeze style
+ * are constructor arguments, to emulate e.g. USDC (6 decimals, Circle's blacklist), Binance-Peg
+ * USDT/USDC on BNB Smart Chain (18, no freeze) or USDT0 (Tether's blocked list).
  */
 export const TEST_TOKEN = JSON.parse(
   readFileSync(join(root, "contracts", "build", "TestToken.json"), "utf8"),
@@ -135,8 +139,64 @@ async function chainWallet(node: AnvilNode, privateKey: Hex) {
 }
 
 /**
+ * Moves `amount` of a test token from `from` without its key: anvil impersonates the account (as
+ * if its owner signed), for a test that takes coins out of one of the gateway's own wallets.
+ */
+export async function moveTestTokenAs(node: AnvilNode, token: Hex, from: Hex, to: Hex, amount: bigint) {
+  const id = await node.publicClient.getChainId();
+  await node.testClient.impersonateAccount({ address: from });
+  // Gas for it, as the other helpers lend it (a deposit address holds no ETH).
+  const gas = await node.publicClient.getBalance({ address: from });
+  if (gas < 10n ** 18n) await node.testClient.setBalance({ address: from, value: 10n ** 18n });
+  try {
+    const client = createWalletClient({
+      chain: id === foundry.id ? foundry : defineChain({ ...foundry, id }),
+      transport: http(node.rpcUrl),
+    });
+    const hash = await client.writeContract({
+      account: from,
+      address: token,
+      abi: TEST_USDT.abi,
+      functionName: "transfer",
+      args: [to, amount],
+    });
+    const receipt = await node.publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`transfer as ${from} reverted`);
+  } finally {
+    await node.testClient.stopImpersonatingAccount({ address: from });
+  }
+}
+
+/** The freeze kinds TestToken emulates (`tether`, the original Tether contract, is TestUSDT's). */
+export type TestTokenFreeze = Exclude<FreezeKind, "tether">;
+
+/** TestToken's constructor `freezeStyle_` of each kind it emulates. */
+const TEST_TOKEN_FREEZE_STYLE: Readonly<Record<TestTokenFreeze, number>> = {
+  none: 0,
+  usdc: 1,
+  "tether-blocked": 2,
+};
+
+/**
+ * The TestToken freeze style of the registry's kind for `currencyType`, for a token that stands for
+ * that network's (`deployTestToken(node, { …, freeze: testTokenFreezeOf("USDT-POLYGON") })`). The
+ * original Tether contract (`tether`: USDT-ERC20, USDT-TRC20) is TestUSDT's: it throws.
+ */
+export function testTokenFreezeOf(currencyType: CurrencyType): TestTokenFreeze {
+  const kind = currencyOf(currencyType).freeze;
+  if (kind === "tether")
+    throw new Error(`${currencyType} freezes as Tether's original contract: deploy TestUSDT`);
+  return kind;
+}
+
+/**
  * Deploys TestToken from anvil's account #0 with the given symbol and decimals (name defaults to the
  * symbol); returns its address. Works on any `--chain-id`.
+ *
+ * `freeze`: how its issuer freezes addresses (TestToken's freeze style), to match the registry's
+ * `FreezeKind` of the network it stands for (`testTokenFreezeOf`); default `usdc` for the symbol
+ * USDC, `none` otherwise. A token of another kind than the registry's makes `isFrozen` fail (the
+ * views of other kinds revert), e.g. a USDT-POLYGON token needs `freeze: "tether-blocked"`.
  *
  * TestToken's mint/transfer/balanceOf ABI is the same as TestUSDT's, so the TestUSDT helpers encode
  * the right calls for it; every helper signs for the chain id the node runs, and testUsdtBalance only
@@ -144,13 +204,14 @@ async function chainWallet(node: AnvilNode, privateKey: Hex) {
  */
 export async function deployTestToken(
   node: AnvilNode,
-  options: { name?: string; symbol: string; decimals: number },
+  options: { name?: string; symbol: string; decimals: number; freeze?: TestTokenFreeze },
 ): Promise<Hex> {
+  const freeze = options.freeze ?? (options.symbol === "USDC" ? "usdc" : "none");
   const client = await chainWallet(node, ANVIL_DEPLOYER_KEY);
   const hash = await client.deployContract({
     abi: TEST_TOKEN.abi,
     bytecode: TEST_TOKEN.bytecode,
-    args: [options.name ?? options.symbol, options.symbol, options.decimals],
+    args: [options.name ?? options.symbol, options.symbol, options.decimals, TEST_TOKEN_FREEZE_STYLE[freeze]],
   });
   const receipt = await node.publicClient.waitForTransactionReceipt({ hash });
   if (!receipt.contractAddress) throw new Error(`TestToken (${options.symbol}) deployment failed`);
@@ -253,6 +314,81 @@ export function testUsdtBalance(node: AnvilNode, token: Hex, address: string): P
     functionName: "balanceOf",
     args: [address as Hex],
   }) as Promise<bigint>;
+}
+
+/** The issuer-side freeze functions of each kind: TestUSDT's for `tether`, TestToken's for the others. */
+const FREEZE_FUNCTIONS: Readonly<
+  Record<Exclude<FreezeKind, "none">, { abi: Abi; freeze: string; unfreeze: string }>
+> = {
+  tether: {
+    abi: TEST_USDT.abi,
+    freeze: "addBlackList",
+    unfreeze: "removeBlackList",
+  },
+  "tether-blocked": {
+    abi: TEST_TOKEN.abi,
+    freeze: "addToBlockedList",
+    unfreeze: "removeFromBlockedList",
+  },
+  usdc: { abi: TEST_TOKEN.abi, freeze: "blacklist", unfreeze: "unBlacklist" },
+};
+
+/** Tether's functions that destroy a frozen address's tokens (Circle's FiatToken has none). */
+const DESTROY_FUNCTIONS = {
+  tether: { abi: TEST_USDT.abi, destroy: "destroyBlackFunds" },
+  "tether-blocked": { abi: TEST_TOKEN.abi, destroy: "destroyBlockedFunds" },
+} as const;
+
+/** Sends `functionName(address)` to `token` from the deployer (the tokens' owner) and waits for it. */
+async function ownerCall(node: AnvilNode, token: Hex, abi: Abi, functionName: string, address: Hex) {
+  const client = await chainWallet(node, ANVIL_DEPLOYER_KEY);
+  const hash = await client.writeContract({ address: token, abi, functionName, args: [address] });
+  const receipt = await node.publicClient.waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new Error(`${functionName}(${address}) reverted`);
+  return receipt;
+}
+
+/**
+ * Freezes `address` on a deployed token as its issuer does, from the deployer (its owner): `kind`
+ * says which token and function — `tether`: TestUSDT `addBlackList`; `usdc`: TestToken (style 1)
+ * `blacklist`; `tether-blocked`: TestToken (style 2) `addToBlockedList`. Returns the receipt
+ * (`AddedBlackList`, `Blacklisted` or `BlockPlaced` in its logs).
+ */
+export function freezeAddress(
+  node: AnvilNode,
+  token: Hex,
+  address: Hex,
+  kind: Exclude<FreezeKind, "none">,
+): Promise<TransactionReceipt> {
+  const f = FREEZE_FUNCTIONS[kind];
+  return ownerCall(node, token, f.abi, f.freeze, address);
+}
+
+/** Undoes `freezeAddress`: `removeBlackList`, `unBlacklist` or `removeFromBlockedList`. */
+export function unfreezeAddress(
+  node: AnvilNode,
+  token: Hex,
+  address: Hex,
+  kind: Exclude<FreezeKind, "none">,
+): Promise<TransactionReceipt> {
+  const f = FREEZE_FUNCTIONS[kind];
+  return ownerCall(node, token, f.abi, f.unfreeze, address);
+}
+
+/**
+ * Destroys what a frozen `address` holds, as Tether does: `tether`: TestUSDT `destroyBlackFunds`
+ * (balance zeroed, supply lowered, `DestroyedBlackFunds`, no Transfer event); `tether-blocked`:
+ * TestToken `destroyBlockedFunds` (a burn: Transfer to the zero address, then
+ * `DestroyedBlockedFunds`). The address must be frozen first. Circle cannot destroy (no `usdc`).
+ */
+export function destroyFrozenFunds(
+  node: AnvilNode,
+  token: Hex,
+  address: Hex,
+  kind: "tether" | "tether-blocked",
+): Promise<TransactionReceipt> {
+  const f = DESTROY_FUNCTIONS[kind];
+  return ownerCall(node, token, f.abi, f.destroy, address);
 }
 
 /** Mines a block every `everyMs` in the background (transfers get their confirmations while a test waits); returns the stop. */

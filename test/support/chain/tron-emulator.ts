@@ -193,6 +193,12 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     return { result: { result: true }, transaction: { visible: false, txID, raw_data, raw_data_hex } };
   }
 
+  /**
+   * Any view or call of any function (`function_selector` + `parameter`, or `data`), run with
+   * `eth_call` at the head. A revert is answered as java-tron does: the call "succeeded"
+   * (`result.result` true) with the message `REVERT opcode executed`, the revert data as its
+   * constant result and the transaction's `ret` FAILED (tronweb throws on the message).
+   */
   async function triggerConstantContract(body: Json): Promise<Json> {
     const from = body.owner_address ? toEvm(body.owner_address) : undefined;
     const to = toEvm(body.contract_address);
@@ -200,7 +206,14 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
       const out = await rpc<Hex>("eth_call", [{ from, to, data: `0x${callData(body)}` }, "latest"]);
       return { result: { result: true }, energy_used: 0, constant_result: [strip(out)] };
     } catch (e) {
-      return { result: { code: "CONTRACT_EXE_ERROR", message: toHex(String(e)).slice(2) } };
+      if (!/revert/i.test(String(e)))
+        return { result: { code: "CONTRACT_EXE_ERROR", message: toHex(String(e)).slice(2) } };
+      return {
+        result: { result: true, message: toHex("REVERT opcode executed").slice(2) },
+        energy_used: 0,
+        constant_result: [strip(revertData(e))],
+        transaction: { ret: [{ ret: "FAILED" }] },
+      };
     }
   }
 
@@ -409,6 +422,15 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
         server.closeAllConnections();
       }),
   };
+}
+
+/** The revert data an `eth_call` error carries (JSON-RPC `error.data`, somewhere in viem's causes), or 0x. */
+function revertData(e: unknown): string {
+  for (let c: unknown = e; c && typeof c === "object"; c = (c as { cause?: unknown }).cause) {
+    const data = (c as { data?: unknown }).data;
+    if (typeof data === "string" && /^0x[0-9a-fA-F]*$/.test(data)) return data;
+  }
+  return "0x";
 }
 
 /** The call data of a trigger request: `data`, or keccak(function_selector)[0..4] + `parameter`. */
