@@ -91,6 +91,22 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Outgoing transfers, the signer role and sweeps (chains part 2). */
   sending: SendingConfig;
+  /** The optional screening provider (`src/screening/`, docs/screening.md). */
+  screening: ScreeningConfig;
+}
+
+/** `SCREENING_*` (issue #40): the optional provider that screens senders and destinations. */
+export interface ScreeningConfig {
+  /** `SCREENING_URL` (http or https); unset: screening is off. */
+  url: string | undefined;
+  /** `SCREENING_TOKEN`: sent as `Authorization: Bearer …`; a secret. */
+  token: string | undefined;
+  /** `SCREENING_TIMEOUT_MS`: the longest one query may take. */
+  timeoutMs: number;
+  /** `SCREENING_ON_ERROR`: a provider error refuses (`closed`) or allows (`open`). */
+  onError: "closed" | "open";
+  /** `SCREENING_CACHE_SECONDS`: how long an answer is kept; 0: never cached. */
+  cacheSeconds: number;
 }
 
 export interface SendingConfig {
@@ -253,6 +269,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       signerPort: e.SIGNER_PORT,
       outflowCap,
       stuckAfterMs: e.SENDER_STUCK_AFTER_SECONDS * 1000,
+    },
+    screening: {
+      url: e.SCREENING_URL,
+      token: e.SCREENING_TOKEN,
+      timeoutMs: e.SCREENING_TIMEOUT_MS,
+      onError: e.SCREENING_ON_ERROR,
+      cacheSeconds: e.SCREENING_CACHE_SECONDS,
     },
   };
 }

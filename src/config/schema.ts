@@ -138,6 +138,18 @@ export const envSchema = z.object({
   SIGNER_MAX_OUTFLOW_PER_HOUR: z.string().optional(),
   SIGNER_MAX_OUTFLOW_PER_DAY: z.string().optional(),
   SENDER_STUCK_AFTER_SECONDS: positiveInt.default(180),
+  // The optional screening provider (issue #40, docs/screening.md): unset, screening is off.
+  SCREENING_URL: url
+    // (The refinement runs after a failed `url` check too: an unparsable URL is that check's.)
+    .refine((u) => !URL.canParse(u) || /^https?:$/.test(new URL(u).protocol), "must be an http or https URL")
+    .optional(),
+  /** Sent as `Authorization: Bearer <SCREENING_TOKEN>`; a secret, never logged. */
+  SCREENING_TOKEN: z.string().optional(),
+  SCREENING_TIMEOUT_MS: positiveInt.default(3000),
+  /** What a provider error decides: `closed` refuses (the default), `open` allows. */
+  SCREENING_ON_ERROR: z.enum(["closed", "open"]).default("closed"),
+  /** How long a provider's answer is kept; 0: never cached. */
+  SCREENING_CACHE_SECONDS: z.coerce.number().int().min(0).default(3600),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;
