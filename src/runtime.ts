@@ -1,5 +1,6 @@
 import path from "node:path";
 import { Redis } from "ioredis";
+import { recordAudit } from "./audit/index.js";
 import { type AuthKit, createAuthKit } from "./auth/index.js";
 import {
   buildChainRegistry,
@@ -13,7 +14,7 @@ import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
-import { checkoutDeps, createDepositHandler } from "./deposits/index.js";
+import { checkoutDeps, createDepositHandler, depositSenderCheck } from "./deposits/index.js";
 import type { RouteDeps, UseCases } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { SecretBox } from "./lib/secret-box.js";
@@ -29,6 +30,7 @@ import {
   RedisRateLimitStore,
 } from "./ratelimit/index.js";
 import { registerReserveMetrics, reserveReadinessChecks } from "./reserves/index.js";
+import { createScreening, type Screening, type ScreeningRecorder } from "./screening/index.js";
 import {
   registerSendingMetrics,
   requestTransfer,
@@ -36,9 +38,10 @@ import {
   TransferOutcomes,
 } from "./sender/index.js";
 import { createRoleSigner, type Signer } from "./signer/index.js";
-import { registerColdForwardOutcomes, registerSweepOutcomes } from "./sweep/index.js";
+import { registerColdForwardOutcomes, registerReturnOutcomes, registerSweepOutcomes } from "./sweep/index.js";
+import { findAnyTransaction } from "./transactions/index.js";
 import { type AccountKeys, type AddressDeriver, resolveAccountKeys } from "./wallet/index.js";
-import { chainReadinessChecks, DepositHandoff } from "./watcher/index.js";
+import { chainReadinessChecks, DepositHandoff, merchantOfDepositAddress } from "./watcher/index.js";
 import {
   createWebhookSending,
   registerWebhookMetrics,
@@ -71,6 +74,8 @@ export interface Runtime extends RouteDeps {
   signer: Signer | null;
   /** The process's one webhook transport (the delivery job and `manualWebhooks` share it). */
   webhookTransport: WebhookTransport;
+  /** The screening provider's client (off without SCREENING_URL), shared by every check. */
+  screening: Screening;
   close(): Promise<void>;
 }
 
@@ -264,10 +269,21 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   readiness.push(...providerReadinessChecks(chains, db.db, clock));
   // Confirmed transfers to watched addresses reach the deposit logic through this one hand-off.
   const depositHandoff = new DepositHandoff();
+  // One screening client per process (off without SCREENING_URL): deposit senders, and withdrawal
+  // and payout destinations at request time and before signing (README.md#frozen-funds).
+  const screening = createScreening({
+    ...config.screening,
+    logger,
+    registry: metrics.registry,
+    clock,
+    record: screeningAuditRecorder(db.db),
+  });
   depositHandoff.register(createDepositHandler({ clock, fees: config.fees }));
+  depositHandoff.registerSenderCheck(depositSenderCheck(chains, screening));
   readiness.push(...chainReadinessChecks(chains, db.db, clock));
   const transferOutcomes = new TransferOutcomes();
   registerSweepOutcomes(transferOutcomes);
+  registerReturnOutcomes(transferOutcomes, clock);
   registerColdForwardOutcomes(transferOutcomes);
   registerWithdrawalOutcomes(transferOutcomes, clock);
   readiness.push(...sendingReadinessChecks(chains, db.db, clock));
@@ -316,6 +332,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
           logger,
           chains,
           addressDeriver,
+          screening,
           kit: kit(),
         });
         closers.unshift(() => built.webhookStream.close());
@@ -340,6 +357,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
     requestTransfer,
     transferOutcomes,
     signer,
+    screening,
     webhookTransport: webhooks.transport,
     manualWebhooks: webhooks.manual,
     async close() {
@@ -369,6 +387,7 @@ function composeUseCases(parts: {
   logger: Logger;
   chains: ChainRegistry;
   addressDeriver: AddressDeriver;
+  screening: Screening;
   kit: AuthKit;
 }): UseCases {
   const { config, database, clock, chains } = parts;
@@ -397,6 +416,7 @@ function composeUseCases(parts: {
       idempotency,
       chains,
       addresses: parts.addressDeriver,
+      screening: parts.screening,
       kit: parts.kit,
       fees: config.fees,
       requestTransfer,
@@ -434,4 +454,49 @@ function connected(redis: Redis, timeoutMs: number): Promise<boolean> {
     const timer = setTimeout(() => done(false), timeoutMs);
     redis.once("ready", onReady);
   });
+}
+
+/**
+ * Every screening decision in the audit log (issue #40: `screening.decision`, actor `system`
+ * `screening`), in the log of the merchant whose money it is for: named by the caller, or read from
+ * the withdrawal or payout being signed, or from the deposit address a transfer arrived at.
+ */
+function screeningAuditRecorder(db: Database["db"]): ScreeningRecorder {
+  return async (q, d) => {
+    const s = q.subject;
+    const merchantId =
+      s?.merchantId ??
+      (s?.transactionId
+        ? ((await findAnyTransaction(db, s.transactionId))?.merchantId ?? null)
+        : s?.depositAddress
+          ? await merchantOfDepositAddress(db, {
+              network: q.network,
+              environment: s.environment,
+              address: s.depositAddress,
+            })
+          : null);
+    await recordAudit(db, {
+      merchantId,
+      environment: s?.environment ?? null,
+      actor: { type: "system", id: "screening" },
+      action: "screening.decision",
+      target: s?.transactionId
+        ? { type: "transaction", id: s.transactionId }
+        : s?.depositAddress
+          ? { type: "deposit_address", id: s.depositAddress }
+          : undefined,
+      details: {
+        address: q.address,
+        network: q.network,
+        direction: q.direction,
+        decision: d.decision,
+        reason: d.reason,
+        source: d.source,
+        ...(s?.txHash ? { txHash: s.txHash } : {}),
+      },
+      clientIp: null,
+      userAgent: null,
+      requestId: null,
+    });
+  };
 }

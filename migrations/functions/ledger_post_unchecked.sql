@@ -17,7 +17,8 @@
 -- This file is the one place to read and to change this function. `stablegate migrate` applies
 -- it after the versioned migrations, and again whenever this file changes (its checksum differs
 -- from the one recorded in `schema_functions`; src/db/migrate.ts).
--- Its history is in the versioned migrations 0016, 0022, 0025 and 0030 (system accounts).
+-- Its history is in the versioned migrations 0016, 0022, 0025, 0030 (system accounts) and 0032
+-- (custody postings, the accounts `frozen` and `written_off`).
 -- They stay as they are (an applied migration is checksummed and never edited): do not read
 -- them to know what the function does today, and do not redefine it in a new versioned migration.
 --
@@ -72,12 +73,20 @@ begin
 
   -- The system accounts of a currency type exist from its first posting on: the registry in the
   -- code lists the currency types (src/domain/currency.ts), not the database (migration 0030).
+  -- `written_off` is the newest of them (migration 0032 created it, with `frozen`, beside the
+  -- others that existed): where it exists, they all do.
   if not exists (select from ledger_accounts a
-                 where a.owner = 'system' and a.environment = p_environment and a.currency_type = p_currency_type) then
+                 where a.owner = 'system' and a.environment = p_environment and a.currency_type = p_currency_type
+                   and a.kind = 'written_off') then
     insert into ledger_accounts (owner, environment, currency_type, kind)
     select 'system', p_environment, p_currency_type, k
-    from unnest(array['chain_incoming', 'chain_outgoing', 'fees']) as k
+    from unnest(array['chain_incoming', 'chain_outgoing', 'fees', 'frozen', 'written_off']) as k
     on conflict (owner, environment, currency_type, kind) do nothing;
+  end if;
+  -- A custody posting (migration 0032) moves coins between system accounts only.
+  if p_kind = 'custody' and (wants_available or wants_held) then
+    raise exception 'ledger_post %: a custody posting touches no merchant account', p_business_key
+      using errcode = 'invalid_parameter_value';
   end if;
 
   if p_kind = 'deposit' and takes then

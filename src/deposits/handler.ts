@@ -29,7 +29,15 @@ export function createDepositHandler(deps: DepositHandlerDeps): DepositHandler {
     if (!transfer.referenceId) {
       throw new Error(`watched address ${transfer.address} has no record to credit`);
     }
-    if (transfer.wrongNetwork) await onWrongNetworkTransfer(trx, deps, transfer, transfer.referenceId);
+    // What the registered sender check answered before this transaction (`depositSenderCheck`).
+    const holdReason = transfer.holdReason ?? null;
+    if (holdReason !== null)
+      await onOwnDepositTransfer(trx, deps, transfer, transfer.referenceId, {
+        holdReason,
+        ...(transfer.wrongNetwork ? { wrongNetwork: true } : {}),
+      });
+    else if (transfer.wrongNetwork)
+      await onOwnDepositTransfer(trx, deps, transfer, transfer.referenceId, { wrongNetwork: true });
     else if (transfer.purpose === "checkout")
       await onSessionTransfer(trx, deps, transfer, transfer.referenceId);
     else await onWalletTransfer(trx, deps, transfer, transfer.referenceId);
@@ -106,26 +114,27 @@ async function onSessionTransfer(
 }
 
 /**
- * A transfer to a session's or wallet's address on another network than the one it was made for
- * (README.md#wrong-network-payments): its own `confirmed` deposit in the currency type it arrived as,
- * flagged `wrongNetwork`, linked to the session (`checkoutSessionId`) or the wallet. It never counts
- * toward the session, whose status and amounts stay as they are.
+ * A transfer that is its own deposit in the currency type it arrived as, linked to the session
+ * (`checkoutSessionId`) or the wallet, never counting toward the session, whose status and
+ * amounts stay as they are: one paid on another network than its address was made for
+ * (README.md#wrong-network-payments, `wrongNetwork`), or one from a frozen or refused sender
+ * (README.md#frozen-funds, `held` with its `holdReason`).
  */
-async function onWrongNetworkTransfer(
+async function onOwnDepositTransfer(
   trx: Db,
   deps: DepositHandlerDeps,
   transfer: ConfirmedTransfer,
   referenceId: string,
+  kind: { wrongNetwork?: boolean; holdReason?: string },
 ): Promise<void> {
-  const now = new Date(deps.clock.now());
   const deposit = {
     currencyType: transfer.network,
     amount: transfer.amount,
     address: transfer.address,
     txHash: transfer.txHash,
     observationId: transfer.observationId,
-    now,
-    wrongNetwork: true,
+    now: new Date(deps.clock.now()),
+    ...kind,
   };
   if (transfer.purpose === "checkout") {
     // Read, not locked: this deposit changes nothing of the session.

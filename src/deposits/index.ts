@@ -10,6 +10,19 @@ export {
 export { type ExpiryDeps, expireDueSessions, expireOneSession, sessionExpiryJob } from "./expiry.js";
 export { createDepositHandler, type DepositHandlerDeps } from "./handler.js";
 export {
+  applyReturnOutcome,
+  claimDueDecision,
+  type DueDecision,
+  decideHeldDeposit,
+  deferDecision,
+  type HeldAction,
+  lockHeldDeposit,
+  markReturned,
+  releaseDeposit,
+  returnBacking,
+  returnDestination,
+} from "./held-decisions.js";
+export {
   type CheckoutDeps,
   type CheckoutSessionView,
   checkoutDeps,
@@ -24,6 +37,7 @@ export {
   type SandboxPayDeps,
   type SandboxPayment,
 } from "./sandbox-pay.js";
+export { depositSenderCheck } from "./sender-check.js";
 export {
   findCheckoutSession,
   findCheckoutSessionsByIds,

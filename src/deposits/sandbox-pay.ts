@@ -1,10 +1,10 @@
 import { type ChainRegistry, normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { CurrencyType } from "../domain/currency.js";
+import { type CurrencyType, testFailureAddress } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { amountField, parseAmount } from "../domain/money.js";
-import { isMerchantDepositAddress } from "../watcher/index.js";
+import { isIssuedDepositAddress, isMerchantDepositAddress } from "../watcher/index.js";
 import { findCheckoutSession } from "./sessions-store.js";
 
 /**
@@ -30,13 +30,45 @@ function sandboxOnly(scope: Scope): void {
   if (scope.environment !== "sandbox") throw AppError.notFound("Sandbox payments exist only in the sandbox.");
 }
 
-/** Pays checkout session `id`: its full amount, or `amount` when given (any amount, also after expiry). */
+/**
+ * The sender a sandbox payment names (`from`), or null for the faucet: a valid address of the
+ * network that is none of the gateway's deposit addresses (the simulator first funds `from`, which
+ * would credit that address's owner).
+ */
+async function senderOf(
+  deps: SandboxPayDeps,
+  currencyType: CurrencyType,
+  from: unknown,
+): Promise<string | null> {
+  if (from === undefined) return null;
+  let sender: string;
+  try {
+    sender = normalizeAddress(currencyType, String(from));
+  } catch {
+    throw AppError.validation([{ field: "from", message: `is not a valid ${currencyType} address` }]);
+  }
+  if (sender === normalizeAddress(currencyType, testFailureAddress(currencyType)))
+    throw AppError.validation([
+      { field: "from", message: "is the test failure address: a transfer from it always fails" },
+    ]);
+  if (await isIssuedDepositAddress(deps.db, [currencyType], sender))
+    throw AppError.validation([
+      { field: "from", message: "is a deposit address of this gateway, not a sender" },
+    ]);
+  return sender;
+}
+
+/**
+ * Pays checkout session `id`: its full amount, or `amount` when given (any amount, also after
+ * expiry); from the faucet, or as `from`.
+ */
 export async function paySandboxSession(
   deps: SandboxPayDeps,
   scope: Scope,
   id: string,
-  amount: unknown,
+  input: { amount?: unknown; from?: unknown } = {},
 ): Promise<SandboxPayment> {
+  const { amount } = input;
   sandboxOnly(scope);
   const session = await findCheckoutSession(deps.db, scope, id);
   if (!session) throw AppError.notFound("No checkout session with this id.");
@@ -47,7 +79,10 @@ export async function paySandboxSession(
     units = parsed.units;
   }
   const chain = deps.chains.simulator(session.network, "sandbox");
-  const tx = await chain.pay(session.address, units);
+  const from = await senderOf(deps, session.network, input.from);
+  const tx = from
+    ? await chain.payFrom(from, session.address, units)
+    : await chain.pay(session.address, units);
   return { tx, address: session.address, units, currencyType: session.network };
 }
 
@@ -55,7 +90,7 @@ export async function paySandboxSession(
 export async function paySandboxAddress(
   deps: SandboxPayDeps,
   scope: Scope,
-  input: { address: string; currencyType: CurrencyType; amount: unknown },
+  input: { address: string; currencyType: CurrencyType; amount: unknown; from?: unknown },
 ): Promise<SandboxPayment> {
   sandboxOnly(scope);
   const { currencyType } = input;
@@ -77,6 +112,8 @@ export async function paySandboxAddress(
     address,
   });
   if (!watched) throw AppError.notFound("No deposit address of yours with this value in the sandbox.");
-  const tx = await deps.chains.simulator(currencyType, "sandbox").pay(address, parsed.units);
+  const from = await senderOf(deps, currencyType, input.from);
+  const chain = deps.chains.simulator(currencyType, "sandbox");
+  const tx = from ? await chain.payFrom(from, address, parsed.units) : await chain.pay(address, parsed.units);
   return { tx, address, units: parsed.units, currencyType };
 }

@@ -5,7 +5,7 @@ import type { Environment } from "../domain/environment.js";
 import { depositFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
-import { creditDeposit } from "../ledger/index.js";
+import { creditDeposit, holdDeposit } from "../ledger/index.js";
 import { insertTransaction, updateTransaction } from "../transactions/index.js";
 import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
 import { closeCheckoutSession } from "./sessions-store.js";
@@ -79,22 +79,29 @@ export async function recordSingleTransferDeposit(
     metadata?: Record<string, unknown> | null;
     /** Paid on another network than the address was made for (`wrongNetwork: true`). */
     wrongNetwork?: boolean;
+    /**
+     * A frozen or refused sender (README.md#frozen-funds): recorded `held` with this reason, its
+     * amount in the merchant's `held` balance (never `available`), its webhook `held`; `fee` and
+     * `netAmount` say what a release would credit. The sweeper leaves its address alone.
+     */
+    holdReason?: string;
   },
 ): Promise<TransactionRecord> {
   const fee = depositFee(deps.fees, d.currencyType, d.amount);
+  const held = d.holdReason !== undefined;
   const record = await insertTransaction(trx, {
     id: newId("tx"),
     merchantId: d.merchantId,
     environment: d.environment,
     type: "deposit",
-    status: "confirmed",
+    status: held ? "held" : "confirmed",
     currencyType: d.currencyType,
     amount: d.amount,
     fee,
     actualBalance: d.amount,
     walletAddress: d.address,
     blockchainTxHash: d.txHash,
-    confirmedAt: d.now,
+    confirmedAt: held ? null : d.now,
     createdAt: d.now,
     chainObservationId: d.observationId,
     checkoutSessionId: d.checkoutSessionId ?? null,
@@ -102,8 +109,10 @@ export async function recordSingleTransferDeposit(
     depositWalletId: d.depositWalletId ?? null,
     externalUserId: d.externalUserId ?? null,
     wrongNetwork: d.wrongNetwork ?? false,
+    holdReason: d.holdReason ?? null,
   });
-  await creditDeposit(trx, postingContext(record), d.amount, fee);
+  if (held) await holdDeposit(trx, postingContext(record), d.amount);
+  else await creditDeposit(trx, postingContext(record), d.amount, fee);
   await notify(trx, record, d.callbackUrl ?? null, d.metadata ?? null);
   return record;
 }

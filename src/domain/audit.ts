@@ -19,6 +19,9 @@ export const AUDIT_ACTIONS = [
   "payout.create",
   "withdrawal.approve",
   "withdrawal.reject",
+  "deposit.release",
+  "deposit.return",
+  "screening.decision",
   "export.transactions",
   "member.invite",
   "member.invitation_revoke",
@@ -29,10 +32,14 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** Who acted: a dashboard login (with its role) or an API key. */
+/**
+ * Who acted: a dashboard login (with its role), an API key, or the gateway itself (`system`: its id
+ * names the part, e.g. `screening`, whose decisions are recorded, issue #40).
+ */
 export type AuditActor =
   | { type: "user"; id: string | null; email: string | null; role: string | null }
-  | { type: "api_key"; id: string };
+  | { type: "api_key"; id: string }
+  | { type: "system"; id: string };
 
 /** One action to record: what, by whom, on what, from where. */
 export interface AuditEntry {

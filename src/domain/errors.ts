@@ -11,6 +11,9 @@ export const ERROR_CODES = [
   "IDEMPOTENCY_CONFLICT",
   "IDEMPOTENCY_MISMATCH",
   "INSUFFICIENT_BALANCE",
+  // 422: a withdrawal or payout destination the token's issuer froze or the screening provider
+  // refused (`details.reason`: `token_blacklist` or `screening`), refused before anything is held.
+  "DESTINATION_BLOCKED",
   "CHAIN_UNAVAILABLE",
   // 503 with Retry-After: a transient fault of the database (a lost connection, a failover, a
   // deadlock) that its retries did not get past. Nothing of the request stands unless its commit's

@@ -36,6 +36,8 @@ export const PERMISSIONS = [
   "withdrawals:approve",
   /** Send a payout from the dashboard. */
   "payouts:create",
+  /** Release or return a held deposit (a frozen or refused sender, README.md#frozen-funds). */
+  "deposits:review",
   "api_keys:read",
   "api_keys:write",
   /** Webhook events and deliveries (reads). */

@@ -11,6 +11,10 @@ export const TRANSACTION_STATUSES = [
   "completed",
   "failed",
   "rejected",
+  // A deposit from a frozen or refused sender (README.md#frozen-funds, issue #40): recorded, counted
+  // in `held`, never credited nor swept until released (→ `confirmed`) or returned (→ `returned`).
+  "held",
+  "returned",
 ] as const;
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
 
@@ -35,6 +39,11 @@ export interface TransactionRecord {
   rejectionReason: string | null;
   /** A deposit that arrived as another currency type than its address was made for (issue #37). */
   wrongNetwork: boolean;
+  /**
+   * Why a deposit is (or was) `held` (issue #40): `token_blacklist` (the issuer froze its sender) or
+   * `screening: <reason>` (the screening provider refused it). Null otherwise.
+   */
+  holdReason: string | null;
   createdAt: Date;
   updatedAt: Date;
   confirmedAt: Date | null;
@@ -68,5 +77,7 @@ export function presentTransaction(t: TransactionRecord) {
     checkoutSessionId: t.checkoutSessionId,
     // Only on a wrong-network deposit: every other transaction keeps its shape.
     ...(t.wrongNetwork ? { wrongNetwork: true as const } : {}),
+    // Only on a deposit that is or was held (README.md#frozen-funds).
+    ...(t.holdReason !== null ? { holdReason: t.holdReason } : {}),
   };
 }

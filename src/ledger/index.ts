@@ -2,9 +2,20 @@
 export { owedOnChain } from "./account-sums.js";
 export { type Balance, getBalances } from "./balances.js";
 export { holdState } from "./hold-reads.js";
-export { creditDeposit, holdFunds, releaseHold, requirePosted, settleHold } from "./operations.js";
+export {
+  adjustFrozenCustody,
+  creditDeposit,
+  holdDeposit,
+  holdFunds,
+  releaseHeldDeposit,
+  releaseHold,
+  requirePosted,
+  settleHold,
+  settleReturnedDeposit,
+} from "./operations.js";
 export {
   ConcurrentPostingError,
+  type CustodyContext,
   type PostHooks,
   type PostingContext,
   type PostResult,

@@ -14,6 +14,12 @@ export interface PostingContext {
   transactionId: string;
 }
 
+/** A custody posting's (system accounts only): no merchant, no transaction. */
+export interface CustodyContext {
+  environment: Environment;
+  currencyType: CurrencyType;
+}
+
 export type PostResult =
   | { status: "posted"; postingId: string }
   | { status: "already_posted"; postingId: string }
@@ -63,7 +69,7 @@ const postStatement = compiledByShape(
         environment: string;
         currencyType: string;
         merchantId: string;
-        transactionId: string;
+        transactionId: string | null;
         accounts: string[];
         amounts: string[];
       };
@@ -100,19 +106,23 @@ const postStatement = compiledByShape(
  */
 export async function postLedger(
   trx: Db,
-  ctx: PostingContext,
+  ctx: PostingContext | CustodyContext,
   posting: Posting,
   hooks: PostHooks = {},
 ): Promise<PostResult> {
   assertBalanced(posting);
+  const custody = !("merchantId" in ctx);
+  if (custody !== (posting.kind === "custody"))
+    throw new Error(`${posting.businessKey}: a custody posting, and only one, is posted without a merchant`);
   const { rows } = await postStatement(trx, {
     p: {
       key: posting.businessKey,
       kind: posting.kind,
       environment: ctx.environment,
       currencyType: ctx.currencyType,
-      merchantId: ctx.merchantId,
-      transactionId: ctx.transactionId,
+      // `system` names no merchant account: a custody posting touches none (ledger_post refuses it).
+      merchantId: custody ? "system" : ctx.merchantId,
+      transactionId: custody ? null : ctx.transactionId,
       accounts: posting.lines.map((l) => l.account.kind),
       amounts: posting.lines.map((l) => l.amount.toString()),
     },

@@ -66,6 +66,31 @@ function serializeRequest(req: LoggedRequest) {
   };
 }
 
+/**
+ * An endpoint URL inside a logged error keeps its scheme and host only: RPC providers put their key
+ * in the path (`/v3/<key>`) or the userinfo, and an HTTP client's error text quotes the URL whole
+ * (outside review of #40: viem's "URL: https://…/v3/<key>" in "job failed").
+ */
+const URL_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@'"<>]*@)?([^\s/?#'"<>]+)([/?#][^\s'"<>]*)?/gi;
+export const PATH_REDACTED = "/[redacted]";
+
+export function redactUrls<T>(value: T, depth = 0): T {
+  if (typeof value === "string")
+    return value.replace(URL_IN_TEXT, (_m, scheme: string, host: string, rest?: string) =>
+      rest && rest !== "/" ? `${scheme}${host}${PATH_REDACTED}` : `${scheme}${host}${rest ?? ""}`,
+    ) as T;
+  if (depth > 6 || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((v) => redactUrls(v, depth + 1)) as T;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = redactUrls(v, depth + 1);
+  return out as T;
+}
+
+/** Errors as pino serializes them, with every URL in them cut to its host (`redactUrls`). */
+function serializeError(err: unknown) {
+  return redactUrls(pino.stdSerializers.err(err as Error));
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(loggerOptions(level), destination);
 }
@@ -75,7 +100,7 @@ function loggerOptions(level: string) {
     level,
     base: { service: "stablegate" },
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
-    serializers: { req: serializeRequest },
+    serializers: { req: serializeRequest, err: serializeError },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
 }

@@ -93,3 +93,24 @@ export function registerSignerOutflowMetrics(
   });
   return { capRefusals };
 }
+
+/** The screening provider's decisions (issue #40, docs/screening.md). */
+export interface ScreeningMetrics {
+  decisions: Counter<"direction" | "decision" | "source">;
+}
+
+const SCREENING_DECISIONS = "stablegate_screening_decisions_total";
+
+/** Registers the screening counter once per registry (a second client of the same registry shares it). */
+export function registerScreeningMetrics(registry: Registry): ScreeningMetrics {
+  const existing = registry.getSingleMetric(SCREENING_DECISIONS);
+  const decisions =
+    (existing as Counter<"direction" | "decision" | "source"> | undefined) ??
+    new Counter({
+      name: SCREENING_DECISIONS,
+      help: "Screening decisions by direction, decision and source (provider, cache, policy: the provider failed, off: not configured)",
+      labelNames: ["direction", "decision", "source"] as const,
+      registers: [registry],
+    });
+  return { decisions };
+}

@@ -3,6 +3,7 @@ import type { ChainAdapter } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { formatUnits } from "../domain/money.js";
 import { owedOnChain } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
 import { confirmedSweptFrom, sendingWalletAddresses, tokenTransfersInFlight } from "../sender/index.js";
@@ -18,7 +19,12 @@ import { handedOffDust, handedOffReceipts } from "../watcher/index.js";
  * tokens leave the hot wallet when they are mined, before the ledger settles them), so a transfer
  * in flight is never a false shortfall; a drain that bypasses stablegate is.
  *
- *   shortfall = owed − (on chain + in flight), when positive
+ *   shortfall = owed − written off − (on chain + in flight), when positive
+ *
+ * What the token's issuer destroyed on a frozen own address is written off in the ledger (issue
+ * #40): the merchants are still owed it (the operator's loss, reported as `writtenOff` and in a
+ * note), but the chain is not expected to hold it, so the books and the chain still match. What is
+ * frozen on own addresses is still on chain and counts; it is reported as `frozen`.
  *
  * What is pending sweep is reported beside it (custody moves, not money owed).
  */
@@ -51,6 +57,10 @@ export interface ReserveReport {
   owedToMerchants: bigint;
   fees: bigint;
   owed: bigint;
+  /** On own addresses the issuer froze (still on chain, unusable), per the ledger. */
+  frozen: bigint;
+  /** Destroyed by the issuer on a frozen own address: still owed, no longer expected on chain. */
+  writtenOff: bigint;
   shortfall: bigint;
   tolerance: bigint;
   ok: boolean;
@@ -102,11 +112,17 @@ export async function reconcileReserves(
   const dust = await handedOffDust(db, scope);
   if (dust > 0n) notes.push(`dust: ${dust} on-chain base units below 6 decimals stay on deposit addresses`);
   const flows = await tokenTransfersInFlight(db, scope);
-  const { merchants: owedToMerchants, fees } = await owedOnChain(db, scope);
+  const { merchants: owedToMerchants, fees, frozen, writtenOff } = await owedOnChain(db, scope);
+  if (frozen > 0n)
+    notes.push(`frozen: ${formatUnits(frozen)} on own addresses the token's issuer froze (still on chain)`);
+  if (writtenOff > 0n)
+    notes.push(
+      `written off: ${formatUnits(writtenOff)} the issuer destroyed on frozen own addresses (still owed to the merchants: the operator's loss)`,
+    );
   const owed = owedToMerchants + fees;
   const onChain = hotWallet + gasTank + coldWallet + depositAddresses;
   const inFlight = flows.outflow;
-  const gap = owed - (onChain + inFlight);
+  const gap = owed - writtenOff - (onChain + inFlight);
   const shortfall = gap > 0n ? gap : 0n;
   return {
     network,
@@ -124,6 +140,8 @@ export async function reconcileReserves(
     owedToMerchants,
     fees,
     owed,
+    frozen,
+    writtenOff,
     shortfall,
     tolerance,
     ok: shortfall <= tolerance,

@@ -33,6 +33,12 @@ export interface SenderOptions {
   batchSize?: number;
   /** How soon an open transfer is looked at again. Default 1 s. */
   recheckMs?: number;
+  /**
+   * Asked of every withdrawal and payout just before it is signed (issue #40): why its destination
+   * may not be paid now (frozen by the token's issuer, refused by screening), or null. A blocked one
+   * fails without being signed (`destination_blocked: …`), which releases its hold.
+   */
+  destinationCheck?: (to: string, intentId: string) => Promise<string | null>;
   /** Tests: called at each crash-relevant step. */
   fault?: (point: FaultPoint, intentIds: string[]) => void | Promise<void>;
 }

@@ -3,6 +3,13 @@
  * transaction), learn its final state (`TransferOutcomes`, the registration point), the sending
  * jobs, and the status read by metrics and `/readyz`.
  */
+
+export {
+  type FrozenRole,
+  frozenAddressesOf,
+  isRecordedFrozen,
+  recordFreezeCheck,
+} from "./frozen-addresses.js";
 export { requestTransfer, TRANSFER_CHANNEL, type TransferIntent } from "./intents.js";
 export { type SenderJobDeps, type SenderJobOptions, senderJobs } from "./jobs.js";
 export {

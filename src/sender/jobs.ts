@@ -4,6 +4,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
+import { addressBlock, describeBlock, type Screening } from "../screening/index.js";
 import type { Signer } from "../signer/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
@@ -25,6 +26,8 @@ export interface SenderJobDeps {
   config: WriterConfig;
   signer: Signer | null;
   transferOutcomes: TransferOutcomes;
+  /** With the token's freeze list, what every withdrawal and payout destination is checked against before signing. */
+  screening?: Screening;
   logger: Logger;
   clock: Clock;
 }
@@ -44,6 +47,12 @@ export interface SenderJobOptions {
   fault?: (point: FaultPoint, intentIds: string[]) => void | Promise<void>;
 }
 
+/** Without a screening client (tools, tests): only the token's freeze list is read. */
+const NO_SCREENING: Screening = {
+  enabled: false,
+  check: async () => ({ decision: "allow", reason: null, source: "off" }),
+};
+
 /**
  * The sending jobs of every available chain: the sender (sign → broadcast → verify → outcome, and
  * the recovery of whatever a crash left open: its first run after start-up is the start-up
@@ -55,6 +64,7 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
   const jobs: Job[] = [];
   const db = deps.database.db;
   const listen = deps.database.listen?.bind(deps.database);
+  const screening = deps.screening ?? NO_SCREENING;
   for (const chain of deps.chains.available()) {
     const { network, environment } = chain;
     const address = (index: number) => deps.addressDeriver.address(network, environment, index);
@@ -81,6 +91,18 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
       clock: deps.clock,
       stuckAfterMs: deps.config.sending.stuckAfterMs,
       recheckMs: simulator ? 100 : 2_000,
+      // Just before signing, the destination again (issue #40): frozen or refused since the request
+      // → failed unsigned, hold released.
+      destinationCheck: async (to, intentId) => {
+        const block = await addressBlock(chain.adapter, screening, {
+          address: to,
+          network,
+          direction: "outgoing",
+          // A withdrawal's or payout's intent id is its transaction id (its audit record's target).
+          subject: { environment, transactionId: intentId },
+        });
+        return block ? describeBlock(block) : null;
+      },
       ...(options.fault ? { fault: options.fault } : {}),
     });
     const activeMs = options.activeMs ?? (simulator ? 100 : 1_000);
@@ -103,7 +125,14 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
     jobs.push({
       name: `sending-wallets:${network}:${environment}`,
       everyMs: 15_000,
-      run: () => recordSendingWallets(db, chain, writer, { hotWallet, gasTank: address(GAS_TANK_INDEX) }),
+      run: () =>
+        recordSendingWallets(
+          db,
+          chain,
+          writer,
+          { hotWallet, gasTank: address(GAS_TANK_INDEX) },
+          { isFrozen: (a) => chain.adapter.isFrozen(a), logger: deps.logger, clock: deps.clock },
+        ),
     });
   }
   return jobs;

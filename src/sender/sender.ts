@@ -1,5 +1,6 @@
 import type { FeeParams, SignedChainWriter, TransferCheck } from "../chains/index.js";
 import { type SenderContext, type SenderOptions, senderContext } from "./context.js";
+import { isRecordedFrozen } from "./frozen-addresses.js";
 import { executeBatch, signBatch } from "./signing.js";
 import {
   broadcastAttempt,
@@ -112,6 +113,16 @@ export class Sender {
       if (signal?.aborted) return queued.length;
       // One batch per sending address and round: checking and recovery keep pace with signing.
       const batch = rows.slice(0, c.batchSize);
+      // A source the token's issuer froze can never move the token: nothing is signed from it; its
+      // transfers wait (README.md#frozen-funds), `/readyz` says why.
+      if (
+        await isRecordedFrozen(c.db, {
+          network: c.network,
+          environment: c.environment,
+          address: c.address(index),
+        })
+      )
+        continue;
       try {
         if (c.writer.kind === "database") await executeBatch(c, c.writer, index, batch);
         else await signBatch(c, c.writer, index, batch);

@@ -35,8 +35,13 @@ export async function executeBatch(
 ): Promise<void> {
   const from = c.address(index);
   for (const r of rows) {
+    const blocked = await blockedDestination(c, r);
     await c.db.transaction().execute(async (trx) => {
       if (!(await claimOneQueued(trx, r.intent_id))) return;
+      if (blocked) {
+        await finishIn(c, trx, r, null, "failed", blocked);
+        return;
+      }
       const { hash } = await writer.execute(trx, transferSpec(c, r, from));
       await insertExecutedAttempt(trx, r.intent_id, hash, new Date(c.clock.now()));
       await markExecuted(trx, r, from, new Date(c.clock.now()));
@@ -62,8 +67,22 @@ export async function signBatch(
   // Funds: the token must cover this batch plus what is already signed but not finished.
   const fundable = await c.funding.tokenFundable(writer, index, from, rows);
   if (fundable.length === 0) return;
+  // Asked before the nonce lock is taken (the provider may be slow), for each transfer of the batch.
+  const blocked = new Map<string, string>();
+  for (const r of fundable) {
+    const reason = await blockedDestination(c, r);
+    if (reason) blocked.set(r.intent_id, reason);
+  }
   const nativeAvailable = await c.funding.nativeAvailable(writer, index, from);
-  const { signed, poor } = await signUnderNonceLock(c, writer, signer, from, fundable, nativeAvailable);
+  const { signed, poor } = await signUnderNonceLock(
+    c,
+    writer,
+    signer,
+    from,
+    fundable,
+    nativeAvailable,
+    blocked,
+  );
   if (poor.length > 0) await c.funding.waitForFunds(poor, from, "native");
   if (signed.length === 0) return;
   await broadcastSigned(c, writer, signed);
@@ -81,6 +100,7 @@ async function signUnderNonceLock(
   from: string,
   fundable: TransferRow[],
   nativeAvailable: bigint,
+  blocked: ReadonlyMap<string, string>,
 ): Promise<{ signed: Signed[]; poor: TransferRow[] }> {
   // The transaction runs again after a transient database fault (db/retrying-kysely.ts): what a
   // rolled-back attempt counted or signed must not be broadcast or spent twice, so each run starts
@@ -92,7 +112,13 @@ async function signUnderNonceLock(
       trx,
       fundable.map((r) => r.intent_id),
     );
-    const mine = fundable.filter((r) => ids.has(r.intent_id));
+    const claimed = fundable.filter((r) => ids.has(r.intent_id));
+    // A destination frozen or refused since the request: failed unsigned (no nonce, nothing sent).
+    for (const r of claimed) {
+      const reason = blocked.get(r.intent_id);
+      if (reason) await finishIn(c, trx, r, null, "failed", reason);
+    }
+    const mine = claimed.filter((r) => !blocked.has(r.intent_id));
     if (mine.length === 0) return { signed, poor };
     const firstNonce = await reserveNonce(c, trx, writer, from);
     const { prepared, nextNonce } = await prepareWithinBudget(c, trx, writer, from, mine, firstNonce, {
@@ -186,4 +212,15 @@ async function broadcastSigned(c: SenderContext, writer: SignedChainWriter, sign
   await c.fault?.("after-commit", ids);
   for (const s of signed) await broadcastAttempt(c, writer, s.intentId, 1, s.raw);
   await c.fault?.("after-broadcast", ids);
+}
+
+/**
+ * Why a withdrawal's or payout's destination may not be paid now (`destination_blocked: …`), or
+ * null; other kinds (sweeps, top-ups: to our own addresses) are not asked. A check that cannot be
+ * made (the chain or provider is down) throws: the transfer stays queued and is tried again.
+ */
+async function blockedDestination(c: SenderContext, r: TransferRow): Promise<string | null> {
+  if (!c.destinationCheck || (r.kind !== "withdrawal" && r.kind !== "payout")) return null;
+  const reason = await c.destinationCheck(r.to_address, r.intent_id);
+  return reason ? `destination_blocked: ${reason}` : null;
 }

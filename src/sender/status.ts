@@ -4,8 +4,10 @@ import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
 import { type Metrics, sharedCollect } from "../observability/metrics.js";
 import type { ReadinessCheck } from "../observability/readiness.js";
+import { frozenAddressesOf, recordFreezeCheck } from "./frozen-addresses.js";
 import { DISPUTED_PREFIX } from "./transfer-store.js";
 
 const OPEN = ["queued", "signed", "broadcast"] as const;
@@ -16,12 +18,15 @@ export async function recordSendingWallets(
   chain: { network: CurrencyType; environment: Environment },
   writer: ChainWriter,
   wallets: { hotWallet: string; gasTank: string },
+  /** With it, each wallet is also checked against the token's freeze list (`recordFreezeCheck`). */
+  freeze?: { isFrozen(address: string): Promise<boolean>; logger: Logger; clock: Clock },
 ): Promise<void> {
   const rows = [
     { role: "hot_wallet" as const, address: wallets.hotWallet },
     ...(writer.kind === "signed" ? [{ role: "gas_tank" as const, address: wallets.gasTank }] : []),
   ];
   for (const r of rows) {
+    const readAt = new Date(freeze ? freeze.clock.now() : Date.now());
     const [token, native] = await Promise.all([
       writer.tokenBalance(r.address),
       writer.kind === "signed" ? writer.nativeBalance(r.address) : Promise.resolve(null),
@@ -47,6 +52,16 @@ export async function recordSendingWallets(
         }),
       )
       .execute();
+    // The gas tank sends only the native coin, but a frozen one still says the operator's keys are
+    // flagged: recorded and shown alike.
+    if (freeze)
+      await recordFreezeCheck(
+        db,
+        { network: chain.network, environment: chain.environment, address: r.address, role: r.role },
+        { frozen: await freeze.isFrozen(r.address), balance: token },
+        readAt,
+        freeze.logger,
+      );
   }
 }
 
@@ -115,6 +130,18 @@ export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Cl
     critical: false,
     async check() {
       const s = await summary(db, chain.network, chain.environment);
+      // An own address the token's issuer froze (README.md#frozen-funds): a frozen hot wallet stops
+      // this chain's sending (down); a frozen deposit address or gas tank is degraded.
+      const frozen = await frozenAddressesOf(db, chain);
+      if (frozen.length > 0) {
+        const detail = frozen.map(
+          (f) => `${f.role} ${f.address} frozen by the token's issuer since ${f.frozenAt.toISOString()}`,
+        );
+        return {
+          status: frozen.some((f) => f.role === "hot_wallet") ? ("down" as const) : ("degraded" as const),
+          detail: `${detail.join("; ")}: nothing is sent from it or swept into it`,
+        };
+      }
       const parts = [
         `hot wallet ${s.hotToken === null ? "not seen yet" : `${s.hotToken} base units`}`,
         ...(chain.kind === "simulator"
@@ -205,11 +232,19 @@ export function registerSendingMetrics(
       registers: [metrics.registry],
       collect,
     }),
+    frozen: new Gauge({
+      name: "stablegate_own_addresses_frozen",
+      help: "The gateway's own addresses the token's issuer froze (alert on > 0)",
+      labelNames,
+      registers: [metrics.registry],
+      collect,
+    }),
   };
   async function refresh() {
     for (const chain of chains.available()) {
       const labels = { network: chain.network, environment: chain.environment };
       const s = await summary(db, chain.network, chain.environment);
+      gauges.frozen.set(labels, (await frozenAddressesOf(db, chain)).length);
       if (s.hotToken !== null) gauges.hot.set(labels, Number(s.hotToken));
       if (s.gasNative !== null) gauges.gas.set(labels, Number(s.gasNative));
       gauges.open.set(labels, s.open);

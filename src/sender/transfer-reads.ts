@@ -31,7 +31,7 @@ export function sendingWalletAddresses(db: Db, scope: SenderScope) {
 // ----------------------------------------------------------------- sweeps
 
 /**
- * The open sweeps from one deposit address (by its derivation index), as a sub-query: the caller
+ * The open sweeps (and held-deposit returns) from one deposit address (by its derivation index), as a sub-query: the caller
  * wraps it in `exists(…)`, the index (and chain) a column of its query or a value.
  */
 export function openSweepsFrom(
@@ -42,14 +42,17 @@ export function openSweepsFrom(
     fromIndex: Operand<bigint | number>;
   },
 ) {
-  return db
-    .selectFrom("outgoing_transfers as t")
-    .select("t.intent_id")
-    .where("t.network", "=", from.network)
-    .where("t.environment", "=", from.environment)
-    .where("t.kind", "=", "sweep")
-    .where("t.status", "in", OPEN_STATES)
-    .where(sql<boolean>`t.from_index = ${from.fromIndex}`);
+  return (
+    db
+      .selectFrom("outgoing_transfers as t")
+      .select("t.intent_id")
+      .where("t.network", "=", from.network)
+      .where("t.environment", "=", from.environment)
+      // A held deposit's return (issue #40) moves coins out of the address too: a sweep waits for it.
+      .where("t.kind", "in", ["sweep", "return"])
+      .where("t.status", "in", OPEN_STATES)
+      .where(sql<boolean>`t.from_index = ${from.fromIndex}`)
+  );
 }
 
 /** Whether a sweep from `fromIndex` is open (read on `trx`: under the caller's lock). */
@@ -121,8 +124,9 @@ export async function openOutflow(trx: Db, scope: SenderScope): Promise<bigint> 
 // --------------------------------------------------------------- reserves
 
 /**
- * Token transfers not finished yet, in one read: withdrawals and payouts (`outflow`: their tokens
- * are still counted as held) and sweeps (`sweeps`: custody moving to the hot wallet).
+ * Token transfers not finished yet, in one read: withdrawals, payouts and held deposits' returns
+ * (`outflow`: their tokens are still counted as held until they confirm, but leave the chain's
+ * addresses when mined) and sweeps (`sweeps`: custody moving to the hot wallet).
  */
 export async function tokenTransfersInFlight(
   db: Db,
@@ -133,7 +137,12 @@ export async function tokenTransfersInFlight(
     .select((eb) => [
       eb.fn
         .sum<string | null>(
-          eb.case().when("kind", "in", ["withdrawal", "payout"]).then(eb.ref("amount")).else(0).end(),
+          eb
+            .case()
+            .when("kind", "in", ["withdrawal", "payout", "return"])
+            .then(eb.ref("amount"))
+            .else(0)
+            .end(),
         )
         .as("out"),
       eb.fn

@@ -1,12 +1,13 @@
 import { findMerchantOwnerId } from "../auth/index.js";
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
+import { returnBacking, returnDestination } from "../deposits/index.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { approvalsRequired } from "../domain/withdrawal.js";
 import { holdState } from "../ledger/index.js";
 import { findApprovalThresholds, merchantKeyPairs } from "../merchants/index.js";
-import { findPaymentBacking } from "../transactions/index.js";
+import { findAnyTransaction, findPaymentBacking } from "../transactions/index.js";
 import { hasHandedOffDeposit } from "../watcher/index.js";
 
 /**
@@ -119,6 +120,37 @@ export async function sweepEvidence(
 ): Promise<string | null> {
   const credit = await hasHandedOffDeposit(db, intent.network, intent.environment, intent.from);
   return credit ? null : "no confirmed deposit to this address is recorded";
+}
+
+/**
+ * A held deposit's return (issue #40): the intent is the one its decision recorded, the deposit is
+ * `returned`, at this very address and chain, and the transfer sends exactly what arrived to the
+ * sender of the transfer the deposit was made of. Null when all agree, else what is missing.
+ */
+export async function returnEvidence(
+  db: Db,
+  intent: {
+    intentId: string;
+    network: CurrencyType;
+    environment: Environment;
+    from: string;
+    to: string;
+    amount: bigint;
+  },
+): Promise<string | null> {
+  const backing = await returnBacking(db, intent.intentId);
+  if (backing?.action !== "return") return "no decision to return a held deposit names this transfer";
+  const t = await findAnyTransaction(db, backing.transactionId);
+  if (t?.type !== "deposit" || t.status !== "returned") return "the deposit is not being returned";
+  if (t.currencyType !== intent.network || t.environment !== intent.environment)
+    return "the deposit is of another chain";
+  if (!t.walletAddress || !sameAddress(intent.network, t.walletAddress, intent.from))
+    return "the deposit was not paid to this address";
+  if (t.amount !== intent.amount) return "the amount is not what arrived";
+  const sender = await returnDestination(db, t).catch(() => null);
+  if (!sender || !sameAddress(intent.network, sender, intent.to))
+    return "the recipient is not the deposit's sender";
+  return null;
 }
 
 function sameAddress(network: CurrencyType, a: string, b: string): boolean {

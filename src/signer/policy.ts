@@ -5,7 +5,7 @@ import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
 import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import { isIssuedDepositAddress, isRecordedAddressFromIndex, recordedAddressAt } from "../watcher/index.js";
-import { paymentEvidence, sweepEvidence } from "./evidence.js";
+import { paymentEvidence, returnEvidence, sweepEvidence } from "./evidence.js";
 import { SignerRejectedError } from "./protocol.js";
 
 /**
@@ -19,7 +19,9 @@ import { SignerRejectedError } from "./protocol.js";
  *   wallet, gas tank, a recorded deposit address, the cold wallet: finding 10); or a cold forward
  *   to this chain's cold wallet of the signer's own configuration (issue #22);
  * - a **deposit address** (an index recorded in `watched_addresses` for this chain, whose address
- *   is the key's own) with a recorded confirmed deposit: a sweep to this chain's hot wallet;
+ *   is the key's own) with a recorded confirmed deposit: a sweep to this chain's hot wallet; or
+ *   the return of a held deposit at that address to its recorded sender, of exactly what arrived,
+ *   once its owner decided so (issue #40);
  * - the **gas tank**: a native top-up to a deposit address recorded for this chain.
  * Nothing is ever sent to the zero address of the network (finding 11). Token transfers must call
  * this chain's configured USDT contract. Anything else is refused and logged (`alert`). Withdrawals
@@ -58,7 +60,7 @@ export interface SigningPolicyOptions {
 const OPEN: readonly string[] = ["queued", "signed", "broadcast"];
 
 export type SourceRole = "hot_wallet" | "gas_tank" | "deposit";
-export type IntentKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward";
+export type IntentKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward" | "return";
 
 /** The zero address of each network (finding 11): nothing is ever sent there. */
 const ZERO_ADDRESS: Readonly<Record<ChainFamily, string>> = {
@@ -206,6 +208,18 @@ export class SigningPolicy {
         return decision;
       }
       case "deposit": {
+        if (kind === "return") {
+          const missing = await returnEvidence(db, {
+            intentId,
+            network: t.network,
+            environment: t.environment,
+            from: normalizeAddress(t.network, t.from),
+            to,
+            amount: t.amount,
+          });
+          if (missing) return refuse(missing, role);
+          return decision;
+        }
         if (kind !== "sweep") return refuse(`a deposit address does not send a ${kind}`, role);
         const hot = this.systemAddress(t.network, t.environment, HOT_WALLET_INDEX);
         if (to !== hot) return refuse("a deposit address sends only to the hot wallet", role);

@@ -8,7 +8,7 @@ import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import { hasRecentColdForward, openOutflow, requestTransfer } from "../sender/index.js";
+import { hasRecentColdForward, isRecordedFrozen, openOutflow, requestTransfer } from "../sender/index.js";
 import { HOT_WALLET_INDEX } from "../wallet/index.js";
 
 export interface ColdForwarderOptions {
@@ -49,6 +49,9 @@ export class ColdForwarder {
       );
       const since = new Date(this.o.clock.now() - (this.o.settleMs ?? 60_000));
       if (await hasRecentColdForward(trx, { network, environment }, since)) return 0n;
+      // A cold wallet the token's issuer froze (README.md#frozen-funds) could never move what is
+      // sent to it: the excess stays in the hot wallet until the freeze is lifted.
+      if (await isRecordedFrozen(trx, { network, environment, address: this.cold })) return 0n;
       const balance = await this.o.writer.tokenBalance(this.o.hotWallet);
       const demand = await openOutflow(trx, { network, environment });
       const excess = balance - demand - this.o.cold.max;

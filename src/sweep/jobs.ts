@@ -1,6 +1,7 @@
 import {
   type AvailableChain,
   createChainWriter,
+  normalizeAddress,
   validateAddress,
   type WriterConfig,
 } from "../chains/index.js";
@@ -12,9 +13,11 @@ import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { Signer } from "../signer/index.js";
-import { HOT_WALLET_INDEX } from "../wallet/index.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import type { Job } from "../worker/runner.js";
 import { ColdForwarder } from "./cold.js";
+import { followFreezeEvents } from "./freeze-watch.js";
+import { HeldDecisions } from "./held-decisions.js";
 import { Sweeper } from "./sweeper.js";
 
 /** What the sweep jobs use (a process's runtime has all of it). */
@@ -40,10 +43,53 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
   const db = deps.database.db;
   for (const chain of deps.chains.available()) {
     const { network, environment } = chain;
-    if (chain.kind === "simulator") continue;
     const address = (index: number) => deps.addressDeriver.address(network, environment, index);
     const writer = createChainWriter(chain, deps.config, address(HOT_WALLET_INDEX));
+    const cold = coldWalletOf(deps.config.chains, network, environment);
+    if (cold && !validateAddress(network, cold.address)) {
+      const variable = networkVariables(currencyOf(network).definition, environment).coldWallet;
+      throw new ConfigError([{ variable, message: `not a valid ${network} address` }]);
+    }
+    // The issuer's freeze events for the own addresses (README.md#frozen-funds): reads only, so
+    // also where no signer is configured. The simulator's frozen addresses are fixed.
+    if (chain.kind !== "simulator") {
+      const target = {
+        network,
+        environment,
+        adapter: chain.adapter,
+        confirmations: chain.confirmations,
+        wallets: {
+          hotWallet: normalizeAddress(network, address(HOT_WALLET_INDEX)),
+          gasTank: normalizeAddress(network, address(GAS_TANK_INDEX)),
+          coldWallet: cold ? normalizeAddress(network, cold.address) : undefined,
+        },
+      };
+      jobs.push({
+        name: `freeze-watch:${network}:${environment}`,
+        everyMs: 5_000,
+        run: async () => {
+          await followFreezeEvents({ db, clock: deps.clock, logger: deps.logger }, target);
+        },
+      });
+    }
     if (writer.kind === "signed" && !deps.signer) continue;
+    // The decisions on held deposits (README.md#frozen-funds), the simulator's included.
+    const held = new HeldDecisions({
+      db,
+      network,
+      environment,
+      writer,
+      logger: deps.logger,
+      clock: deps.clock,
+    });
+    jobs.push({
+      name: `held-decisions:${network}:${environment}`,
+      everyMs: 1_000,
+      run: async () => {
+        await held.tick();
+      },
+    });
+    if (chain.kind === "simulator") continue;
     const sweeper = new Sweeper({
       db,
       network,
@@ -51,15 +97,11 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
       writer,
       address,
       threshold: networkSettingsOf(deps.config.chains, network).sweepThreshold,
+      isFrozen: (a) => chain.adapter.isFrozen(a),
       logger: deps.logger,
       clock: deps.clock,
     });
-    const cold = coldWalletOf(deps.config.chains, network, environment);
     if (cold) {
-      if (!validateAddress(network, cold.address)) {
-        const variable = networkVariables(currencyOf(network).definition, environment).coldWallet;
-        throw new ConfigError([{ variable, message: `not a valid ${network} address` }]);
-      }
       const forwarder = new ColdForwarder({
         db,
         network,

@@ -9,12 +9,15 @@ import type { Logger } from "../observability/logger.js";
 import {
   findTransferSource,
   hasOpenSweep,
+  isRecordedFrozen,
   openSweepsFrom,
+  recordFreezeCheck,
   requestTransfer,
   type TransferOutcomes,
 } from "../sender/index.js";
+import { heldDepositsAt } from "../transactions/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
-import { handedOffAfter, watchedAddressesOf } from "../watcher/index.js";
+import { handedOffAfter, pendingObservationsAt, watchedAddressesOf } from "../watcher/index.js";
 
 export interface SweeperOptions {
   db: Db;
@@ -28,6 +31,8 @@ export interface SweeperOptions {
   clock: Clock;
   /** Addresses looked at per round. Default 100. */
   batchSize?: number;
+  /** The token's freeze list (README.md#frozen-funds): a frozen deposit address is not swept. */
+  isFrozen?: (address: string) => Promise<boolean>;
 }
 
 /**
@@ -51,6 +56,10 @@ export class Sweeper {
 
   async tick(): Promise<number> {
     const { db, network, environment } = this.o;
+    // Nothing is swept into a hot wallet the token's issuer froze (README.md#frozen-funds): it
+    // could never move the coins again. The deposits wait at their addresses.
+    if (await isRecordedFrozen(db, { network, environment, address: this.o.address(HOT_WALLET_INDEX) }))
+      return 0;
     const candidates = await db
       .selectFrom(watchedAddressesOf(db, { network, environment }).as("w"))
       .leftJoin("sweep_checks as s", (j) =>
@@ -76,6 +85,18 @@ export class Sweeper {
               network: ref("w.network"),
               environment: ref("w.environment"),
               fromIndex: ref("w.derivation_index"),
+            }),
+          ),
+        ),
+      )
+      // Nothing is swept from an address while a deposit there is held (README.md#frozen-funds).
+      .where(({ not, exists, ref }) =>
+        not(
+          exists(
+            heldDepositsAt(db, {
+              network: ref("w.network"),
+              environment: ref("w.environment"),
+              address: ref("w.address"),
             }),
           ),
         ),
@@ -111,7 +132,19 @@ export class Sweeper {
         writer.kind === "database"
           ? await writer.tokenBalance(address, trx)
           : await writer.tokenBalance(address);
-      const swept = balance >= this.o.threshold;
+      let swept = balance >= this.o.threshold;
+      // A deposit address the issuer froze can never send the token: recorded (an alert) and left.
+      if (swept && this.o.isFrozen) {
+        const frozen = await this.o.isFrozen(address);
+        await recordFreezeCheck(
+          trx,
+          { network, environment, address, role: "deposit" },
+          { frozen, balance },
+          checkedAt,
+          this.o.logger,
+        );
+        if (frozen) swept = false;
+      }
       let topUp = 0n;
       if (swept && writer.kind === "signed") {
         const [cost, native] = await Promise.all([
@@ -186,6 +219,16 @@ export class Sweeper {
       .skipLocked()
       .executeTakeFirst();
     if (!locked) return false;
+    // Again under the lock: a held deposit recorded since the candidates were listed keeps the
+    // address out of this round too.
+    const held = await heldDepositsAt(trx, { network, environment, address }).limit(1).executeTakeFirst();
+    if (held) return false;
+    // A transfer still confirming: its sender is checked at its hand-off (it may be held), so the
+    // balance is not swept before; the hand-off makes the address a candidate again.
+    const confirming = await pendingObservationsAt(trx, { network, environment, address })
+      .limit(1)
+      .executeTakeFirst();
+    if (confirming) return false;
     return !(await hasOpenSweep(trx, { network, environment }, index));
   }
 }

@@ -3,6 +3,7 @@
  * reads built on it. Other features and the routes reach it through this file only.
  */
 export { EXPORT_COLUMNS, exportTransactionsCsv } from "./export.js";
+export { chainObservationOf, heldDepositsAt } from "./held-deposits.js";
 export {
   likeLiteral,
   listTransactions,

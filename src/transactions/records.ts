@@ -25,6 +25,7 @@ export const TRANSACTION_RECORD_COLUMNS = [
   "checkout_session_id",
   "rejection_reason",
   "wrong_network",
+  "hold_reason",
   "created_at",
   "updated_at",
   "confirmed_at",
@@ -52,6 +53,7 @@ export function toRecord(
     checkoutSessionId: r.checkout_session_id,
     rejectionReason: r.rejection_reason,
     wrongNetwork: r.wrong_network,
+    holdReason: r.hold_reason,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     confirmedAt: r.confirmed_at,
@@ -81,6 +83,8 @@ export interface NewTransaction {
   depositWalletId?: string | null;
   /** A deposit that arrived as another currency type than its address was made for. */
   wrongNetwork?: boolean;
+  /** Why a deposit is `held` (frozen or refused sender). */
+  holdReason?: string | null;
   /** Defaults to the database's now(); flows pass their clock's time. */
   createdAt?: Date;
 }
@@ -112,6 +116,7 @@ export function transactionValues(t: NewTransaction) {
     rejection_reason: null,
     metadata: t.metadata ? JSON.stringify(t.metadata) : null,
     ...(t.wrongNetwork ? { wrong_network: true } : {}),
+    ...(t.holdReason ? { hold_reason: t.holdReason } : {}),
   };
 }
 

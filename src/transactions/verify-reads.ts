@@ -7,9 +7,13 @@ import type { DB } from "../db/schema.js";
  * `from ${closedDeposits(db).as("t")} cross join lateral (…)`.
  */
 export function closedDeposits(db: QueryCreator<DB>) {
-  return db
-    .selectFrom("transactions")
-    .select(["id", "net_amount", "fee"])
-    .where("type", "=", "deposit")
-    .where("status", "<>", "pending");
+  return (
+    db
+      .selectFrom("transactions")
+      .select(["id", "net_amount", "fee"])
+      .where("type", "=", "deposit")
+      // Held and returned deposits were never credited (README.md#frozen-funds); a released one is
+      // `confirmed` and checked like every other.
+      .where("status", "not in", ["pending", "held", "returned"])
+  );
 }

@@ -51,6 +51,28 @@ export function handedOffAfter(
 }
 
 /**
+ * The transfers to one address seen on the chain but not yet handed off (confirming), as a
+ * sub-query: the sweeper leaves the address alone while there is one (README.md#frozen-funds), so
+ * coins whose sender is still to be checked — and may be held — never reach the hot wallet.
+ */
+export function pendingObservationsAt(
+  db: QueryCreator<DB>,
+  at: {
+    network: Expression<CurrencyType> | CurrencyType;
+    environment: Expression<Environment> | Environment;
+    address: Expression<string> | string;
+  },
+) {
+  return db
+    .selectFrom("chain_observations as p")
+    .select(sql`1`.as("one"))
+    .where("p.network", "=", at.network)
+    .where("p.environment", "=", at.environment)
+    .where("p.address", "=", at.address)
+    .where("p.status", "=", "observed");
+}
+
+/**
  * What each address of one chain received in deposits handed off, with its derivation index, as a
  * sub-query to select from (`received`: the sum of their amounts).
  */

@@ -39,6 +39,21 @@ export async function isMerchantDepositAddress(
   return watched !== undefined;
 }
 
+/** The merchant a deposit address was issued to on this chain, if it is one (a screening record's). */
+export async function merchantOfDepositAddress(
+  db: Db,
+  a: { network: CurrencyType; environment: Environment; address: string },
+): Promise<string | null> {
+  const row = await db
+    .selectFrom("watched_addresses")
+    .select("merchant_id")
+    .where("network", "=", a.network)
+    .where("environment", "=", a.environment)
+    .where("address", "=", a.address)
+    .executeTakeFirst();
+  return row?.merchant_id ?? null;
+}
+
 /**
  * Which of `candidates` an address is also watched on as a wrong-network twin (the hosted page's
  * warning names only what will really be credited). One indexed probe per candidate network.

@@ -29,7 +29,20 @@ export interface ConfirmedTransfer {
    * own deposit in `network`, whatever the record it belongs to.
    */
   wrongNetwork?: boolean;
+  /**
+   * Why the sender may not be credited (README.md#frozen-funds), as the registered sender check
+   * answered just before the hand-off's transaction — outside it, so a slow chain or screening
+   * provider holds no database connection or lock; null: credit as usual.
+   */
+  holdReason?: string | null;
 }
+
+/**
+ * Asked of every transfer before its hand-off's transaction opens (the deposit module registers
+ * it): why its sender may not be credited, or null. Throws when it cannot tell: the transfer is
+ * offered again later, like a failed hand-off.
+ */
+export type SenderCheck = (transfer: ConfirmedTransfer) => Promise<string | null>;
 
 /**
  * The deposit logic's entry point. Called exactly once per observed transfer (per successful call),
@@ -45,6 +58,17 @@ export type DepositHandler = (trx: Db, transfer: ConfirmedTransfer) => Promise<v
  */
 export class DepositHandoff {
   #handler: DepositHandler | null = null;
+  #senderCheck: SenderCheck | null = null;
+
+  registerSenderCheck(check: SenderCheck): void {
+    if (this.#senderCheck && this.#senderCheck !== check)
+      throw new Error("A sender check is already registered.");
+    this.#senderCheck = check;
+  }
+
+  get senderCheck(): SenderCheck | null {
+    return this.#senderCheck;
+  }
 
   register(handler: DepositHandler): void {
     if (this.#handler && this.#handler !== handler)

@@ -3,15 +3,17 @@ export {
   handedOffAfter,
   handedOffDust,
   handedOffReceipts,
+  pendingObservationsAt,
   type WatchedScope,
   watchedAddressesOf,
 } from "./address-holdings.js";
 export {
   insertWatchedAddressRows,
   isMerchantDepositAddress,
+  merchantOfDepositAddress,
   wrongNetworkTwinsWatched,
 } from "./deposit-addresses.js";
-export { type ConfirmedTransfer, type DepositHandler, DepositHandoff } from "./handoff.js";
+export { type ConfirmedTransfer, type DepositHandler, DepositHandoff, type SenderCheck } from "./handoff.js";
 export { type WatcherJobDeps, watcherJobs } from "./jobs.js";
 export {
   chainTimeOf,
@@ -19,6 +21,7 @@ export {
   hasConfirmingTransferBefore,
   joinObservedPayments,
   type ObservedPaymentColumns,
+  observationSender,
   type PaymentTarget,
 } from "./observed-payments.js";
 export {
@@ -26,6 +29,7 @@ export {
   isIssuedDepositAddress,
   isRecordedAddressFromIndex,
   recordedAddressAt,
+  recordedIndexOf,
 } from "./own-addresses.js";
 export { MAX_RESCAN_BLOCKS, type RescanResult, type RescanTarget, rescanRange } from "./rescan.js";
 export { chainReadinessChecks, STALE_HEAD_MS } from "./status.js";

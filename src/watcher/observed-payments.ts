@@ -98,7 +98,19 @@ export function joinObservedPayments<QDB, TB extends keyof QDB, O>(
         .on("o.environment", "=", target.environment)
         .on("o.address", "=", target.address)
         .on("o.status", "<>", "reorged")
-        .on(sql<boolean>`coalesce(o.block_time, o.observed_at) < ${target.deadline}`),
+        .on(sql<boolean>`coalesce(o.block_time, o.observed_at) < ${target.deadline}`)
+        // A transfer from a frozen or refused sender, held (README.md#frozen-funds), is not a
+        // payment of the session: the page and `detectedAmount` do not count it.
+        .on(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom("transactions as h")
+                .select("h.id")
+                .whereRef("h.chain_observation_id", "=", "o.id")
+                .where("h.status", "in", ["held", "returned"]),
+            ),
+          ),
+        ),
     )
     .leftJoin("chain_cursors as c", (j) =>
       j.on("c.network", "=", target.network).on("c.environment", "=", target.environment),
@@ -111,4 +123,17 @@ export function joinObservedPayments<QDB, TB extends keyof QDB, O>(
     ])
     .groupBy("c.head_block");
   return joined as unknown as SelectQueryBuilder<QDB, TB, O & ObservedPaymentColumns>;
+}
+
+/**
+ * The sender of one stored observation (`obs_…`): where a held deposit's return goes
+ * (README.md#frozen-funds). Undefined when there is no such observation.
+ */
+export async function observationSender(db: Db, observationId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom("chain_observations")
+    .select("from_address")
+    .where("id", "=", observationId)
+    .executeTakeFirst();
+  return row?.from_address;
 }

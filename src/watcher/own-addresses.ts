@@ -68,6 +68,22 @@ export async function recordedAddressAt(
   return row?.address;
 }
 
+/** The derivation index of a recorded deposit address on this chain, or null (a held deposit's return). */
+export async function recordedIndexOf(
+  db: Db,
+  at: { network: CurrencyType; environment: Environment; address: string },
+): Promise<number | null> {
+  const row = await db
+    .selectFrom("watched_addresses")
+    .select("derivation_index")
+    .where("network", "=", at.network)
+    .where("environment", "=", at.environment)
+    .where("address", "=", at.address)
+    .limit(1)
+    .executeTakeFirst();
+  return row ? Number(row.derivation_index) : null;
+}
+
 /** Has a transfer to `address` on this chain been stored and handed off (a confirmed deposit)? */
 export async function hasHandedOffDeposit(
   db: Db,

@@ -374,6 +374,10 @@ export class ChainWatcher {
         wrongNetwork: r.wrong_network,
       };
       try {
+        // Outside the hand-off's transaction: the chain's freeze list and the screening provider may
+        // be slow, and no database connection or lock waits for them (README.md#frozen-funds).
+        const check = this.options.handoff.senderCheck;
+        if (check) transfer.holdReason = await check(transfer);
         const done = await store.claimAndHandOff(this.store, r.id, (trx) => handler(trx, transfer));
         if (done) handed += 1;
       } catch (err) {

@@ -1,9 +1,12 @@
-import { normalizeAddress, ownershipSpellings } from "../chains/index.js";
+import { type ChainRegistry, normalizeAddress, ownershipSpellings } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import { isRefusedBurnAddress } from "../domain/destination.js";
 import { ENVIRONMENTS, type Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
+import { formatAmount } from "../domain/money.js";
+import { getBalances } from "../ledger/index.js";
+import { addressBlock, type Screening } from "../screening/index.js";
 import { type AddressDeriver, FIRST_DEPOSIT_INDEX } from "../wallet/index.js";
 import { isIssuedDepositAddress } from "../watcher/index.js";
 
@@ -85,4 +88,60 @@ function systemAddresses(addresses: SystemAddresses, network: CurrencyType): Set
     byNetwork.set(network, set);
   }
   return set;
+}
+
+/**
+ * A read of the available balance before the chain and the screening provider are asked (issue
+ * #40): a request the balance cannot cover is refused (422 `INSUFFICIENT_BALANCE`) without an RPC
+ * or provider call. Not the authority: the hold in the request's transaction still decides.
+ */
+export async function checkAffordable(
+  db: Db,
+  scope: { merchantId: string; environment: Environment },
+  currencyType: CurrencyType,
+  amount: bigint,
+): Promise<void> {
+  const balances = await getBalances(db, scope.merchantId, scope.environment, [currencyType]);
+  const available = balances.find((b) => b.currencyType === currencyType)?.available ?? 0n;
+  if (available >= amount) return;
+  throw new AppError("INSUFFICIENT_BALANCE", "The available balance is too low for this amount.", {
+    available: formatAmount(available),
+    required: formatAmount(amount),
+  });
+}
+
+/**
+ * The destination against the token's freeze list and the screening provider (issue #40), at
+ * request time before anything is held: 422 `DESTINATION_BLOCKED` with `details.reason`
+ * (`token_blacklist` or `screening`). Checked again just before signing (the sender's
+ * `destinationCheck`): an address frozen in between fails the transfer and releases the hold.
+ */
+export async function checkNotBlocked(
+  deps: { chains: Pick<ChainRegistry, "get">; screening: Screening },
+  scope: { merchantId: string; environment: Environment },
+  network: CurrencyType,
+  walletAddress: string,
+): Promise<void> {
+  const { environment, merchantId } = scope;
+  let address: string;
+  try {
+    address = normalizeAddress(network, walletAddress);
+  } catch {
+    return; // validateWithdrawal names the format error
+  }
+  const chain = deps.chains.get(network, environment);
+  const block = await addressBlock(chain.adapter, deps.screening, {
+    address,
+    network,
+    direction: "outgoing",
+    subject: { environment, merchantId },
+  });
+  if (!block) return;
+  throw new AppError(
+    "DESTINATION_BLOCKED",
+    block.reason === "token_blacklist"
+      ? `The token's issuer has frozen ${address} on ${network}: whatever is sent there can never be moved again.`
+      : "The screening provider refused this destination.",
+    { reason: block.reason, ...(block.message ? { message: block.message } : {}) },
+  );
 }

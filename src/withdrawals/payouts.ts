@@ -6,7 +6,7 @@ import type { ListParams } from "../domain/list.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { type IdempotentAnswer, type IdempotentCall, runIdempotent } from "../idempotency/index.js";
 import { listTransactions } from "../transactions/index.js";
-import { checkDestination } from "./destinations.js";
+import { checkAffordable, checkDestination, checkNotBlocked } from "./destinations.js";
 import { findOfKind, type Scope, type WithdrawalDesk } from "./requests.js";
 import { sendPayout, validateWithdrawal } from "./service.js";
 
@@ -67,6 +67,10 @@ export async function createPayout(
     {
       beforeRun: async () => {
         otpId = (await call.stepUp()) ?? (await checkOtp(desk.kit, who.userId, "payout", input.otp));
+        // After the codes (nothing is asked of the chain or the provider for a caller without
+        // them), before anything is held; a refusal here leaves the code unspent.
+        await checkAffordable(desk.db, who, input.currencyType, input.amount);
+        await checkNotBlocked(desk, who, input.currencyType, input.walletAddress);
       },
     },
   );

@@ -8,14 +8,16 @@ import type { TransactionRecord, TransactionStatus } from "../domain/transaction
 import { type Approver, approvalsRequired } from "../domain/withdrawal.js";
 import { type IdempotencyContext, type IdempotentCall, runIdempotent } from "../idempotency/index.js";
 import { getSettings } from "../merchants/index.js";
+import type { Screening } from "../screening/index.js";
 import { findTransaction, listTransactions } from "../transactions/index.js";
 import { listApprovals } from "./approvals.js";
-import { checkDestination, type SystemAddresses } from "./destinations.js";
+import { checkAffordable, checkDestination, checkNotBlocked, type SystemAddresses } from "./destinations.js";
 import {
   approveWithdrawal,
   createWithdrawal,
   type NewWithdrawal,
   rejectWithdrawal,
+  validateWithdrawal,
   type WithdrawalDeps,
 } from "./service.js";
 
@@ -30,6 +32,8 @@ export interface WithdrawalDesk extends WithdrawalDeps {
   chains: Pick<ChainRegistry, "get">;
   /** Derives the gateway's system wallets, which no withdrawal or payout may name (`checkDestination`). */
   addresses: SystemAddresses;
+  /** The screening provider (off without SCREENING_URL): with the token's freeze list, `checkNotBlocked`. */
+  screening: Screening;
 }
 
 export type Scope = { merchantId: string; environment: Environment };
@@ -47,8 +51,20 @@ export async function requestWithdrawal(
 ) {
   desk.chains.get(input.currencyType, scope.environment);
   await checkDestination(desk.db, desk.addresses, scope.environment, input.currencyType, input.walletAddress);
-  return runIdempotent(desk.idempotency, call.idempotency(), async (trx) =>
-    call.answer(await createWithdrawal(trx, desk, scope, input)),
+  // The format and the amount first (a 400 names them, the same on a replay).
+  validateWithdrawal(desk.fees, "withdrawal", input);
+  return runIdempotent(
+    desk.idempotency,
+    call.idempotency(),
+    async (trx) => call.answer(await createWithdrawal(trx, desk, scope, input)),
+    {
+      // Only for a request that will run (a replay gets its stored answer, whatever the balance or
+      // the destination's state now): the balance, then the chain's freeze list and the provider.
+      beforeRun: async () => {
+        await checkAffordable(desk.db, scope, input.currencyType, input.amount);
+        await checkNotBlocked(desk, scope, input.currencyType, input.walletAddress);
+      },
+    },
   );
 }
 

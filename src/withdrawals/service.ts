@@ -216,6 +216,8 @@ export async function applyTransferOutcome(
     updated = await updateTransaction(trx, t.id, {
       status: "failed",
       blockchainTxHash: outcome.txHash,
+      // A destination frozen or refused between the request and the signing says so (issue #40).
+      ...(outcome.reason?.startsWith("destination_blocked") ? { rejectionReason: outcome.reason } : {}),
       updatedAt: now,
     });
     await releaseHold(trx, ctx, t.amount);

@@ -447,6 +447,9 @@ describe("a new sensitive route cannot forget the step-up silently", () => {
         "POST /api/v1/dashboard/invitations",
         "PATCH /api/v1/dashboard/members/{id}",
         "POST /api/v1/dashboard/members/{id}/transfer-ownership",
+        // Issue #40: crediting or returning a held deposit decides where money goes.
+        "POST /api/v1/dashboard/transactions/{id}/release",
+        "POST /api/v1/dashboard/transactions/{id}/return",
       ].sort(),
     );
   });

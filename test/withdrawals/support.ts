@@ -72,3 +72,23 @@ export async function expectLedgerOk(svc: TestService) {
   const report = await verifyLedger(svc.database.db);
   expect(report.ok, JSON.stringify(report.problems)).toBe(true);
 }
+
+/**
+ * What the ledger keeps of one chain's custody as frozen (coins on own addresses the issuer froze)
+ * and written off (destroyed there): its system accounts `frozen` and `written_off`, as positive
+ * base units (issue #40).
+ */
+export async function frozenCustody(svc: TestService, currencyType: string, environment = "sandbox") {
+  const rows = await svc.database.db
+    .selectFrom("ledger_entries as e")
+    .innerJoin("ledger_accounts as a", "a.id", "e.account_id")
+    .select(["a.kind", (eb) => eb.fn.sum<string>("e.amount").as("sum")])
+    .where("a.owner", "=", "system")
+    .where("a.environment", "=", environment as "sandbox")
+    .where("a.currency_type", "=", currencyType as "USDT-ERC20")
+    .where("a.kind", "in", ["frozen", "written_off"])
+    .groupBy("a.kind")
+    .execute();
+  const of = (k: string) => -BigInt(rows.find((r) => r.kind === k)?.sum ?? 0);
+  return { frozen: of("frozen"), writtenOff: of("written_off") };
+}

@@ -8,7 +8,7 @@ export interface AuditLogTable {
   id: ColumnType<bigint | number, never, never>;
   merchant_id: string | null;
   environment: "production" | "sandbox" | null;
-  actor_type: "user" | "api_key";
+  actor_type: "user" | "api_key" | "system";
   actor_id: string | null;
   actor_email: string | null;
   actor_role: string | null;

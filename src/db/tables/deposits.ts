@@ -43,8 +43,24 @@ export interface IdempotencyKeysTable {
   locked_at: Timestamp;
 }
 
+/** Migration 0031: the decision on a held deposit (release or return), carried out by a worker. */
+export interface HeldDepositDecisionsTable {
+  transaction_id: string;
+  network: CurrencyType;
+  environment: Environment;
+  action: "release" | "return";
+  decided_by: string;
+  decided_at: ColumnType<Date, Date | undefined, never>;
+  applied_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  intent_id: ColumnType<string | null, string | null | undefined, string | null>;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  last_error: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
 export interface DepositTables {
   checkout_sessions: CheckoutSessionsTable;
+  held_deposit_decisions: HeldDepositDecisionsTable;
   deposit_wallets: DepositWalletsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

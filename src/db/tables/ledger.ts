@@ -7,8 +7,15 @@ import type { Timestamp } from "./common.js";
 type Numeric = ColumnType<string, string | bigint, string | bigint>;
 type NumericNullable = ColumnType<string | null, string | bigint | null | undefined, string | bigint | null>;
 
-export type AccountKind = "available" | "held" | "chain_incoming" | "chain_outgoing" | "fees";
-export type PostingKind = "deposit" | "hold" | "release" | "settle";
+export type AccountKind =
+  | "available"
+  | "held"
+  | "chain_incoming"
+  | "chain_outgoing"
+  | "fees"
+  | "frozen"
+  | "written_off";
+export type PostingKind = "deposit" | "hold" | "release" | "settle" | "custody";
 
 export interface LedgerAccountsTable {
   id: Generated<string>;
@@ -66,6 +73,8 @@ export interface TransactionsTable {
   deposit_wallet_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** A deposit that arrived as another currency type than its address was made for (migration 0030). */
   wrong_network: Generated<boolean>;
+  /** Why a deposit is (or was) `held` (migration 0031, issue #40). */
+  hold_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LedgerTables {

@@ -15,7 +15,7 @@ type Numeric = ColumnType<string, string | bigint, string | bigint>;
 type NumericNullable = ColumnType<string | null, string | bigint | null | undefined, string | bigint | null>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
-export type TransferKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward";
+export type TransferKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward" | "return";
 export type OutgoingStatus = "queued" | "signed" | "broadcast" | "confirmed" | "failed";
 
 export interface OutgoingTransfersTable {
@@ -78,7 +78,31 @@ export interface SweepChecksTable {
   checked_at: Timestamp;
 }
 
+/** Migration 0031: own addresses the token's issuer froze (open while `released_at` is null). */
+export interface FrozenAddressesTable {
+  network: CurrencyType;
+  environment: Environment;
+  address: string;
+  role: "hot_wallet" | "gas_tank" | "cold_wallet" | "deposit";
+  frozen_at: ColumnType<Date, Date | undefined, Date>;
+  released_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Migration 0032: what the ledger moved to its `frozen` custody account, and its custody postings. */
+  frozen_amount: ColumnType<string, bigint | string | undefined, bigint | string>;
+  postings: ColumnType<number, number | undefined, number>;
+  checked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** Migration 0032: the next block each chain's freeze-event follower reads (src/sweep/freeze-watch.ts). */
+export interface FreezeWatchCursorsTable {
+  network: CurrencyType;
+  environment: Environment;
+  next_block: ColumnType<bigint | number, number | bigint, number | bigint>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
 export interface SendingTables {
+  freeze_watch_cursors: FreezeWatchCursorsTable;
+  frozen_addresses: FrozenAddressesTable;
   outgoing_transfers: OutgoingTransfersTable;
   outgoing_transfer_attempts: OutgoingTransferAttemptsTable;
   sender_nonces: SenderNoncesTable;
