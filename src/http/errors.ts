@@ -30,6 +30,7 @@ export function codeToStatus(code: ErrorCode): number {
       return 409;
     case "IDEMPOTENCY_MISMATCH":
     case "INSUFFICIENT_BALANCE":
+    case "DESTINATION_BLOCKED":
       return 422;
     case "RATE_LIMITED":
       return 429;

@@ -265,6 +265,9 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
     // Issue #34: whom a pair acts for (a member's id; step-up for a production pair only).
     "POST /api/v1/dashboard/api-keys/{id}/reassign": { memberId: "usr_hostile" },
     "POST /api/v1/webhook/secret/rotate": {},
+    // Issue #40: the decisions on a held deposit take only the step-up codes.
+    "POST /api/v1/dashboard/transactions/{id}/release": {},
+    "POST /api/v1/dashboard/transactions/{id}/return": {},
     "PATCH /api/v1/dashboard/settings": {
       autoWithdraw: false,
       autoApproveThreshold: { [TRC]: 10 },

@@ -1,5 +1,6 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { createLogger } from "../../src/observability/logger.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 
 let svc: TestService;
@@ -68,4 +69,24 @@ it("writes one line per request, when it is answered: status, time, request id",
     rejected: { code: "INVALID_AUTH", message: expect.stringMatching(/^Missing API key/) },
   });
   expect(typeof line.responseTime).toBe("number");
+});
+
+it("cuts every URL in a logged error to its host: an RPC key in the path or the userinfo never reaches the log (outside review)", async () => {
+  const lines: string[] = [];
+  const logger = createLogger("info", { write: (s: string) => void lines.push(s) });
+  const cause = new Error(
+    "HTTP request failed.\n\nURL: https://rpcuser:RPCPASSWORD@mainnet.example.io/v3/RPCSECRETKEY123?apikey=QSECRET\nRequest body: {}",
+  );
+  const err = Object.assign(new Error("eth_getLogs failed on wss://node.example.io/ws/WSSECRET"), { cause });
+  logger.error({ err, job: "watch:USDT-ERC20" }, "job failed");
+  logger.warn({ err: "fetch failed: http://127.0.0.1:28599/v3/STRINGSECRET" }, "chain endpoint failed");
+  const text = lines.join("\n");
+  for (const secret of ["RPCSECRETKEY123", "RPCPASSWORD", "rpcuser", "QSECRET", "WSSECRET", "STRINGSECRET"])
+    expect(text).not.toContain(secret);
+  expect(text).toContain("https://mainnet.example.io/[redacted]");
+  expect(text).toContain("wss://node.example.io/[redacted]");
+  expect(text).toContain("http://127.0.0.1:28599/[redacted]");
+  // What is not a URL stays readable.
+  expect(text).toContain("eth_getLogs failed on");
+  expect(text).toContain("job failed");
 });

@@ -66,6 +66,14 @@ describe("hiding by permission", () => {
     expect(can(permissionsOf("developer", "production"), "withdrawals:approve")).toBe(false);
   });
 
+  it("only the owner and admins see the release / return of a held deposit (deposits:review), in both environments", () => {
+    for (const env of ENVIRONMENTS)
+      for (const role of MEMBER_ROLES)
+        expect(can(permissionsOf(role, env), "deposits:review"), `${role} ${env}`).toBe(
+          role === "owner" || role === "admin",
+        );
+  });
+
   it("the development outbox shows only when the server has one; no permissions (an older server) hide nothing", () => {
     expect(
       visibleNav(permissionsOf("owner", "sandbox"), { hasOutbox: false }).map((n) => n.label),

@@ -18,6 +18,7 @@ const NAMES: Record<ErrorCode, string> = {
   IDEMPOTENCY_CONFLICT: "IdempotencyConflictError",
   IDEMPOTENCY_MISMATCH: "IdempotencyMismatchError",
   INSUFFICIENT_BALANCE: "InsufficientBalanceError",
+  DESTINATION_BLOCKED: "DestinationBlockedError",
   CHAIN_UNAVAILABLE: "ChainUnavailableError",
   SERVICE_UNAVAILABLE: "ServiceUnavailableError",
   RATE_LIMITED: "RateLimitedError",
@@ -39,6 +40,9 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     "A request with this Idempotency-Key is still running; retry with the same key in a moment.",
   IDEMPOTENCY_MISMATCH: "This Idempotency-Key was used with a different request body; use a new key.",
   INSUFFICIENT_BALANCE: "The available balance is lower than the amount; `details` has both.",
+  DESTINATION_BLOCKED:
+    "The destination is frozen by the token's issuer (`details.reason`: `token_blacklist`) or refused by the " +
+    "screening provider (`screening`); nothing was held. Ask the end user for another address.",
   CHAIN_UNAVAILABLE:
     "The network of this currency type is not available in this environment right now; retry later.",
   SERVICE_UNAVAILABLE:
@@ -66,6 +70,13 @@ const DETAILS: Record<Exclude<ErrorCode, "RATE_LIMITED">, TObject> = {
   INSUFFICIENT_BALANCE: Type.Object({
     available: Type.Number({ description: "The available balance, in USDT" }),
     required: Type.Number({ description: "What the request needs, in USDT" }),
+  }),
+  DESTINATION_BLOCKED: Type.Object({
+    reason: Type.Union([Type.Literal("token_blacklist"), Type.Literal("screening")], {
+      description:
+        "`token_blacklist`: the token's issuer froze the address; `screening`: the screening provider refused it",
+    }),
+    message: Type.Optional(Type.String({ description: "The screening provider's reason, when it gave one" })),
   }),
   CHAIN_UNAVAILABLE: Type.Object({
     network: Type.Optional(Type.String()),

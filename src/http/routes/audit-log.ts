@@ -21,9 +21,13 @@ const AuditRecordSchema = Type.Object(
     action: AuditActionSchema,
     environment: Nullable(Type.Union([Type.Literal("production"), Type.Literal("sandbox")])),
     actor: Type.Object({
-      type: Type.Union([Type.Literal("user"), Type.Literal("api_key")]),
+      type: Type.Union([Type.Literal("user"), Type.Literal("api_key"), Type.Literal("system")], {
+        description: "`system`: the gateway itself (`id` names the part: `screening`)",
+      }),
       id: Nullable(
-        Type.String({ description: "Dashboard user id or API key id; none for a failed sign-in" }),
+        Type.String({
+          description: "Dashboard user id, API key id or the system part; none for a failed sign-in",
+        }),
       ),
       email: Nullable(Type.String()),
       role: Nullable(Type.String({ description: "The user's role when acting (`owner`)" })),

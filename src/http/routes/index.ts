@@ -17,6 +17,7 @@ import { downloadRoutes } from "./downloads.js";
 import { exportRoutes } from "./exports.js";
 import { guidesRoutes } from "./guides.js";
 import { healthRoutes } from "./health.js";
+import { heldDepositRoutes } from "./held-deposits.js";
 import { memberRoutes } from "./members.js";
 import { payRoutes } from "./pay.js";
 import { sandboxRoutes } from "./sandbox.js";
@@ -48,6 +49,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   balanceRoutes,
   currencyRoutes,
   transactionRoutes,
+  heldDepositRoutes,
   exportRoutes,
   webhookRoutes,
   webhookStreamRoutes,

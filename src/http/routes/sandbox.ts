@@ -25,6 +25,13 @@ const SandboxPaymentSchema = Type.Object(
   { title: "SandboxPayment" },
 );
 
+/** The payment's sender: by default the simulator's faucet; a test frozen address tests `held`. */
+const FromInput = Type.String({
+  maxLength: 100,
+  description:
+    "Send as this address (default: the simulator's faucet). A test frozen address (docs/merchants/sandbox.md#test-frozen-addresses) makes the deposit `held`. Not one of the gateway's own deposit addresses.",
+});
+
 function payment({ tx, address, units, currencyType }: SandboxPayment) {
   return {
     blockchainTxHash: tx.txHash,
@@ -64,7 +71,10 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
         tags,
         params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
         body: Type.Optional(
-          Type.Object({ amount: Type.Optional(AmountInput) }, { additionalProperties: false }),
+          Type.Object(
+            { amount: Type.Optional(AmountInput), from: Type.Optional(FromInput) },
+            { additionalProperties: false },
+          ),
         ),
         response: { 202: ok(SandboxPaymentSchema), ...commonErrors },
       },
@@ -72,7 +82,10 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
       // is `{}` (http/json-body.ts).
     },
     async (request, reply) => {
-      const paid = await paySandboxSession(pay, principal(request), request.params.id, request.body?.amount);
+      const paid = await paySandboxSession(pay, principal(request), request.params.id, {
+        amount: request.body?.amount,
+        from: request.body?.from,
+      });
       reply.code(202);
       return { success: true as const, data: payment(paid) };
     },
@@ -93,7 +106,7 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
         tags,
         params: Type.Object({ address: Type.String({ maxLength: 100 }) }),
         body: Type.Object(
-          { amount: AmountInput, currencyType: CurrencyTypeSchema },
+          { amount: AmountInput, currencyType: CurrencyTypeSchema, from: Type.Optional(FromInput) },
           { additionalProperties: false },
         ),
         response: { 202: ok(SandboxPaymentSchema), ...commonErrors },
@@ -104,6 +117,7 @@ export function sandboxRoutes(app: App, deps: RouteDeps) {
         address: request.params.address,
         currencyType: request.body.currencyType,
         amount: request.body.amount,
+        from: request.body.from,
       });
       reply.code(202);
       return { success: true as const, data: payment(paid) };

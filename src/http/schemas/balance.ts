@@ -8,7 +8,10 @@ export const BalanceSchema = Type.Object(
   {
     currencyType: CurrencyTypeSchema,
     available: Type.Number({ description: "Spendable, in the token (USDT, USDC)" }),
-    held: Type.Number({ description: "Reserved for withdrawals and payouts in flight, in the token" }),
+    held: Type.Number({
+      description:
+        "Reserved for withdrawals and payouts in flight, and deposits held for a decision (a frozen or refused sender), in the token",
+    }),
     total: Type.Number({ description: "available + held, in the token" }),
   },
   {

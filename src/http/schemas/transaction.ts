@@ -52,6 +52,13 @@ export const TransactionSchema = Type.Object(
           "Only on a deposit paid on another network than its address was made for: credited in the currency type it arrived as, apart from the session",
       }),
     ),
+    holdReason: Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          "Only on a deposit that is or was `held`: `token_blacklist` (the token's issuer froze its sender) or `screening: <reason>` (the screening provider refused it)",
+      }),
+    ),
   },
   {
     title: "Transaction",

@@ -55,6 +55,13 @@ function dataFields() {
           "its own deposit in the currency type it arrived as (currencyType), never counted toward the session; absent otherwise",
       }),
     ),
+    holdReason: Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          "Only on a deposit that is or was `held` (frozen or refused sender): `token_blacklist` or `screening: <reason>`; absent otherwise",
+      }),
+    ),
   };
 }
 

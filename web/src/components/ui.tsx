@@ -93,6 +93,9 @@ const STATUS_TONE = {
   processing: "wait",
   failed: "bad",
   rejected: "bad",
+  // A deposit from a frozen or refused sender waits for the owner's decision.
+  held: "wait",
+  returned: "muted",
   revoked: "muted",
   expired: "muted",
 } satisfies Record<Status, "good" | "wait" | "bad" | "muted">;

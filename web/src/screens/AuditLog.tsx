@@ -69,7 +69,9 @@ export default function AuditLog() {
                     <td className="cell-break">
                       {r.actor.type === "api_key"
                         ? `API key ${shorten(r.actor.id)}`
-                        : `${r.actor.email ?? "unknown"}${r.actor.role ? ` (${r.actor.role})` : ""}`}
+                        : r.actor.type === "system"
+                          ? `stablegate (${r.actor.id ?? "system"})`
+                          : `${r.actor.email ?? "unknown"}${r.actor.role ? ` (${r.actor.role})` : ""}`}
                     </td>
                     <td>{r.environment ?? "account"}</td>
                     <td className="cell-break" title={r.target?.id ?? undefined}>

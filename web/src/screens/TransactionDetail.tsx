@@ -2,9 +2,11 @@ import { useQuery } from "@tanstack/react-query";
 import { Link, useParams } from "react-router-dom";
 import { get, getList } from "../api/client";
 import type { Transaction, WebhookEvent } from "../api/types";
+import { useHeldDecision } from "../components/HeldDecision";
 import { CopyButton, ErrorNotice, Loading, PageHeader, StatusBadge } from "../components/ui";
 import { useCurrencies } from "../lib/currencies";
 import { formatAmount, formatDate } from "../lib/format";
+import { holdReasonText } from "../lib/held";
 import { useCan, useEnvKey } from "../session";
 
 export default function TransactionDetail() {
@@ -12,6 +14,8 @@ export default function TransactionDetail() {
   // The webhook events are for roles that read webhooks (not finance or viewer).
   const seesWebhooks = useCan()("webhooks:read");
   const { label } = useCurrencies();
+  // A held deposit: release or return (owner and admins); the query below follows the decision.
+  const held = useHeldDecision();
   const tx = useQuery({
     queryKey: useEnvKey("transaction", id),
     queryFn: () => get<Transaction>(`/api/v1/dashboard/transactions/${encodeURIComponent(id)}`),
@@ -32,6 +36,13 @@ export default function TransactionDetail() {
           </span>,
         ],
         ["Status", <StatusBadge key="s" status={t.status} />],
+        // Kept after the decision: a released or returned deposit was held for this reason.
+        ...(t.holdReason
+          ? ([[t.status === "held" ? "Held because" : "Was held because", holdReasonText(t.holdReason)]] as [
+              string,
+              React.ReactNode,
+            ][])
+          : []),
         ["Amount", `${formatAmount(t.amount)} ${label(t.currencyType)}`],
         ["Fee", formatAmount(t.fee)],
         ["Net amount", formatAmount(t.netAmount)],
@@ -53,6 +64,7 @@ export default function TransactionDetail() {
       </PageHeader>
       {tx.isPending ? <Loading /> : null}
       <ErrorNotice error={tx.error} />
+      {held.notice}
       {t ? (
         <section className="card">
           <dl className="details">
@@ -63,7 +75,16 @@ export default function TransactionDetail() {
               </div>
             ))}
           </dl>
-          <CopyButton value={t.id} label="Copy ID" />
+          <div className="button-row">
+            <CopyButton value={t.id} label="Copy ID" />
+            {held.actions(t)}
+          </div>
+          {t.status === "held" && !held.canReview ? (
+            <p className="muted">
+              It is not in your available balance: the owner or an admin decides whether to release (credit)
+              it or return it to its sender.
+            </p>
+          ) : null}
         </section>
       ) : null}
       {seesWebhooks ? (
@@ -86,6 +107,7 @@ export default function TransactionDetail() {
           ) : null}
         </section>
       ) : null}
+      {held.dialogs}
     </>
   );
 }

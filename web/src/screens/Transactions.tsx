@@ -4,8 +4,9 @@ import { useSearchParams } from "react-router-dom";
 import { getFile, getList } from "../api/client";
 import { type SortOrder, TRANSACTION_STATUSES, TRANSACTION_TYPES, type Transaction } from "../api/types";
 import { ActionButton, Form, SubmitButton } from "../components/Form";
+import { useHeldDecision } from "../components/HeldDecision";
 import { TransactionTable } from "../components/TransactionTable";
-import { Empty, ErrorNotice, Field, Loading, PageHeader, Pager } from "../components/ui";
+import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, Pager } from "../components/ui";
 import { useCurrencies } from "../lib/currencies";
 import { download } from "../lib/format";
 import { useCan, useEnvKey, useSession } from "../session";
@@ -71,6 +72,14 @@ export default function Transactions() {
     queryFn: () => getList<Transaction>("/api/v1/dashboard/transactions", { ...query, page, limit: 20 }),
     placeholderData: keepPreviousData,
   });
+  // Deposits from a frozen or refused sender wait for the owner's or an admin's decision.
+  const held = useHeldDecision();
+  const heldCount = useQuery({
+    queryKey: useEnvKey("transactions", "held-count"),
+    queryFn: () =>
+      getList<Transaction>("/api/v1/dashboard/transactions", { type: "deposit", status: "held", limit: 1 }),
+  });
+  const heldTotal = heldCount.data?.pagination.total ?? 0;
 
   function update(changes: Partial<Record<(typeof FILTER_KEYS)[number], string>>) {
     const next = new URLSearchParams(params);
@@ -106,6 +115,28 @@ export default function Transactions() {
         ) : null}
       </PageHeader>
       <ErrorNotice error={exporting.error} />
+      {heldTotal > 0 && value("status") !== "held" ? (
+        <Notice kind="warning">
+          <p>
+            <strong>
+              {heldTotal} deposit{heldTotal === 1 ? " is" : "s are"} held
+            </strong>
+            : {heldTotal === 1 ? "its sender was" : "their senders were"} frozen by the token's issuer or
+            refused by screening, so {heldTotal === 1 ? "it is" : "they are"} not in your available balance.{" "}
+            {held.canReview
+              ? "Release (credit) or return each one."
+              : "The owner or an admin decides whether to release or return them."}
+          </p>
+          <button
+            type="button"
+            className="btn btn-small"
+            onClick={() => update({ type: "deposit", status: "held" })}
+          >
+            Show held deposits
+          </button>
+        </Notice>
+      ) : null}
+      {held.notice}
       <Form
         className="filters"
         aria-label="Filter transactions"
@@ -230,10 +261,11 @@ export default function Transactions() {
           <p className="muted" aria-live="polite">
             {list.data.pagination.total} transaction{list.data.pagination.total === 1 ? "" : "s"}
           </p>
-          <TransactionTable rows={list.data.data} caption="Transactions" />
+          <TransactionTable rows={list.data.data} caption="Transactions" actions={held.actions} />
           <Pager pagination={list.data.pagination} onPage={(p) => update({ page: String(p) })} />
         </>
       ) : null}
+      {held.dialogs}
     </>
   );
 }

@@ -838,6 +838,46 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dashboard/transactions/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release a held deposit: credit it
+         * @description A deposit from a frozen or refused sender is `held` (README.md#frozen-funds). Releasing it credits it like any deposit (`confirmed`, with its `deposit` webhook) within a second or two; the answer (202) is the deposit as it is now, still `held`. It never completes a checkout session. Owner and admins; production needs the step-up codes `otp` (and `totp` when 2FA is on).
+         */
+        post: operations["dashboardCreateTransactionsRelease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dashboard/transactions/{id}/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Return a held deposit to its sender
+         * @description Sends exactly what arrived back to the address it came from, in one transfer from the deposit address (`returned`, with its `deposit` webhook, within a second or two); should that transfer fail, the deposit is `held` again. The answer (202) is the deposit as it is now, still `held`. Owner and admins; production needs the step-up codes `otp` (and `totp` when 2FA is on).
+         */
+        post: operations["dashboardCreateTransactionsReturn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dashboard/exports/transactions.csv": {
         parameters: {
             query?: never;
@@ -1554,6 +1594,8 @@ export type components = {
              * @enum {boolean}
              */
             wrongNetwork?: true;
+            /** @description Only on a deposit that is or was `held`: `token_blacklist` (the token's issuer froze its sender) or `screening: <reason>` (the screening provider refused it) */
+            holdReason?: string;
             merchantId: string;
             environment: "production" | "sandbox";
         };
@@ -1600,7 +1642,7 @@ export type components = {
             data: components["schemas"]["ApiKey"];
         };
         /** AuditAction */
-        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.reassign" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
+        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.reassign" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "deposit.release" | "deposit.return" | "screening.decision" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
         /** AuditRecord */
         AuditRecord: {
             id: string;
@@ -1609,7 +1651,8 @@ export type components = {
             action: components["schemas"]["AuditAction"];
             environment: ("production" | "sandbox") | null;
             actor: {
-                type: "user" | "api_key";
+                /** @description `system`: the gateway itself (`id` names the part: `screening`) */
+                type: "user" | "api_key" | "system";
                 id: string | null;
                 email: string | null;
                 role: string | null;
@@ -1646,7 +1689,7 @@ export type components = {
             currencyType: components["schemas"]["CurrencyType"];
             /** @description Spendable, in the token (USDT, USDC) */
             available: number;
-            /** @description Reserved for withdrawals and payouts in flight, in the token */
+            /** @description Reserved for withdrawals and payouts in flight, and deposits held for a decision (a frozen or refused sender), in the token */
             held: number;
             /** @description available + held, in the token */
             total: number;
@@ -1898,6 +1941,8 @@ export type components = {
                  * @enum {boolean}
                  */
                 wrongNetwork?: true;
+                /** @description Only on a deposit that is or was `held` (frozen or refused sender): `token_blacklist` or `screening: <reason>`; absent otherwise */
+                holdReason?: string;
                 metadata: {
                     [key: string]: unknown;
                 } | null;
@@ -2286,6 +2331,8 @@ export type components = {
                  * @enum {boolean}
                  */
                 wrongNetwork?: true;
+                /** @description Only on a deposit that is or was `held` (frozen or refused sender): `token_blacklist` or `screening: <reason>`; absent otherwise */
+                holdReason?: string;
                 /** @description Always null for payouts */
                 metadata: null;
                 /** @description Always null for payouts */
@@ -2296,7 +2343,7 @@ export type components = {
          * Permission
          * @description What a member's role allows (docs/permissions.md)
          */
-        Permission: "money:read" | "payments:create" | "sandbox:pay" | "exports:read" | "withdrawals:create" | "withdrawals:approve" | "payouts:create" | "api_keys:read" | "api_keys:write" | "webhooks:read" | "webhooks:write" | "settings:read" | "settings:write" | "audit:read" | "members:read" | "members:write" | "ownership:transfer" | "dev_mail:read";
+        Permission: "money:read" | "payments:create" | "sandbox:pay" | "exports:read" | "withdrawals:create" | "withdrawals:approve" | "payouts:create" | "deposits:review" | "api_keys:read" | "api_keys:write" | "webhooks:read" | "webhooks:write" | "settings:read" | "settings:write" | "audit:read" | "members:read" | "members:write" | "ownership:transfer" | "dev_mail:read";
         /**
          * RateLimitedError
          * @description Too many requests in the window; retry after `Retry-After` seconds.
@@ -2513,6 +2560,8 @@ export type components = {
                  * @enum {boolean}
                  */
                 wrongNetwork?: true;
+                /** @description Only on a deposit that is or was `held` (frozen or refused sender): `token_blacklist` or `screening: <reason>`; absent otherwise */
+                holdReason?: string;
                 /** @description Always null for test deliveries */
                 metadata: null;
                 /** @description Always null for test deliveries */
@@ -2578,6 +2627,8 @@ export type components = {
              * @enum {boolean}
              */
             wrongNetwork?: true;
+            /** @description Only on a deposit that is or was `held`: `token_blacklist` (the token's issuer froze its sender) or `screening: <reason>` (the screening provider refused it) */
+            holdReason?: string;
         };
         /** TransactionListResponse */
         TransactionListResponse: {
@@ -2597,7 +2648,7 @@ export type components = {
          * @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed.
          * @enum {string}
          */
-        TransactionStatus: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
+        TransactionStatus: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
         /**
          * TransactionType
          * @enum {string}
@@ -2861,6 +2912,8 @@ export type components = {
                  * @enum {boolean}
                  */
                 wrongNetwork?: true;
+                /** @description Only on a deposit that is or was `held` (frozen or refused sender): `token_blacklist` or `screening: <reason>`; absent otherwise */
+                holdReason?: string;
                 /** @description Always null for withdrawals */
                 metadata: null;
                 rejectionReason: string | null;
@@ -5683,7 +5736,7 @@ export interface operations {
                 order?: "asc" | "desc";
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
-                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
+                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
@@ -6047,7 +6100,7 @@ export interface operations {
                 page?: number;
                 limit?: number;
                 order?: "asc" | "desc";
-                action?: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.reassign" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
+                action?: "auth.sign_in" | "auth.sign_in_failed" | "auth.password_change" | "auth.password_reset" | "auth.two_factor_enable" | "auth.two_factor_disable" | "api_key.create" | "api_key.rotate" | "api_key.reassign" | "api_key.revoke" | "settings.update" | "webhook.url_update" | "webhook.secret_rotate" | "payout.create" | "withdrawal.approve" | "withdrawal.reject" | "deposit.release" | "deposit.return" | "screening.decision" | "export.transactions" | "member.invite" | "member.invitation_revoke" | "member.join" | "member.role_change" | "member.remove" | "ownership.transfer";
                 actorId?: string;
                 environment?: "production" | "sandbox";
                 /** @description createdAt ≥ from */
@@ -7436,7 +7489,7 @@ export interface operations {
                 order?: "asc" | "desc";
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
-                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
+                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
@@ -7983,7 +8036,7 @@ export interface operations {
                 order?: "asc" | "desc";
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
-                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
+                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
@@ -8228,12 +8281,312 @@ export interface operations {
             };
         };
     };
+    dashboardCreateTransactionsRelease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Production (dashboard channel): a fresh e-mailed code, from POST /api/v1/auth/otp {"purpose":"sensitive"} (payouts: "payout") */
+                    otp?: string;
+                    /** @description Production (dashboard channel), when 2FA is on: the current code of the authenticator app */
+                    totp?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the transaction, in `data`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransactionResponse"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: The request is invalid; `details.fields` names each refused field. Fix it, do not retry as is. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `INVALID_AUTH`: Missing or wrong credentials (API key, secret, or dashboard session). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `NOT_FOUND`: No such object in this environment (or not yours). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description `INVALID_STATE`: The object is not in a state that allows this (e.g. approving a withdrawal that is no longer pending). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidStateError"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: An unexpected error; the `X-Request-Id` of the response identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    dashboardCreateTransactionsReturn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Production (dashboard channel): a fresh e-mailed code, from POST /api/v1/auth/otp {"purpose":"sensitive"} (payouts: "payout") */
+                    otp?: string;
+                    /** @description Production (dashboard channel), when 2FA is on: the current code of the authenticator app */
+                    totp?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the transaction, in `data`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransactionResponse"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: The request is invalid; `details.fields` names each refused field. Fix it, do not retry as is. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `INVALID_AUTH`: Missing or wrong credentials (API key, secret, or dashboard session). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidAuthError"];
+                };
+            };
+            /** @description `FORBIDDEN`: The credentials are valid but not for this: a key of the other environment, an address outside the IP allowlist, a suspended account, or a read-only account. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `NOT_FOUND`: No such object in this environment (or not yours). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description `INVALID_STATE`: The object is not in a state that allows this (e.g. approving a withdrawal that is no longer pending). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidStateError"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: An unexpected error; the `X-Request-Id` of the response identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
     dashboardExportTransactions: {
         parameters: {
             query?: {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
-                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
+                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
@@ -8356,7 +8709,7 @@ export interface operations {
             query?: {
                 type?: "deposit" | "withdrawal" | "payout";
                 /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
-                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected";
+                status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
                 /** @description Literal text; never a pattern */
@@ -9929,6 +10282,8 @@ export interface operations {
                 "application/json": {
                     /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount?: number | string;
+                    /** @description Send as this address (default: the simulator's faucet). A test frozen address (docs/merchants/sandbox.md#test-frozen-addresses) makes the deposit `held`. Not one of the gateway's own deposit addresses. */
+                    from?: string;
                 };
             };
         };
@@ -10068,6 +10423,8 @@ export interface operations {
                     /** @description In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000 */
                     amount: number | string;
                     currencyType: components["schemas"]["CurrencyType"];
+                    /** @description Send as this address (default: the simulator's faucet). A test frozen address (docs/merchants/sandbox.md#test-frozen-addresses) makes the deposit `held`. Not one of the gateway's own deposit addresses. */
+                    from?: string;
                 };
             };
         };

@@ -36,6 +36,9 @@ export const AUDIT_ACTIONS = all<Schemas["AuditAction"]>()([
   "payout.create",
   "withdrawal.approve",
   "withdrawal.reject",
+  "deposit.release",
+  "deposit.return",
+  "screening.decision",
   "export.transactions",
   "member.invite",
   "member.invitation_revoke",
@@ -97,6 +100,7 @@ export const PERMISSIONS = all<Schemas["Permission"]>()([
   "withdrawals:create",
   "withdrawals:approve",
   "payouts:create",
+  "deposits:review",
   "api_keys:read",
   "api_keys:write",
   "webhooks:read",
@@ -118,6 +122,8 @@ export const TRANSACTION_STATUSES = all<Schemas["TransactionStatus"]>()([
   "completed",
   "failed",
   "rejected",
+  "held",
+  "returned",
 ]);
 
 /** TransactionType */
