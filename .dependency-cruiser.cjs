@@ -21,6 +21,7 @@ const FEATURES = [
   "merchants",
   "pay",
   "ratelimit",
+  "screening",
   "sender",
   "signer",
   "sweep",
