@@ -104,8 +104,7 @@ beforeAll(async () => {
       return answer;
     }
     const block = answer as TronBlockJson;
-    if (block?.blockID)
-      block.transactions = [...(block.transactions ?? []), { txID: forge.txId }];
+    if (block?.blockID) block.transactions = [...(block.transactions ?? []), { txID: forge.txId }];
     return answer;
   };
   // Mine past the lag so the lagging provider's head is a real block number.
