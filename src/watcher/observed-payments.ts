@@ -100,14 +100,16 @@ export function joinObservedPayments<QDB, TB extends keyof QDB, O>(
         .on("o.status", "<>", "reorged")
         .on(sql<boolean>`coalesce(o.block_time, o.observed_at) < ${target.deadline}`)
         // A transfer from a frozen or refused sender, held (README.md#frozen-funds), is not a
-        // payment of the session: the page and `detectedAmount` do not count it.
+        // payment of the session: the page and `detectedAmount` do not count it, held, returned
+        // or released alike (a release credits the merchant, it does not pay the order: outside
+        // review, the page said "nothing left to pay" once one was released).
         .on(({ not, exists, selectFrom }) =>
           not(
             exists(
               selectFrom("transactions as h")
                 .select("h.id")
                 .whereRef("h.chain_observation_id", "=", "o.id")
-                .where("h.status", "in", ["held", "returned"]),
+                .where("h.hold_reason", "is not", null),
             ),
           ),
         ),

@@ -267,8 +267,8 @@ describe("deposits from a frozen or refused sender are held", () => {
     expect(await transaction(depositId)).toMatchObject({ status: "held", holdReason: "screening: mixer" });
   });
 
-  it("released by the owner: credited once (netAmount to available), 409 on a second decision", async () => {
-    const { depositId } = await paidFrom(TRON_FROZEN, 30);
+  it("released by the owner: credited once (netAmount to available), 409 on a second decision; still no payment of its session", async () => {
+    const { depositId, sessionId } = await paidFrom(TRON_FROZEN, 30);
     const before = await balance(svc, m.api, TRC);
     const r = await call(svc.urls.sandbox, `/api/v1/dashboard/transactions/${depositId}/release`, {
       headers: m.bearer,
@@ -296,6 +296,14 @@ describe("deposits from a frozen or refused sender are held", () => {
     });
     expect(late.status, late.text).toBe(409);
     expect(late.body.error.details.status).toBe("confirmed");
+    // Released, it is the merchant's money but not the order's payment (outside review: the page
+    // told the customer nothing was left to pay): the session detected nothing, its page neither.
+    const session = await call(svc.urls.sandbox, `/checkout/session/${sessionId}`, { headers: m.api });
+    expect(session.body.data).toMatchObject({ status: "pending", detectedAmount: 0, actualBalance: 0 });
+    const page = await call(svc.urls.sandbox, `/pay/${sessionId}`);
+    expect(page.status, page.text).toBe(200);
+    expect(page.text).toContain('data-detected="0"');
+    expect(page.text).toContain('data-remaining="30"');
   });
 
   it("returned: one transfer of what arrived back to the sender; the books move when it confirms", async () => {
