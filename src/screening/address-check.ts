@@ -7,6 +7,20 @@ export interface AddressBlock {
   reason: "token_blacklist" | "screening";
   /** The provider's reason (or the error policy's), when screening decided. */
   message: string | null;
+  /** The provider did not answer and the error policy (closed) refused: a refusal that may not last. */
+  unavailable: boolean;
+}
+
+/**
+ * Thrown where a decision cannot wait for the provider to answer again but should not be final
+ * either: just before signing, a provider that does not answer leaves the transfer queued (tried
+ * again), as a chain that cannot be read does; only a provider's own refusal fails it.
+ */
+export class ScreeningUnavailableError extends Error {
+  constructor() {
+    super("screening provider unavailable: the transfer waits for its answer");
+    this.name = "ScreeningUnavailableError";
+  }
 }
 
 /**
@@ -21,7 +35,8 @@ export async function addressBlock(
   screening: Screening,
   query: ScreeningQuery,
 ): Promise<AddressBlock | null> {
-  if (await adapter.isFrozen(query.address)) return { reason: "token_blacklist", message: null };
+  if (await adapter.isFrozen(query.address))
+    return { reason: "token_blacklist", message: null, unavailable: false };
   const decision = await screening.check(query);
   if (decision.decision !== "deny") return null;
   // A refusal by the error policy names no cause here: the cause (a status, a timeout) is the
@@ -29,6 +44,7 @@ export async function addressBlock(
   return {
     reason: "screening",
     message: decision.source === "policy" ? "screening unavailable" : decision.reason,
+    unavailable: decision.source === "policy",
   };
 }
 

@@ -4,7 +4,12 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import { addressBlock, describeBlock, type Screening } from "../screening/index.js";
+import {
+  addressBlock,
+  describeBlock,
+  type Screening,
+  ScreeningUnavailableError,
+} from "../screening/index.js";
 import type { Signer } from "../signer/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
@@ -92,7 +97,9 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
       stuckAfterMs: deps.config.sending.stuckAfterMs,
       recheckMs: simulator ? 100 : 2_000,
       // Just before signing, the destination again (issue #40): frozen or refused since the request
-      // → failed unsigned, hold released.
+      // → failed unsigned, hold released. A provider that does not answer is no refusal here: the
+      // transfer waits queued and is asked again (outside review: a one-second outage failed
+      // approved withdrawals).
       destinationCheck: async (to, intentId) => {
         const block = await addressBlock(chain.adapter, screening, {
           address: to,
@@ -101,6 +108,7 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
           // A withdrawal's or payout's intent id is its transaction id (its audit record's target).
           subject: { environment, transactionId: intentId },
         });
+        if (block?.unavailable) throw new ScreeningUnavailableError();
         return block ? describeBlock(block) : null;
       },
       ...(options.fault ? { fault: options.fault } : {}),

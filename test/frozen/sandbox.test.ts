@@ -240,6 +240,44 @@ describe("destinations the token froze or screening refuses (422 DESTINATION_BLO
   });
 });
 
+describe("a screening provider that does not answer just before signing", () => {
+  it("the approved withdrawal waits queued (not failed) and is paid once the provider answers (outside review)", async () => {
+    await updateSettings(svc.database.db, m.merchantId, "sandbox", { autoWithdraw: false }, new Date());
+    try {
+      const r = await withdraw({ walletAddress: TRON_TO, amount: 11 });
+      expect(r.status, r.text).toBe(201);
+      failing = true;
+      const a = await call(svc.urls.sandbox, `/api/v1/public/withdrawal-requests/${r.body.data.id}/approve`, {
+        headers: m.api,
+        json: {},
+      });
+      expect(a.status, a.text).toBe(200);
+      const waiting = await waitFor(async () => {
+        const row = await svc.database.db
+          .selectFrom("outgoing_transfers")
+          .select(["status", "last_error"])
+          .where("intent_id", "=", r.body.data.id)
+          .executeTakeFirst();
+        return row?.last_error ? row : null;
+      }, 15_000);
+      expect(waiting).toEqual({
+        status: "queued",
+        last_error: "screening provider unavailable: the transfer waits for its answer",
+      });
+      expect((await transaction(r.body.data.id)).status).toBe("processing");
+      failing = false;
+      const done = await waitFor(async () => {
+        const t = await transaction(r.body.data.id);
+        return ["completed", "failed"].includes(t.status) ? t : null;
+      }, 30_000);
+      expect(done.status).toBe("completed");
+    } finally {
+      failing = false;
+      await updateSettings(svc.database.db, m.merchantId, "sandbox", { autoWithdraw: true }, new Date());
+    }
+  });
+});
+
 describe("deposits from a frozen or refused sender are held", () => {
   it("held: webhook `held`, counted in held, not available; the session stays pending", async () => {
     const before = await balance(svc, m.api, TRC);
