@@ -214,3 +214,18 @@ describe("AddressDeriver watch-only", () => {
     expect(() => watchOnly.address("USDT-ERC20", "production", 0)).toThrow(/No account key/);
   });
 });
+
+describe("the simulator's freeze list follows the token's kind (issue #40, outside review)", () => {
+  it("freezes the test address where the token has a freeze function, nowhere else (Binance-Peg: none)", () => {
+    const frozen = "0x000000000000000000000000000000000000B10C";
+    const on = (network: "USDT-ERC20" | "USDC-BASE" | "USDT-POLYGON" | "USDT-BEP20" | "USDC-BEP20") =>
+      new SimulatedChain(database.db, { network, clock: fixedClock }).isFrozen(frozen);
+    expect([on("USDT-ERC20"), on("USDC-BASE"), on("USDT-POLYGON")]).toEqual([true, true, true]);
+    expect([on("USDT-BEP20"), on("USDC-BEP20")]).toEqual([false, false]);
+    expect(
+      new SimulatedChain(database.db, { network: "USDT-TRC20", clock: fixedClock }).isFrozen(
+        "T9yD14Nj9j7xAB4dbGeiX9h8upGUqmaajC",
+      ),
+    ).toBe(true);
+  });
+});
