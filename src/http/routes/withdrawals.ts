@@ -72,7 +72,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         tier: "financial",
         permission: "withdrawals:create",
         requireSecret: true,
-        errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
+        errors: ["INSUFFICIENT_BALANCE", "DESTINATION_BLOCKED", "CHAIN_UNAVAILABLE"],
       },
       schema: {
         summary: "Request a withdrawal to an end user's address",
@@ -274,7 +274,7 @@ export function withdrawalRoutes(app: App, deps: RouteDeps) {
         tier: "financial",
         permission: "payouts:create",
         stepUp: { inRoute: "payout" },
-        errors: ["INSUFFICIENT_BALANCE", "CHAIN_UNAVAILABLE"],
+        errors: ["INSUFFICIENT_BALANCE", "DESTINATION_BLOCKED", "CHAIN_UNAVAILABLE"],
         audit: {
           action: "payout.create",
           target: "transaction",

@@ -19,7 +19,7 @@ export const TransactionTypeSchema = literals(TRANSACTION_TYPES, { title: "Trans
 export const TransactionStatusSchema = literals(TRANSACTION_STATUSES, {
   title: "TransactionStatus",
   description:
-    "Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. " +
+    "Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. " +
     "Payouts: processing, completed, failed.",
 });
 

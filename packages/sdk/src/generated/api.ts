@@ -1950,6 +1950,28 @@ export type components = {
                 rejectionReason: null;
             };
         };
+        /**
+         * DestinationBlockedError
+         * @description The destination is frozen by the token's issuer (`details.reason`: `token_blacklist`) or refused by the screening provider (`screening`); nothing was held. Ask the end user for another address.
+         */
+        DestinationBlockedError: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @enum {string} */
+                code: "DESTINATION_BLOCKED";
+                /** @description For people; may change. Branch on `code`. */
+                message: string;
+                details: {
+                    /** @description `token_blacklist`: the token's issuer froze the address; `screening`: the screening provider refused it */
+                    reason: "token_blacklist" | "screening";
+                    /** @description The screening provider's reason, when it gave one */
+                    message?: string;
+                };
+                /** @description Equals the response's `X-Request-Id`: quote it to the operator (it names the log lines). */
+                requestId: string;
+            };
+        };
         /** DevMail */
         DevMail: {
             id: string;
@@ -2645,7 +2667,7 @@ export type components = {
         };
         /**
          * TransactionStatus
-         * @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed.
+         * @description Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed.
          * @enum {string}
          */
         TransactionStatus: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
@@ -5735,7 +5757,7 @@ export interface operations {
                 sortBy?: string;
                 order?: "asc" | "desc";
                 type?: "deposit" | "withdrawal" | "payout";
-                /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
+                /** @description Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
@@ -7488,7 +7510,7 @@ export interface operations {
                 sortBy?: string;
                 order?: "asc" | "desc";
                 type?: "deposit" | "withdrawal" | "payout";
-                /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
+                /** @description Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
@@ -8035,7 +8057,7 @@ export interface operations {
                 sortBy?: string;
                 order?: "asc" | "desc";
                 type?: "deposit" | "withdrawal" | "payout";
-                /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
+                /** @description Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
@@ -8585,7 +8607,7 @@ export interface operations {
         parameters: {
             query?: {
                 type?: "deposit" | "withdrawal" | "payout";
-                /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
+                /** @description Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
@@ -8708,7 +8730,7 @@ export interface operations {
         parameters: {
             query?: {
                 type?: "deposit" | "withdrawal" | "payout";
-                /** @description Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
+                /** @description Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
                 status?: "pending" | "processing" | "confirmed" | "completed" | "failed" | "rejected" | "held" | "returned";
                 /** @description The token and its network, <TOKEN>-<NETWORK> (USDT-TRC20, USDC-BASE, …); the enabled ones: GET /api/v1/public/currencies */
                 currencyType?: "USDT-TRC20" | "USDT-ERC20" | "USDC-ERC20" | "USDT-BEP20" | "USDC-BEP20" | "USDT-POLYGON" | "USDC-POLYGON" | "USDT-ARBITRUM" | "USDC-ARBITRUM" | "USDC-BASE";
@@ -10765,6 +10787,8 @@ export interface operations {
              * @description `IDEMPOTENCY_MISMATCH`: This Idempotency-Key was used with a different request body; use a new key.
              *
              *     `INSUFFICIENT_BALANCE`: The available balance is lower than the amount; `details` has both.
+             *
+             *     `DESTINATION_BLOCKED`: The destination is frozen by the token's issuer (`details.reason`: `token_blacklist`) or refused by the screening provider (`screening`); nothing was held. Ask the end user for another address.
              */
             422: {
                 headers: {
@@ -10776,7 +10800,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["IdempotencyMismatchError"] | components["schemas"]["InsufficientBalanceError"];
+                    "application/json": components["schemas"]["IdempotencyMismatchError"] | components["schemas"]["InsufficientBalanceError"] | components["schemas"]["DestinationBlockedError"];
                 };
             };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */
@@ -12112,6 +12136,8 @@ export interface operations {
              * @description `IDEMPOTENCY_MISMATCH`: This Idempotency-Key was used with a different request body; use a new key.
              *
              *     `INSUFFICIENT_BALANCE`: The available balance is lower than the amount; `details` has both.
+             *
+             *     `DESTINATION_BLOCKED`: The destination is frozen by the token's issuer (`details.reason`: `token_blacklist`) or refused by the screening provider (`screening`); nothing was held. Ask the end user for another address.
              */
             422: {
                 headers: {
@@ -12123,7 +12149,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["IdempotencyMismatchError"] | components["schemas"]["InsufficientBalanceError"];
+                    "application/json": components["schemas"]["IdempotencyMismatchError"] | components["schemas"]["InsufficientBalanceError"] | components["schemas"]["DestinationBlockedError"];
                 };
             };
             /** @description `RATE_LIMITED`: Too many requests in the window; retry after `Retry-After` seconds. */

@@ -114,7 +114,7 @@ export const PERMISSIONS = all<Schemas["Permission"]>()([
   "dev_mail:read",
 ]);
 
-/** TransactionStatus: Deposits: pending, confirmed, failed. Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
+/** TransactionStatus: Deposits: pending, confirmed, failed; held (from a frozen or refused sender, until released: confirmed, or returned). Withdrawals: pending, processing, completed, failed, rejected. Payouts: processing, completed, failed. */
 export const TRANSACTION_STATUSES = all<Schemas["TransactionStatus"]>()([
   "pending",
   "processing",
