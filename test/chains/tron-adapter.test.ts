@@ -34,6 +34,9 @@ beforeAll(async () => {
   node = await startAnvil();
   tokenEvm = await deployTestUsdt(node);
   emulator = await startTronEmulator(node, tokenEvm);
+  // The hot wallet is an account with TRX for its fees (1 TRX = 10^18 wei on the emulator's anvil):
+  // on TRON an address that never received TRX sends nothing.
+  await node.testClient.setBalance({ address: tronAddressToEvm(hot) as Hex, value: 100n * 10n ** 18n });
   adapter = new TronChainAdapter({
     apiUrl: emulator.url,
     tokenAddress: emulator.tokenAddress,

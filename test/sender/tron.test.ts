@@ -37,8 +37,10 @@ afterAll(async () => {
 
 describe("TRON write side on the emulator", () => {
   it("prices energy and bandwidth at the chain's parameters (getchainparameters), read again after their TTL", async () => {
-    // The emulator's account resources hold no energy and 600 bytes of free bandwidth, and its dry
-    // run reports no energy: a transfer costs the default 65,000 energy at the chain's price, + 10 %.
+    // The hot wallet has no account yet (no TRX): no staked energy, no free bandwidth. The node's
+    // dry run reports what the transfer uses: 130,285 energy to an address holding no USDT (as on
+    // mainnet), and the 350 bytes TRANSFER_BYTES assumes are burned at the bandwidth price, + 10 %.
+    const cost = (energyPrice: bigint) => withBuffer(130_285n * energyPrice + 350n * 1_000n, 10);
     const fresh = new TronChainWriter({
       apiUrl: emulator.url,
       tokenAddress: emulator.tokenAddress,
@@ -47,23 +49,70 @@ describe("TRON write side on the emulator", () => {
     const cached = new TronChainWriter({ apiUrl: emulator.url, tokenAddress: emulator.tokenAddress });
     try {
       emulator.setChainParameters({ getEnergyFee: 210, getTransactionFee: 1_000 });
-      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
-      expect(await cached.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(cost(210n));
+      expect(await cached.tokenTransferCost(hot, to(9), 1n)).toBe(cost(210n));
       emulator.setChainParameters({ getEnergyFee: 100, getTransactionFee: 1_000 });
-      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 100n, 10));
+      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(cost(100n));
       // Within its TTL (10 minutes by default) a writer keeps the prices it read.
-      expect(await cached.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      expect(await cached.tokenTransferCost(hot, to(9), 1n)).toBe(cost(210n));
       // A node that does not report the energy price: the configured one.
-      emulator.setChainParameters({ getTransactionFee: 1_000 });
-      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 210n, 10));
+      emulator.setChainParameters({ getTransactionFee: 1_000 }, ["getEnergyFee"]);
+      expect(await fresh.tokenTransferCost(hot, to(9), 1n)).toBe(cost(210n));
       const configured = new TronChainWriter({
         apiUrl: emulator.url,
         tokenAddress: emulator.tokenAddress,
         energyPriceSun: 420,
       });
-      expect(await configured.tokenTransferCost(hot, to(9), 1n)).toBe(withBuffer(65_000n * 420n, 10));
+      expect(await configured.tokenTransferCost(hot, to(9), 1n)).toBe(cost(420n));
     } finally {
       emulator.setChainParameters({ getEnergyFee: 210, getTransactionFee: 1_000 });
+    }
+  });
+
+  it("a TRX transfer to an address without an account costs its creation: 1 TRX, and 0.1 TRX for bandwidth without stake", async () => {
+    const native = (to: string) =>
+      writer.prepare(
+        {
+          asset: "native",
+          environment: "sandbox",
+          from: hot,
+          fromIndex: HOT_WALLET_INDEX,
+          to,
+          amount: 5_000_000n,
+        },
+        { nonce: null },
+      );
+    const tron = new TronWeb({ fullHost: emulator.url });
+    const gasTank = wallet.address("USDT-TRC20", "sandbox", 7_000);
+    await node.testClient.setBalance({ address: tronAddressToEvm(gasTank) as Hex, value: 10n ** 19n });
+    // A new address: the amount plus both creation fees (the hot wallet stakes no bandwidth).
+    expect(await tron.trx.getAccount(to(20))).toEqual({});
+    expect((await native(to(20))).maxNativeCost).toBe(5_000_000n + 1_000_000n + 100_000n);
+    // To an existing account (it holds TRX): the amount and the bandwidth, 300 bytes burned (the
+    // hot wallet has no account yet, hence no free allowance).
+    expect((await native(gasTank)).maxNativeCost).toBe(5_000_000n + 300_000n);
+    // The parameters as the chain reports them (governance may change them).
+    emulator.setChainParameters({ getCreateNewAccountFeeInSystemContract: 2_000_000 });
+    const fresh = new TronChainWriter({
+      apiUrl: emulator.url,
+      tokenAddress: emulator.tokenAddress,
+      chainParametersTtlMs: 0,
+    });
+    try {
+      const prepared = await fresh.prepare(
+        {
+          asset: "native",
+          environment: "sandbox",
+          from: hot,
+          fromIndex: HOT_WALLET_INDEX,
+          to: to(20),
+          amount: 1n,
+        },
+        { nonce: null },
+      );
+      expect(prepared.maxNativeCost).toBe(1n + 2_000_000n + 100_000n);
+    } finally {
+      emulator.setChainParameters({ getCreateNewAccountFeeInSystemContract: 1_000_000 });
     }
   });
 

@@ -372,9 +372,24 @@ describe("sweeping on the TRON emulator (TRC20)", () => {
       expect(new Date(poorSigned.first as Date).getTime()).toBeGreaterThanOrEqual(
         (topUpDone.finished_at as Date).getTime(),
       );
-      // The TRX moved exactly (the emulator burns no fees): from the tank to the poor address.
-      expect(await writer.nativeBalance(poor)).toBe(topUp);
-      expect(await writer.nativeBalance(gasTank)).toBe(tankBefore - topUp);
+      // What TRON charges (issue #38): the top-up created the poor address's account, so the tank
+      // paid the amount, the creation fee (1 TRX) and, without staked bandwidth, 0.1 TRX for its
+      // bandwidth. The sweep then burned its energy at 210 sun (65k: the hot wallet already held
+      // USDT) and no TRX for bandwidth (a new account's free 600 bytes): the top-up, priced before
+      // the hot wallet held any (130k), left the rest on the deposit address.
+      const topUpCharges = emulator.charges(transfers[0]!.tx_hash as string);
+      expect(topUpCharges).toMatchObject({ contractFee: 1_000_000n, netFee: 100_000n, energyFee: 0n });
+      expect(await writer.nativeBalance(gasTank)).toBe(tankBefore - topUp - 1_100_000n);
+      const sweepHash = transfers.find((t) => t.kind === "sweep" && t.from_index === 103)?.tx_hash;
+      const sweepCharges = emulator.charges(sweepHash as string);
+      expect(sweepCharges).toMatchObject({
+        netFee: 0n,
+        energyUsage: 0,
+        energyTotal: 64_285,
+        energyFee: 64_285n * 210n,
+        outOfEnergy: false,
+      });
+      expect(await writer.nativeBalance(poor)).toBe(topUp - 64_285n * 210n);
       // Its on-chain transaction is the TransferContract the sender checked.
       const topUpCheck = await writer.check(transfers[0]!.tx_hash as string, {
         asset: "native",

@@ -40,11 +40,20 @@ const TRANSFER_BYTES = 350;
 const TRX_TRANSFER_BYTES = 300;
 /** Sun burnt per byte without free bandwidth, when the node does not report `getTransactionFee`. */
 const BANDWIDTH_PRICE_SUN = 1_000;
+/**
+ * Creating an account by a TRX transfer, when the node does not report the parameters: the system
+ * contract's fee (`getCreateNewAccountFeeInSystemContract`, 1 TRX) and the bandwidth fee paid
+ * instead of staked bandwidth (`getCreateAccountFee`, 0.1 TRX).
+ */
+const CREATE_ACCOUNT_FEE_SUN = 1_000_000n;
+const CREATE_ACCOUNT_BANDWIDTH_FEE_SUN = 100_000n;
 
 /** The fee parameters of the chain, in sun (network parameters TRON's governance changes by vote). */
 interface FeePrices {
   energy: bigint;
   bandwidth: bigint;
+  createAccount: bigint;
+  createAccountBandwidth: bigint;
 }
 
 interface Built {
@@ -81,6 +90,8 @@ export class TronChainWriter implements SignedChainWriter {
     this.fallbackPrices = {
       energy: BigInt(options.energyPriceSun ?? 210),
       bandwidth: BigInt(BANDWIDTH_PRICE_SUN),
+      createAccount: CREATE_ACCOUNT_FEE_SUN,
+      createAccountBandwidth: CREATE_ACCOUNT_BANDWIDTH_FEE_SUN,
     };
     this.pricesTtlMs = options.chainParametersTtlMs ?? 10 * 60_000;
     this.defaultEnergy = BigInt(options.defaultTransferEnergy ?? 65_000);
@@ -145,10 +156,20 @@ export class TronChainWriter implements SignedChainWriter {
         throw new ChainUnavailableError(this.network, "triggersmartcontract built no transaction");
       built = res.transaction as unknown as Built;
     } else {
-      const [resources, prices] = await Promise.all([this.resources(from), this.feePrices()]);
-      maxNativeCost =
-        spec.amount +
-        (resources.bandwidth >= TRX_TRANSFER_BYTES ? 0n : BigInt(TRX_TRANSFER_BYTES) * prices.bandwidth);
+      const [resources, prices, exists] = await Promise.all([
+        this.resources(from),
+        this.feePrices(),
+        this.accountExists(to),
+      ]);
+      // A TRX transfer to an address without an account creates it (a fresh deposit address's
+      // first top-up): the system contract's creation fee, and for its bandwidth the creation
+      // bandwidth fee unless staked bandwidth covers it (the free allowance does not).
+      maxNativeCost = exists
+        ? spec.amount +
+          (resources.bandwidth >= TRX_TRANSFER_BYTES ? 0n : BigInt(TRX_TRANSFER_BYTES) * prices.bandwidth)
+        : spec.amount +
+          prices.createAccount +
+          (resources.stakedBandwidth >= TRX_TRANSFER_BYTES ? 0n : prices.createAccountBandwidth);
       const tx = await this.call("createtransaction", () =>
         this.tronWeb.transactionBuilder.sendTrx(to, Number(spec.amount), from),
       );
@@ -275,6 +296,14 @@ export class TronChainWriter implements SignedChainWriter {
       return {
         energy: positive(param("getEnergyFee"), this.fallbackPrices.energy),
         bandwidth: positive(param("getTransactionFee"), this.fallbackPrices.bandwidth),
+        createAccount: positive(
+          param("getCreateNewAccountFeeInSystemContract"),
+          this.fallbackPrices.createAccount,
+        ),
+        createAccountBandwidth: positive(
+          param("getCreateAccountFee"),
+          this.fallbackPrices.createAccountBandwidth,
+        ),
       };
     });
     this.prices = { value, at: now };
@@ -284,15 +313,27 @@ export class TronChainWriter implements SignedChainWriter {
     return value;
   }
 
-  private async resources(address: string): Promise<{ energy: bigint; bandwidth: bigint }> {
+  private async resources(
+    address: string,
+  ): Promise<{ energy: bigint; bandwidth: bigint; stakedBandwidth: bigint }> {
     const r = await this.post<Record<string, number | undefined>>("wallet/getaccountresource", {
       address: tronAddressToHex(address),
     });
     const n = (k: string) => BigInt(r[k] ?? 0);
+    const stakedBandwidth = bigMax(0n, n("NetLimit") - n("NetUsed"));
     return {
       energy: bigMax(0n, n("EnergyLimit") - n("EnergyUsed")),
-      bandwidth: bigMax(0n, n("freeNetLimit") - n("freeNetUsed")) + bigMax(0n, n("NetLimit") - n("NetUsed")),
+      bandwidth: bigMax(0n, n("freeNetLimit") - n("freeNetUsed")) + stakedBandwidth,
+      stakedBandwidth,
     };
+  }
+
+  /** Whether `address` has an account on chain (`wallet/getaccount` answers `{}` for one without). */
+  private async accountExists(address: string): Promise<boolean> {
+    const account = await this.post<{ address?: string }>("wallet/getaccount", {
+      address: tronAddressToHex(address),
+    });
+    return typeof account.address === "string";
   }
 
   private post<T>(path: string, body: Record<string, unknown>): Promise<T> {

@@ -7,9 +7,12 @@
  * is the protobuf encoding of raw_data, the signature recovers to the owner) and then executed on
  * anvil: a `TriggerSmartContract` as the owner (impersonated; the anvil gas is lent, so the owner's
  * TRX balance is what it was), a `TransferContract` (TRX) as a move of the owner's balance, refused
- * like a node when it is short, with a marker transaction for its block and receipt. The TRX
- * balance of an account is its anvil balance / 10^12 (1 sun = 10^12 wei). No fees are burnt. See
- * docs/chains.md for what this proves and what it does not.
+ * like a node when it is short, and the Stake 2.0 contracts (`FreezeBalanceV2`, `UnfreezeBalanceV2`,
+ * `WithdrawExpireUnfreeze`, `DelegateResource`, `UnDelegateResource`), each with a marker
+ * transaction for its block and receipt. The TRX balance of an account is its anvil balance / 10^12
+ * (1 sun = 10^12 wei). Every transaction pays what TRON charges (issue #38, `tron-resources.ts`):
+ * bandwidth, energy within `fee_limit`, account creation; what is not covered by stake or the free
+ * allowance is burned from the balance. See docs/chains.md for what this proves and what it does not.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -21,6 +24,19 @@ import { getAddress, type Hex, keccak256, toBytes, toHex } from "viem";
 import { evmAddressFromPublicKey } from "../../../src/chains/evm/address.js";
 import { tronAddressFromBytes, tronAddressToBytes } from "../../../src/chains/tron/address.js";
 import type { AnvilNode } from "./anvil.js";
+import {
+  burned,
+  type Charges,
+  noCharges,
+  RESULT_BYTES,
+  type TronChainParameters,
+  TronRefusal,
+  type TronResource,
+  TronResources,
+} from "./tron-resources.js";
+
+/** The energy of the token's `transfer` on mainnet USDT: to a holder, and to an address holding none. */
+export const USDT_TRANSFER_ENERGY = { toHolder: 64_285, toNewHolder: 130_285 };
 
 export interface TronEmulator {
   url: string;
@@ -29,10 +45,18 @@ export interface TronEmulator {
   /** TRON txID of an anvil transaction hash (broadcast ones have their own txID; others reuse the hash). */
   tronTxId(ethHash: Hex): string;
   /**
-   * The fee parameters `wallet/getchainparameters` reports (default: energy 210 sun, bandwidth
-   * 1,000 sun per byte); a key left out is not reported at all.
+   * Sets chain parameters (as governance does: the energy price went 420 → 210 → 100 sun); the
+   * rest keep their values. `unreported` names parameters `wallet/getchainparameters` leaves out
+   * (a node that does not report one; the chain still charges it). Defaults: mainnet's, except
+   * the energy price, 210 sun.
    */
-  setChainParameters(params: Record<string, number>): void;
+  setChainParameters(params: Partial<TronChainParameters>, unreported?: (keyof TronChainParameters)[]): void;
+  /** The resource model (stake, delegation, usage) the emulator charges by. */
+  resources: TronResources;
+  /** Moves the resource clock (usage recovery, lock periods, unstaking delays) forward. */
+  advanceTime(ms: number): void;
+  /** What a broadcast transaction used and burned (its receipt), by txID. */
+  charges(txId: string): Charges | undefined;
   stop(): Promise<void>;
 }
 
@@ -84,7 +108,10 @@ const MARKER = getAddress("0x00000000000000000000000000000000000f4e11");
 
 export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex): Promise<TronEmulator> {
   const byTxId = new Map<string, StoredTx>();
-  let chainParameters: Record<string, number> = { getEnergyFee: 210, getTransactionFee: 1_000 };
+  let clockOffset = 0;
+  const resources = new TronResources(() => Date.now() + clockOffset, { getEnergyFee: 210 });
+  let unreported = new Set<string>();
+  const chargesByTxId = new Map<string, Charges>();
   const txIdByEth = new Map<string, string>();
   const tronTxId = (ethHash: Hex) => txIdByEth.get(ethHash.toLowerCase()) ?? strip(ethHash);
   const rpc = <T>(method: string, params: unknown[]) =>
@@ -122,7 +149,13 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
 
   function transactionJson(ethHash: Hex, r: EthReceipt | null): Json {
     const stored = byTxId.get(tronTxId(ethHash));
-    const ret = [{ contractRet: r && r.status === "0x1" ? "SUCCESS" : "REVERT" }];
+    const charged = chargesByTxId.get(tronTxId(ethHash));
+    const ret = [
+      {
+        contractRet: charged?.outOfEnergy ? "OUT_OF_ENERGY" : r && r.status === "0x1" ? "SUCCESS" : "REVERT",
+        ...(charged ? { fee: Number(burned(charged)) } : {}),
+      },
+    ];
     if (stored)
       return {
         ret,
@@ -136,15 +169,27 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
 
   async function transactionInfo(r: EthReceipt): Promise<Json> {
     const b = await rpc<EthBlock>("eth_getBlockByNumber", [r.blockNumber, false]);
-    const ok = r.status === "0x1";
+    const id = tronTxId(r.transactionHash);
+    const c = chargesByTxId.get(id);
+    const ok = r.status === "0x1" && !c?.outOfEnergy;
+    // What the transaction used and burned, as java-tron's receipt says it (transactions the
+    // emulator did not broadcast, such as a test's mint, used nothing).
+    const used = c ?? noCharges();
     return {
-      id: tronTxId(r.transactionHash),
-      fee: 0,
+      id,
+      fee: Number(burned(used)),
       blockNumber: Number(r.blockNumber),
       blockTimeStamp: Number(b.timestamp) * 1000,
       contractResult: [""],
-      ...(r.to ? { contract_address: toTronHex(r.to) } : {}),
-      receipt: { energy_usage_total: Number(r.gasUsed), net_usage: 0, result: ok ? "SUCCESS" : "REVERT" },
+      ...(r.to && r.to !== MARKER ? { contract_address: toTronHex(r.to) } : {}),
+      receipt: {
+        energy_usage: used.energyUsage,
+        energy_fee: Number(used.energyFee),
+        energy_usage_total: used.energyTotal,
+        net_usage: used.netUsage,
+        net_fee: Number(used.netFee),
+        result: c?.outOfEnergy ? "OUT_OF_ENERGY" : ok ? "SUCCESS" : "REVERT",
+      },
       ...(ok
         ? {
             log: r.logs.map((l) => ({
@@ -153,7 +198,10 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
               data: strip(l.data),
             })),
           }
-        : { result: "FAILED", resMessage: toHex("REVERT opcode executed").slice(2) }),
+        : {
+            result: "FAILED",
+            resMessage: toHex(c?.outOfEnergy ? "Not enough energy" : "REVERT opcode executed").slice(2),
+          }),
     };
   }
 
@@ -202,9 +250,11 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
   async function triggerConstantContract(body: Json): Promise<Json> {
     const from = body.owner_address ? toEvm(body.owner_address) : undefined;
     const to = toEvm(body.contract_address);
+    const data = callData(body);
     try {
-      const out = await rpc<Hex>("eth_call", [{ from, to, data: `0x${callData(body)}` }, "latest"]);
-      return { result: { result: true }, energy_used: 0, constant_result: [strip(out)] };
+      const out = await rpc<Hex>("eth_call", [{ from, to, data: `0x${data}` }, "latest"]);
+      const energy_used = await energyOf(from, to, data);
+      return { result: { result: true }, energy_used, constant_result: [strip(out)] };
     } catch (e) {
       if (!/revert/i.test(String(e)))
         return { result: { code: "CONTRACT_EXE_ERROR", message: toHex(String(e)).slice(2) } };
@@ -216,6 +266,25 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
       };
     }
   }
+
+  /**
+   * The energy a call that succeeds uses: the token's `transfer` as on mainnet USDT (twice as much
+   * to an address holding none: a new storage slot), any other call its EVM gas above the
+   * intrinsic 21,000 (TRON's energy is close to EVM gas for the same opcodes).
+   */
+  async function energyOf(from: Hex | undefined, to: Hex, data: string): Promise<number> {
+    if (getAddress(to) === getAddress(tokenEvmAddress) && data.startsWith(TRANSFER_SELECTOR)) {
+      const recipient = getAddress(`0x${data.slice(8 + 24, 8 + 64)}`);
+      const held = await rpc<Hex>("eth_call", [
+        { to, data: `0x${BALANCE_OF_SELECTOR}${recipient.slice(2).toLowerCase().padStart(64, "0")}` },
+        "latest",
+      ]);
+      return BigInt(held) > 0n ? contractEnergy.toHolder : contractEnergy.toNewHolder;
+    }
+    const gas = await rpc<Hex>("eth_estimateGas", [{ from, to, data: `0x${data}` }, "latest"]);
+    return Math.max(0, Number(gas) - 21_000);
+  }
+  const contractEnergy = { ...USDT_TRANSFER_ENERGY };
 
   /** Transactions being executed (a second broadcast of the same bytes meanwhile is a duplicate). */
   const executing = new Set<string>();
@@ -241,12 +310,41 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     // The same bytes sent to several providers at once (issue #34) execute once, as on a node.
     if (byTxId.has(txID) || executing.has(txID)) return fail("DUP_TRANSACTION_ERROR", "dup transaction");
     executing.add(txID);
+    // One transaction at a time, as a chain orders them: the resource and balance reads of one
+    // never interleave with another's writes.
+    const run = queue.then(() => execute(tx, txID, rawHex, raw, fail));
+    queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     try {
-      return await execute(tx, txID, rawHex, raw, fail);
+      return await run;
     } finally {
       executing.delete(txID);
     }
   }
+  let queue: Promise<unknown> = Promise.resolve();
+
+  const balance = async (a: Hex) => BigInt(await rpc<Hex>("eth_getBalance", [a, "latest"]));
+  const setBalance = (a: Hex, wei: bigint) => rpc("anvil_setBalance", [a, toHex(wei)]);
+  /**
+   * Sends `tx` from `from` (impersonated), its anvil gas lent: `from` keeps its balance. The
+   * balance is put back only once the transaction is mined (anvil may answer the send first, and
+   * a sender without the gas would drop it).
+   */
+  const sendAs = async (from: Hex, tx: Json): Promise<Hex> => {
+    const kept = await balance(from);
+    await rpc("anvil_impersonateAccount", [from]);
+    await setBalance(from, 10n ** 20n);
+    try {
+      const hash = await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
+      await anvil.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 10, timeout: 10_000 });
+      return hash;
+    } finally {
+      await setBalance(from, kept);
+      await rpc("anvil_stopImpersonatingAccount", [from]);
+    }
+  };
 
   async function execute(
     tx: Json,
@@ -258,9 +356,10 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     if (typeof raw.expiration !== "number" || raw.expiration < Date.now())
       return fail("TRANSACTION_EXPIRATION_ERROR", "expired");
     const contract = (raw.contract as { type: string; parameter: { value: Json } }[] | undefined)?.[0];
-    if (contract?.type !== "TriggerSmartContract" && contract?.type !== "TransferContract")
-      return fail("CONTRACT_VALIDATE_ERROR", "only TriggerSmartContract and TransferContract are emulated");
-    const owner = toEvm(contract.parameter.value.owner_address);
+    if (!contract || !EMULATED.has(contract.type))
+      return fail("CONTRACT_VALIDATE_ERROR", `only ${[...EMULATED].join(", ")} are emulated`);
+    const v = contract.parameter.value;
+    const owner = toEvm(v.owner_address);
     const sig = (tx.signature as string[] | undefined)?.[0];
     if (!sig || strip(sig).length !== 130) return fail("SIGERROR", "signature missing");
     let signer: string;
@@ -276,69 +375,147 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
       return fail("SIGERROR", "bad signature");
     }
     if (signer !== owner) return fail("SIGERROR", "signature does not match the owner");
+    if (!(await exists(owner)))
+      return fail("CONTRACT_VALIDATE_ERROR", `Validate ${contract.type} error, no OwnerAccount.`);
 
-    const balance = async (a: Hex) => BigInt(await rpc<Hex>("eth_getBalance", [a, "latest"]));
-    const setBalance = (a: Hex, wei: bigint) => rpc("anvil_setBalance", [a, toHex(wei)]);
-    /**
-     * Sends `tx` from `from` (impersonated), its anvil gas lent: `from` keeps its balance. The
-     * balance is put back only once the transaction is mined (anvil may answer the send first, and
-     * a sender without the gas would drop it).
-     */
-    const sendAs = async (from: Hex, tx: Json): Promise<Hex> => {
-      const kept = await balance(from);
-      await rpc("anvil_impersonateAccount", [from]);
-      await setBalance(from, 10n ** 20n);
-      try {
-        const hash = await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
-        await anvil.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 10 });
-        return hash;
-      } finally {
-        await setBalance(from, kept);
-        await rpc("anvil_stopImpersonatingAccount", [from]);
+    const balanceSun = async (a: Hex) => (await balance(a)) / WEI_PER_SUN;
+    const setBalanceSun = (a: Hex, sun: bigint) => setBalance(a, sun * WEI_PER_SUN);
+    // java-tron's size of a transaction: its raw data and signatures (protobuf) plus the result's.
+    const sigCount = (tx.signature as string[]).length;
+    const rawLen = rawHex.length / 2;
+    const bytes = 1 + varintSize(rawLen) + rawLen + sigCount * 67 + RESULT_BYTES;
+    const charges = noCharges();
+    const resource = (x: unknown): TronResource => (x === "ENERGY" || x === 1 ? "ENERGY" : "BANDWIDTH");
+    try {
+      let ethHash: Hex;
+      if (contract.type === "TriggerSmartContract") {
+        const to = toEvm(v.contract_address);
+        const data = strip(String(v.data ?? ""));
+        const feeLimit = BigInt(typeof raw.fee_limit === "number" ? raw.fee_limit : 0);
+        let have = await balanceSun(owner);
+        Object.assign(charges, resources.chargeBandwidth(owner, bytes, have, false));
+        have -= charges.netFee;
+        // The energy the call needs, decided before it runs: a call that would revert uses what
+        // it ran (its gas once mined), anything else its energy (`energyOf`).
+        const dryRun = await rpc<Hex>("eth_call", [{ from: owner, to, data: `0x${data}` }, "latest"]).then(
+          () => true,
+          () => false,
+        );
+        const needed = dryRun ? await energyOf(owner, to, data) : null;
+        const energy = needed === null ? null : resources.chargeEnergy(owner, needed, feeLimit, have);
+        // Out of energy: mined as a failed transaction (too little gas to run), its effects undone.
+        ethHash = await sendAs(owner, {
+          to,
+          data: `0x${data}`,
+          gas: toHex(energy?.outOfEnergy ? intrinsicGas(data) + 100 : 1_000_000),
+        });
+        if (energy) Object.assign(charges, energy);
+        else {
+          const receipt = await rpc<EthReceipt>("eth_getTransactionReceipt", [ethHash]);
+          Object.assign(
+            charges,
+            resources.chargeEnergy(owner, Math.max(0, Number(receipt.gasUsed) - 21_000), feeLimit, have),
+          );
+        }
+        await setBalanceSun(owner, (await balanceSun(owner)) - charges.netFee - charges.energyFee);
+      } else {
+        const have = await balanceSun(owner);
+        if (contract.type === "TransferContract") {
+          const to = toEvm(v.to_address);
+          const amount = BigInt(String(v.amount ?? 0));
+          if (amount <= 0n)
+            throw new TronRefusal("CONTRACT_VALIDATE_ERROR", "Amount must be greater than 0.");
+          if (to === owner)
+            throw new TronRefusal("CONTRACT_VALIDATE_ERROR", "Cannot transfer TRX to yourself.");
+          const creates = !(await exists(to));
+          Object.assign(charges, resources.chargeBandwidth(owner, bytes, have, creates));
+          if (creates)
+            charges.contractFee = BigInt(resources.parameters.getCreateNewAccountFeeInSystemContract);
+          if (have < amount + charges.netFee + charges.contractFee)
+            throw new TronRefusal(
+              "CONTRACT_VALIDATE_ERROR",
+              "Validate TransferContract error, balance is not sufficient.",
+            );
+          await setBalanceSun(owner, have - amount - burned(charges));
+          await setBalanceSun(to, (await balanceSun(to)) + amount);
+          resources.activate(to);
+        } else {
+          Object.assign(charges, resources.chargeBandwidth(owner, bytes, have, false));
+          let left = have - charges.netFee;
+          const sun = (x: unknown) => BigInt(String(x ?? 0));
+          if (contract.type === "FreezeBalanceV2Contract") {
+            resources.freeze(owner, sun(v.frozen_balance), resource(v.resource), left);
+            left -= sun(v.frozen_balance);
+          } else if (contract.type === "UnfreezeBalanceV2Contract") {
+            resources.unfreeze(owner, sun(v.unfreeze_balance), resource(v.resource));
+          } else if (contract.type === "WithdrawExpireUnfreezeContract") {
+            left += resources.withdrawExpired(owner);
+          } else if (contract.type === "DelegateResourceContract") {
+            const lock = v.lock === true ? Number(v.lock_period ?? 0) : null;
+            resources.delegate(owner, toEvm(v.receiver_address), sun(v.balance), resource(v.resource), lock);
+          } else {
+            resources.undelegate(owner, toEvm(v.receiver_address), sun(v.balance), resource(v.resource));
+          }
+          await setBalanceSun(owner, left);
+        }
+        ethHash = await sendAs(MARKER, { to: MARKER, data: `0x${txID}` });
       }
-    };
-    let ethHash: Hex;
-    if (contract.type === "TransferContract") {
-      const v = contract.parameter.value;
-      const to = toEvm(v.to_address);
-      const amount = BigInt(String(v.amount ?? 0));
-      if (amount <= 0n) return fail("CONTRACT_VALIDATE_ERROR", "Amount must be greater than 0.");
-      if (to === owner) return fail("CONTRACT_VALIDATE_ERROR", "Cannot transfer TRX to yourself.");
-      const from = await balance(owner);
-      if (from < amount * WEI_PER_SUN)
-        return fail("CONTRACT_VALIDATE_ERROR", "Validate TransferContract error, balance is not sufficient.");
-      await setBalance(owner, from - amount * WEI_PER_SUN);
-      await setBalance(to, (await balance(to)) + amount * WEI_PER_SUN);
-      ethHash = await sendAs(MARKER, { to: MARKER, data: `0x${txID}` });
-    } else {
-      const feeLimit = typeof raw.fee_limit === "number" ? raw.fee_limit : 150_000_000;
-      ethHash = await sendAs(owner, {
-        to: toEvm(contract.parameter.value.contract_address),
-        data: `0x${strip(String(contract.parameter.value.data ?? ""))}`,
-        // Explicit gas: a reverting call is still mined (as a failed TRON transaction is).
-        gas: toHex(Math.min(1_000_000, Math.max(100_000, Math.floor(feeLimit / 100)))),
+      chargesByTxId.set(txID, charges);
+      byTxId.set(txID, {
+        txID,
+        raw_data: raw,
+        raw_data_hex: rawHex,
+        signature: tx.signature as string[],
+        ethHash,
       });
+      txIdByEth.set(ethHash.toLowerCase(), txID);
+      return { result: true, txid: txID };
+    } catch (e) {
+      if (e instanceof TronRefusal) return fail(e.code, e.message);
+      throw e;
     }
-    byTxId.set(txID, {
-      txID,
-      raw_data: raw,
-      raw_data_hex: rawHex,
-      signature: tx.signature as string[],
-      ethHash,
-    });
-    txIdByEth.set(ethHash.toLowerCase(), txID);
-    return { result: true, txid: txID };
+  }
+
+  /**
+   * Whether an account exists on the emulated chain: created by a TRX transfer, or holding TRX
+   * (or having sent anything) when first looked at, as a genesis account would (tests fund wallets
+   * by setting their anvil balance). A token received creates no account.
+   */
+  async function exists(a: Hex): Promise<boolean> {
+    if (resources.exists(a)) return true;
+    const [wei, nonce] = await Promise.all([balance(a), rpc<Hex>("eth_getTransactionCount", [a, "latest"])]);
+    if (wei === 0n && BigInt(nonce) === 0n) return false;
+    resources.activate(a);
+    return true;
   }
 
   async function account(body: Json): Promise<Json> {
     const a = toEvm(body.address);
-    const [wei, nonce] = await Promise.all([
-      rpc<Hex>("eth_getBalance", [a, "latest"]),
-      rpc<Hex>("eth_getTransactionCount", [a, "latest"]),
-    ]);
-    // Non-activated TRON accounts answer {}. TRX balance in sun: 1 ETH on anvil = 1 TRX (1e18 wei / 1e12).
-    if (BigInt(wei) === 0n && BigInt(nonce) === 0n) return {};
-    return { address: toTronHex(a), balance: Number(BigInt(wei) / 10n ** 12n) };
+    // An account that does not exist answers {}. TRX balance in sun: 1 ETH on anvil = 1 TRX.
+    if (!(await exists(a))) return {};
+    const sun = (await balance(a)) / WEI_PER_SUN;
+    return {
+      address: toTronHex(a),
+      ...(sun > 0n ? { balance: Number(sun) } : {}),
+      ...resources.accountFields(a),
+    };
+  }
+
+  /** `wallet/getdelegatedresourcev2`: what `fromAddress` delegated to `toAddress`, per resource. */
+  function delegatedResource(body: Json): Json {
+    const from = toEvm(body.fromAddress);
+    const to = toEvm(body.toAddress);
+    const found = resources.delegationsOf(from, to);
+    if (found.length === 0) return {};
+    return {
+      delegatedResource: found.map((d) => ({
+        from: toTronHex(from),
+        to: toTronHex(to),
+        ...(d.resource === "ENERGY"
+          ? { frozen_balance_for_energy: Number(d.sun), expire_time_for_energy: d.lockedUntil }
+          : { frozen_balance_for_bandwidth: Number(d.sun), expire_time_for_bandwidth: d.lockedUntil }),
+      })),
+    };
   }
 
   const routes: Record<string, (body: Json) => Promise<unknown>> = {
@@ -370,16 +547,22 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     "/wallet/triggerconstantcontract": triggerConstantContract,
     "/wallet/broadcasttransaction": broadcast,
     "/wallet/getaccount": account,
+    "/walletsolidity/getaccount": account,
     "/wallet/getchainparameters": async () => ({
-      chainParameter: Object.entries(chainParameters).map(([key, value]) => ({ key, value })),
+      chainParameter: Object.entries(resources.parameters)
+        .filter(([key]) => !unreported.has(key))
+        .map(([key, value]) => ({ key, value })),
     }),
-    "/wallet/getaccountresource": async () => ({
-      freeNetLimit: 600,
-      TotalNetLimit: 43_200_000_000,
-      TotalNetWeight: 0,
-      TotalEnergyLimit: 90_000_000_000,
-      TotalEnergyWeight: 0,
-    }),
+    "/wallet/getaccountresource": async (b) => {
+      const a = toEvm(b.address);
+      await exists(a);
+      return resources.accountResource(a);
+    },
+    "/wallet/getdelegatedresourcev2": async (b) => delegatedResource(b),
+    "/wallet/getcandelegatedmaxsize": async (b) => {
+      const max = resources.canDelegate(toEvm(b.owner_address), b.type === 1 ? "ENERGY" : "BANDWIDTH");
+      return max > 0n ? { max_size: Number(max) } : {};
+    },
   };
 
   const server = createServer((req, res) => void handle(req, res));
@@ -413,15 +596,58 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     url: `http://127.0.0.1:${port}`,
     tokenAddress: tronAddressFromBytes(toBytes(tokenEvmAddress)),
     tronTxId,
-    setChainParameters: (params) => {
-      chainParameters = { ...params };
+    setChainParameters: (params, hidden = []) => {
+      resources.parameters = { ...resources.parameters, ...params };
+      unreported = new Set(hidden);
     },
+    resources,
+    advanceTime: (ms) => {
+      clockOffset += ms;
+    },
+    charges: (txId) => chargesByTxId.get(strip(txId)),
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((e) => (e ? reject(e) : resolve()));
         server.closeAllConnections();
       }),
   };
+}
+
+/** The transaction types the emulator executes (TRX, contract calls, Stake 2.0). */
+const EMULATED = new Set([
+  "TriggerSmartContract",
+  "TransferContract",
+  "FreezeBalanceV2Contract",
+  "UnfreezeBalanceV2Contract",
+  "WithdrawExpireUnfreezeContract",
+  "DelegateResourceContract",
+  "UnDelegateResourceContract",
+]);
+
+const TRANSFER_SELECTOR = "a9059cbb";
+const BALANCE_OF_SELECTOR = "70a08231";
+
+/** Bytes of a protobuf varint. */
+function varintSize(n: number): number {
+  let size = 1;
+  for (let x = n; x >= 0x80; x = Math.floor(x / 0x80)) size += 1;
+  return size;
+}
+
+/**
+ * The least gas an EVM call with `data` (hex) may be sent with: its intrinsic gas, and since Prague
+ * (EIP-7623) at least the calldata floor. A little above it, a call runs out at its first storage read.
+ */
+function intrinsicGas(data: string): number {
+  let zero = 0;
+  let nonZero = 0;
+  for (let i = 0; i < data.length; i += 2) {
+    if (data.slice(i, i + 2) === "00") zero += 1;
+    else nonZero += 1;
+  }
+  const intrinsic = 21_000 + zero * 4 + nonZero * 16;
+  const floor = 21_000 + 10 * (zero + 4 * nonZero);
+  return Math.max(intrinsic, floor);
 }
 
 /** The revert data an `eth_call` error carries (JSON-RPC `error.data`, somewhere in viem's causes), or 0x. */
