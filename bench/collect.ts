@@ -1,0 +1,248 @@
+/**
+ * `npm run bench:collect` — what collecting TRON deposits and paying withdrawals costs in TRX
+ * (issue #38), on the TRON emulator that charges what TRON charges (`test/support/chain/
+ * tron-resources.ts`: bandwidth, energy at the chain's price, account creation).
+ *
+ * For each energy price of BENCH_PRICES (default `100,210` sun), on a fresh anvil, emulator and
+ * database: BENCH_DEPOSITS (default 1000) deposits of 20 USDT to fresh deposit addresses, collected
+ * by the real sweeper and sender (gas tank top-ups signed by the real signer, then the sweeps), and
+ * BENCH_WITHDRAWALS (default 200) withdrawals from the hot wallet, half to addresses that already
+ * hold USDT, half to fresh ones. It prints the TRX the gas tank spent per collected deposit (of which
+ * what is left on the deposit addresses: paid for, never used) and the TRX the hot wallet burned
+ * per withdrawal, checks that every deposit reached the hot wallet, and ends with one line per goal.
+ *
+ * Today every TRON fee is burned (the path measured here). The issue's goals are the energy
+ * engine's (not built yet): ≤ 1.3 TRX per collected deposit (activation plus bandwidth), ≤ 0.5 TRX
+ * per withdrawal; the lines say NOT met until it is.
+ *
+ * Database: the embedded one (PGlite, in memory), or BENCH_DATABASE_URL's server
+ * (`stablegate_bench_collect`, recreated).
+ */
+import type { Hex } from "viem";
+import { tronAddressToEvm } from "../src/chains/tron/address.js";
+import { TronChainWriter } from "../src/chains/tron/tron-writer.js";
+import type { Db } from "../src/db/database.js";
+import { creditDeposit } from "../src/ledger/operations.js";
+import { systemClock } from "../src/lib/clock.js";
+import { createMerchantWithKeys } from "../src/merchants/index.js";
+import { TransferOutcomes } from "../src/sender/outcomes.js";
+import { registerSweepOutcomes, Sweeper } from "../src/sweep/sweeper.js";
+import { allocateDepositAddress } from "../src/wallet/allocation.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../src/wallet/derivation-path.js";
+import { logger, makeSender, wallet } from "../test/sender/support.js";
+import { requestTransfer } from "../test/support/backed-transfer.js";
+import { deployTestUsdt, mintTestUsdt, startAnvil } from "../test/support/chain/anvil.js";
+import { startTronEmulator } from "../test/support/chain/tron-emulator.js";
+import { freshDatabase } from "./support.js";
+
+const NETWORK = "USDT-TRC20";
+const DEPOSITS = Number(process.env.BENCH_DEPOSITS ?? 1000);
+const WITHDRAWALS = Number(process.env.BENCH_WITHDRAWALS ?? 200);
+const PRICES = (process.env.BENCH_PRICES ?? "100,210").split(",").map(Number);
+const SUN = 1_000_000n;
+const WEI_PER_SUN = 10n ** 12n;
+const GOAL_DEPOSIT_TRX = 1.3;
+const GOAL_WITHDRAWAL_TRX = 0.5;
+
+const trx = (sun: bigint) => Number(sun) / 1e6;
+
+interface Figures {
+  price: number;
+  perDeposit: number;
+  leftPerDeposit: number;
+  perWithdrawalToHolder: number;
+  perWithdrawalToFresh: number;
+  seconds: number;
+}
+
+const progress = (message: string) => process.stderr.write(`  ${message}\n`);
+
+async function run(price: number): Promise<Figures> {
+  const started = Date.now();
+  progress(`energy ${price} sun: starting`);
+  const anvil = await startAnvil();
+  const database = await freshDatabase(process.env.BENCH_DATABASE_URL, "stablegate_bench_collect");
+  try {
+    const token = await deployTestUsdt(anvil);
+    const emulator = await startTronEmulator(anvil, token);
+    emulator.setChainParameters({ getEnergyFee: price });
+    const db = database.db;
+    const writer = new TronChainWriter({ apiUrl: emulator.url, tokenAddress: emulator.tokenAddress });
+    const sunOf = async (address: string) =>
+      (await anvil.publicClient.getBalance({ address: tronAddressToEvm(address) as Hex })) / WEI_PER_SUN;
+    const fund = (address: string, sun: bigint) =>
+      anvil.testClient.setBalance({ address: tronAddressToEvm(address) as Hex, value: sun * WEI_PER_SUN });
+    const { id: merchantId } = await createMerchantWithKeys(db, {
+      email: "collect@example.com",
+      companyName: "Collect Co",
+    });
+
+    // 1. Deposits to fresh addresses, confirmed and credited as the watcher leaves them.
+    const addresses: string[] = [];
+    for (let i = 0; i < DEPOSITS; i++) addresses.push(await confirmedDeposit(db, merchantId, i, 20n * SUN));
+    for (const a of addresses) await mintTestUsdt(anvil, token, tronAddressToEvm(a) as Hex, 20n * SUN);
+    progress(`${DEPOSITS} deposits made`);
+
+    // 2. Collect them: the sweeper queues a top-up where an address lacks TRX, then the sweep.
+    const hot = wallet.address(NETWORK, "sandbox", HOT_WALLET_INDEX);
+    const tank = wallet.address(NETWORK, "sandbox", GAS_TANK_INDEX);
+    const tankBefore = 1_000_000n * SUN;
+    await fund(tank, tankBefore);
+    const outcomes = new TransferOutcomes();
+    registerSweepOutcomes(outcomes);
+    // A withdrawal's outcome moves its books in the service (withdrawals/); here only its cost counts.
+    outcomes.register("withdrawal", async () => undefined);
+    const sweeper = new Sweeper({
+      db,
+      network: NETWORK,
+      environment: "sandbox",
+      writer,
+      address: (i) => wallet.address(NETWORK, "sandbox", i),
+      threshold: SUN,
+      logger,
+      clock: systemClock,
+    });
+    const sender = makeSender({ db, network: NETWORK, writer, outcomes });
+    for (;;) {
+      const queued = await sweeper.tick();
+      if (queued === 0) break;
+    }
+    progress("sweeps queued");
+    const left = await sender.drain(600_000);
+    progress("sweeps done");
+    if (left !== 0) throw new Error(`${left} transfers still open after the drain`);
+    const collected = await writer.tokenBalance(hot);
+    if (collected !== BigInt(DEPOSITS) * 20n * SUN)
+      throw new Error(`the hot wallet holds ${collected}, not every deposit`);
+    const spent = tankBefore - (await sunOf(tank));
+    let leftOnAddresses = 0n;
+    for (const a of addresses) leftOnAddresses += await sunOf(a);
+
+    // 3. Withdrawals from the hot wallet: half to holders, half to fresh addresses.
+    const hotBefore = 100_000n * SUN;
+    await fund(hot, hotBefore);
+    const holders: string[] = [];
+    for (let i = 0; i < WITHDRAWALS / 2; i++) {
+      const a = wallet.address(NETWORK, "sandbox", 900_000 + i);
+      await mintTestUsdt(anvil, token, tronAddressToEvm(a) as Hex, 1n);
+      holders.push(a);
+    }
+    const burnedFor = async (targets: string[], tag: string) => {
+      const before = await sunOf(hot);
+      await db.transaction().execute(async (t) => {
+        for (const [i, to] of targets.entries())
+          await requestTransfer(t, {
+            intentId: `tx_w_${tag}_${i}`,
+            kind: "withdrawal",
+            network: NETWORK,
+            environment: "sandbox",
+            to,
+            amount: SUN,
+          });
+      });
+      const open = await sender.drain(Number(process.env.BENCH_DRAIN_MS ?? 600_000));
+      if (open !== 0) {
+        const rows = await db
+          .selectFrom("outgoing_transfers")
+          .select(["intent_id", "status", "last_error"])
+          .where("status", "not in", ["confirmed", "failed"])
+          .limit(3)
+          .execute();
+        throw new Error(`${open} withdrawals still open: ${JSON.stringify(rows)}`);
+      }
+      return before - (await sunOf(hot));
+    };
+    const toHolders = await burnedFor(holders, "holder");
+    const fresh = Array.from({ length: WITHDRAWALS / 2 }, (_, i) =>
+      wallet.address(NETWORK, "sandbox", 950_000 + i),
+    );
+    const toFresh = await burnedFor(fresh, "fresh");
+    await emulator.stop();
+    return {
+      price,
+      perDeposit: trx(spent) / DEPOSITS,
+      leftPerDeposit: trx(leftOnAddresses) / DEPOSITS,
+      perWithdrawalToHolder: trx(toHolders) / holders.length,
+      perWithdrawalToFresh: trx(toFresh) / fresh.length,
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    await database.close();
+    await anvil.stop();
+  }
+}
+
+/** A confirmed deposit as the watcher and the deposit logic leave it (the sweep test's shape). */
+async function confirmedDeposit(db: Db, merchantId: string, i: number, amount: bigint): Promise<string> {
+  return db.transaction().execute(async (t) => {
+    const { address } = await allocateDepositAddress(t, {
+      deriver: wallet,
+      network: NETWORK,
+      environment: "sandbox",
+      merchantId,
+      purpose: "wallet",
+    });
+    const id = `tx_dep_${i}`;
+    await t
+      .insertInto("transactions")
+      .values({
+        id,
+        merchant_id: merchantId,
+        environment: "sandbox",
+        type: "deposit",
+        status: "confirmed",
+        currency_type: NETWORK,
+        amount,
+        net_amount: amount,
+        fee: 0n,
+        wallet_address: address,
+      } as never)
+      .execute();
+    await t
+      .insertInto("chain_observations")
+      .values({
+        id: `obs_${i}`,
+        network: NETWORK,
+        environment: "sandbox",
+        address,
+        from_address: address,
+        tx_hash: `${i.toString(16).padStart(64, "0")}`,
+        log_index: 0,
+        block_number: 1,
+        block_hash: "0x00",
+        amount,
+        status: "handed_off",
+        handed_off_at: new Date(Date.now() - 1_000),
+      })
+      .execute();
+    await creditDeposit(
+      t,
+      { merchantId, environment: "sandbox", currencyType: NETWORK, transactionId: id },
+      amount,
+      0n,
+    );
+    return address;
+  });
+}
+
+const results: Figures[] = [];
+for (const price of PRICES) {
+  const f = await run(price);
+  results.push(f);
+  console.log(
+    `energy ${price} sun: ${DEPOSITS} deposits collected, ${f.perDeposit.toFixed(3)} TRX each ` +
+      `(${f.leftPerDeposit.toFixed(3)} of it left unused on the deposit address); ` +
+      `withdrawals ${f.perWithdrawalToHolder.toFixed(3)} TRX to a holder, ${f.perWithdrawalToFresh.toFixed(3)} TRX to a fresh address ` +
+      `(${f.seconds.toFixed(0)} s)`,
+  );
+}
+const worstDeposit = Math.max(...results.map((r) => r.perDeposit));
+const worstWithdrawal = Math.max(
+  ...results.map((r) => Math.max(r.perWithdrawalToHolder, r.perWithdrawalToFresh)),
+);
+console.log(
+  `goal: TRX per collected deposit ≤ ${GOAL_DEPOSIT_TRX} (the energy engine) → ${worstDeposit <= GOAL_DEPOSIT_TRX ? "met" : "NOT met"} (${worstDeposit.toFixed(3)}: every fee burned; the engine is not built yet)`,
+);
+console.log(
+  `goal: TRX per withdrawal ≤ ${GOAL_WITHDRAWAL_TRX} (the energy engine) → ${worstWithdrawal <= GOAL_WITHDRAWAL_TRX ? "met" : "NOT met"} (${worstWithdrawal.toFixed(3)})`,
+);
