@@ -112,6 +112,7 @@ describe("the published OpenAPI document", () => {
     const codes = (where: string, status: string) => shapes(op(where).responses[status]).map(codeOf).sort();
     expect(codes("POST /api/v1/public/withdrawal-requests/{id}/approve", "409")).toEqual(["INVALID_STATE"]);
     expect(codes("POST /api/v1/public/withdrawal-requests", "422")).toEqual([
+      "DESTINATION_BLOCKED",
       "IDEMPOTENCY_MISMATCH",
       "INSUFFICIENT_BALANCE",
     ]);
