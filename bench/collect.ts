@@ -21,18 +21,16 @@
 import type { Hex } from "viem";
 import { tronAddressToEvm } from "../src/chains/tron/address.js";
 import { TronChainWriter } from "../src/chains/tron/tron-writer.js";
-import type { Db } from "../src/db/database.js";
-import { creditDeposit } from "../src/ledger/operations.js";
 import { systemClock } from "../src/lib/clock.js";
 import { createMerchantWithKeys } from "../src/merchants/index.js";
 import { TransferOutcomes } from "../src/sender/outcomes.js";
 import { registerSweepOutcomes, Sweeper } from "../src/sweep/sweeper.js";
-import { allocateDepositAddress } from "../src/wallet/allocation.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../src/wallet/derivation-path.js";
 import { logger, makeSender, wallet } from "../test/sender/support.js";
 import { requestTransfer } from "../test/support/backed-transfer.js";
 import { deployTestUsdt, mintTestUsdt, startAnvil } from "../test/support/chain/anvil.js";
 import { startTronEmulator } from "../test/support/chain/tron-emulator.js";
+import { confirmedDeposit } from "../test/support/confirmed-deposit.js";
 import { freshDatabase } from "./support.js";
 
 const NETWORK = "USDT-TRC20";
@@ -79,7 +77,20 @@ async function run(price: number): Promise<Figures> {
 
     // 1. Deposits to fresh addresses, confirmed and credited as the watcher leaves them.
     const addresses: string[] = [];
-    for (let i = 0; i < DEPOSITS; i++) addresses.push(await confirmedDeposit(db, merchantId, i, 20n * SUN));
+    for (let i = 0; i < DEPOSITS; i++) {
+      const txHash = i.toString(16).padStart(64, "0");
+      const { address } = await db.transaction().execute((trx) =>
+        confirmedDeposit(trx, {
+          deriver: wallet,
+          merchantId,
+          network: NETWORK,
+          i,
+          amount: 20n * SUN,
+          txHash,
+        }),
+      );
+      addresses.push(address);
+    }
     for (const a of addresses) await mintTestUsdt(anvil, token, tronAddressToEvm(a) as Hex, 20n * SUN);
     progress(`${DEPOSITS} deposits made`);
 
@@ -170,59 +181,6 @@ async function run(price: number): Promise<Figures> {
     await database.close();
     await anvil.stop();
   }
-}
-
-/** A confirmed deposit as the watcher and the deposit logic leave it (the sweep test's shape). */
-async function confirmedDeposit(db: Db, merchantId: string, i: number, amount: bigint): Promise<string> {
-  return db.transaction().execute(async (t) => {
-    const { address } = await allocateDepositAddress(t, {
-      deriver: wallet,
-      network: NETWORK,
-      environment: "sandbox",
-      merchantId,
-      purpose: "wallet",
-    });
-    const id = `tx_dep_${i}`;
-    await t
-      .insertInto("transactions")
-      .values({
-        id,
-        merchant_id: merchantId,
-        environment: "sandbox",
-        type: "deposit",
-        status: "confirmed",
-        currency_type: NETWORK,
-        amount,
-        net_amount: amount,
-        fee: 0n,
-        wallet_address: address,
-      } as never)
-      .execute();
-    await t
-      .insertInto("chain_observations")
-      .values({
-        id: `obs_${i}`,
-        network: NETWORK,
-        environment: "sandbox",
-        address,
-        from_address: address,
-        tx_hash: `${i.toString(16).padStart(64, "0")}`,
-        log_index: 0,
-        block_number: 1,
-        block_hash: "0x00",
-        amount,
-        status: "handed_off",
-        handed_off_at: new Date(Date.now() - 1_000),
-      })
-      .execute();
-    await creditDeposit(
-      t,
-      { merchantId, environment: "sandbox", currencyType: NETWORK, transactionId: id },
-      amount,
-      0n,
-    );
-    return address;
-  });
 }
 
 const results: Figures[] = [];

@@ -8,16 +8,15 @@ import { tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
 import type { Database, Db } from "../../src/db/database.js";
 import type { CurrencyType } from "../../src/domain/currency.js";
-import { creditDeposit } from "../../src/ledger/operations.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
-import { allocateDepositAddress } from "../../src/wallet/allocation.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { logger, makeSender, USDT, wallet } from "../sender/support.js";
 import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
 import { startTronEmulator } from "../support/chain/tron-emulator.js";
+import { confirmedDeposit as confirmedDepositIn } from "../support/confirmed-deposit.js";
 import { openTestDatabase } from "../support/db.js";
 
 const DEPOSITS = 20;
@@ -51,59 +50,18 @@ function useOwnDatabase() {
   });
 }
 
-/**
- * A confirmed deposit as the watcher and the deposit logic leave it: a watched address, a handed-off
- * observation, the ledger credit (received 100 %, no fee here).
- */
+/** A confirmed deposit of this file's merchant (test/support/confirmed-deposit.ts). */
 async function confirmedDeposit(db: Db, network: CurrencyType, i: number, amount: bigint, txHash: string) {
   return db.transaction().execute(async (trx) => {
-    const { address } = await allocateDepositAddress(trx, {
+    const { address, credit } = await confirmedDepositIn(trx, {
       deriver: wallet,
-      network,
-      environment: "sandbox",
       merchantId,
-      purpose: "wallet",
-    });
-    const txId = `tx_dep_${network}_${i}`;
-    await trx
-      .insertInto("transactions")
-      .values({
-        id: txId,
-        merchant_id: merchantId,
-        environment: "sandbox",
-        type: "deposit",
-        status: "confirmed",
-        currency_type: network,
-        amount,
-        net_amount: amount,
-        fee: 0n,
-        wallet_address: address,
-      } as never)
-      .execute();
-    await trx
-      .insertInto("chain_observations")
-      .values({
-        id: `obs_${network}_${i}`,
-        network,
-        environment: "sandbox",
-        address,
-        from_address: address,
-        tx_hash: txHash,
-        log_index: i,
-        block_number: 1,
-        block_hash: "0x00",
-        amount,
-        status: "handed_off",
-        handed_off_at: new Date(Date.now() - 1_000),
-      })
-      .execute();
-    const r = await creditDeposit(
-      trx,
-      { merchantId, environment: "sandbox", currencyType: network, transactionId: txId },
+      network,
+      i,
       amount,
-      0n,
-    );
-    expect(r.status).toBe("posted");
+      txHash,
+    });
+    expect(credit.status).toBe("posted");
     return address;
   });
 }
