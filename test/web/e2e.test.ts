@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, rm } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import net from "node:net";
 import path from "node:path";
 import { generate } from "otplib";
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
@@ -10,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { listOutbox } from "../../src/mail/index.js";
 import { onPostgres } from "../support/db.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
+import { freePort, retryUntil, waitingLocator } from "./browser.js";
 import { ensureWebBuild, ROOT } from "./build.js";
 
 /**
@@ -36,6 +36,26 @@ const PASSWORD = "correct horse battery staple";
 const TRON_ADDRESS = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const STEP = 10_000;
 
+const eventually = <T>(assertion: () => Promise<T>, timeout = STEP) => retryUntil(assertion, timeout);
+
+/** Web-first waits on playwright-core's auto-waiting locators (test/web/browser.ts), and this file's own. */
+function pwExpect(loc: Locator) {
+  const text = async () => (await loc.textContent()) ?? "";
+  return {
+    ...waitingLocator(loc),
+    toHaveCount: (n: number) => eventually(async () => expect(await loc.count()).toBe(n)),
+    toHaveText: (t: string | RegExp) =>
+      eventually(async () =>
+        typeof t === "string" ? expect(await text()).toBe(t) : expect(await text()).toMatch(t),
+      ),
+    toBeChecked: () => eventually(async () => expect(await loc.isChecked()).toBe(true)),
+    toBeFocused: () =>
+      eventually(async () => expect(await loc.evaluate((el) => el === document.activeElement)).toBe(true)),
+    toHaveAttribute: (name: string, value: string) =>
+      eventually(async () => expect(await loc.getAttribute(name)).toBe(value)),
+  };
+}
+
 let svc: TestService;
 let browser: Browser;
 let context: BrowserContext;
@@ -51,17 +71,6 @@ let memberContext: BrowserContext | undefined;
 let member: Page;
 const keys: { apiKey?: string; apiSecret?: string } = {};
 let shots = 0;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function shot(name: string, target: Page = page) {
   shots += 1;
@@ -123,43 +132,6 @@ async function latestCode(): Promise<string> {
     code = m[1];
   });
   return code;
-}
-
-/** Retries an assertion until it holds (the UI updates asynchronously), at most `timeout` ms. */
-async function eventually(assertion: () => Promise<void>, timeout = STEP): Promise<void> {
-  const start = Date.now();
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (e) {
-      if (Date.now() - start > timeout) throw e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
-
-/** The few web-first assertions the tour needs, on playwright-core's auto-waiting locators. */
-function pwExpect(loc: Locator) {
-  const text = async () => (await loc.textContent()) ?? "";
-  return {
-    toBeVisible: (o?: { timeout?: number }) => loc.first().waitFor({ state: "visible", ...o }),
-    toContainText: (t: string | RegExp, o?: { timeout?: number }) =>
-      loc
-        .filter({ hasText: t })
-        .first()
-        .waitFor({ state: "visible", ...o }),
-    toHaveCount: (n: number) => eventually(async () => expect(await loc.count()).toBe(n)),
-    toHaveText: (t: string | RegExp) =>
-      eventually(async () =>
-        typeof t === "string" ? expect(await text()).toBe(t) : expect(await text()).toMatch(t),
-      ),
-    toBeChecked: () => eventually(async () => expect(await loc.isChecked()).toBe(true)),
-    toBeFocused: () =>
-      eventually(async () => expect(await loc.evaluate((el) => el === document.activeElement)).toBe(true)),
-    toHaveAttribute: (name: string, value: string) =>
-      eventually(async () => expect(await loc.getAttribute(name)).toBe(value)),
-  };
 }
 
 // CI sets REQUIRE_BROWSER=1 (and installs chromium): there a missing browser fails instead of skipping.

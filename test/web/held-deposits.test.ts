@@ -1,7 +1,5 @@
 import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
-import type { AddressInfo } from "node:net";
-import net from "node:net";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +7,7 @@ import { holdReasonText } from "../../web/src/lib/held.js";
 import { onPostgres } from "../support/db.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { addMember, PASSWORD, registerOwner } from "../team/support.js";
+import { freePort, retryUntil, waitingLocator } from "./browser.js";
 import { ensureWebBuild, ROOT } from "./build.js";
 
 /**
@@ -30,6 +29,16 @@ const TRC = "USDT-TRC20";
 const FROZEN_WORDS = "The token's issuer froze the sender's address";
 const STEP = 15_000;
 
+const eventually = <T>(assertion: () => Promise<T>, timeout = STEP) => retryUntil(assertion, timeout);
+
+/** Web-first waits on playwright-core's auto-waiting locators (test/web/browser.ts), and this file's own. */
+function pwExpect(loc: Locator) {
+  return {
+    ...waitingLocator(loc),
+    toHaveCount: (n: number) => eventually(async () => expect(await loc.count()).toBe(n)),
+  };
+}
+
 let svc: TestService;
 let browser: Browser;
 let base: string;
@@ -40,44 +49,6 @@ let viewerContext: BrowserContext | undefined;
 let viewer: Page | undefined;
 /** The two held deposits: one released from the list, one returned from its detail. */
 const held = { released: "", returned: "" };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Retries an assertion until it holds (the UI and the worker are asynchronous), at most `timeout` ms. */
-async function eventually<T>(assertion: () => Promise<T>, timeout = STEP): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    try {
-      return await assertion();
-    } catch (e) {
-      if (Date.now() - start > timeout) throw e;
-      await new Promise((r) => setTimeout(r, 150));
-    }
-  }
-}
-
-/** Web-first waits on playwright-core's auto-waiting locators (the tour's own helper, e2e.test.ts). */
-function pwExpect(loc: Locator) {
-  return {
-    toBeVisible: (o?: { timeout?: number }) => loc.first().waitFor({ state: "visible", ...o }),
-    toBeHidden: (o?: { timeout?: number }) => loc.first().waitFor({ state: "hidden", ...o }),
-    toContainText: (t: string | RegExp, o?: { timeout?: number }) =>
-      loc
-        .filter({ hasText: t })
-        .first()
-        .waitFor({ state: "visible", ...o }),
-    toHaveCount: (n: number) => eventually(async () => expect(await loc.count()).toBe(n)),
-  };
-}
 
 /** A browser context signed in as `email` (the dashboard's session cookies, as the sign-in screen sets them). */
 async function signedIn(email: string): Promise<{ context: BrowserContext; page: Page }> {

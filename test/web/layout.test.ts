@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import net from "node:net";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +9,7 @@ import { CLIENT_ROUTES } from "../../src/http/routes/static-web.js";
 import { fieldLabel, fieldMessage } from "../../web/src/lib/field-labels.js";
 import { onPostgres } from "../support/db.js";
 import { startTestService, type TestService } from "../support/harness.js";
+import { freePort, retryUntil } from "./browser.js";
 import { ensureWebBuild, ROOT } from "./build.js";
 
 /**
@@ -34,6 +34,8 @@ const ARTIFACTS = path.join(ROOT, "test-artifacts/web-layout", onPostgres ? "pos
 const PASSWORD = "correct horse battery staple";
 const TRON_ADDRESS = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const STEP = 10_000;
+
+const eventually = <T>(assertion: () => Promise<T>, timeout = STEP) => retryUntil(assertion, timeout);
 const VIEWPORTS = [
   { width: 375, height: 812 },
   { width: 1280, height: 800 },
@@ -53,30 +55,6 @@ const seeded: { depositTx: string; withdrawalTx: string; sessionId: string; even
   sessionId: "",
   eventId: "",
 };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Retries an assertion until it holds (the UI updates asynchronously), at most `timeout` ms. */
-async function eventually<T>(assertion: () => Promise<T>, timeout = STEP): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    try {
-      return await assertion();
-    } catch (e) {
-      if (Date.now() - start > timeout) throw e;
-      await new Promise((r) => setTimeout(r, 150));
-    }
-  }
-}
 
 /** A dashboard API call with the browser's session cookies (as the dashboard makes it). */
 async function dash(method: "GET" | "POST" | "PATCH", pathname: string, data?: unknown) {
