@@ -15,6 +15,7 @@ const FEATURES = [
   "auth",
   "chains",
   "deposits",
+  "energy",
   "idempotency",
   "ledger",
   "mail",

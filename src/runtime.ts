@@ -15,6 +15,7 @@ import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
 import { checkoutDeps, createDepositHandler, depositSenderCheck } from "./deposits/index.js";
+import { registerEnergyOutcomes } from "./energy/index.js";
 import type { RouteDeps, UseCases } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { SecretBox } from "./lib/secret-box.js";
@@ -283,6 +284,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions): Pr
   readiness.push(...chainReadinessChecks(chains, db.db, clock));
   const transferOutcomes = new TransferOutcomes();
   registerSweepOutcomes(transferOutcomes);
+  registerEnergyOutcomes(transferOutcomes, logger);
   registerReturnOutcomes(transferOutcomes, clock);
   registerColdForwardOutcomes(transferOutcomes);
   registerWithdrawalOutcomes(transferOutcomes, clock);

@@ -6,6 +6,7 @@ import {
   type ExpectedTransfer,
   type PreparedTransfer,
   type PrepareOptions,
+  type ResourceReads,
   type SignedChainWriter,
   type TransferCheck,
   type TransferSpec,
@@ -37,6 +38,11 @@ import {
 export class PooledChainWriter implements SignedChainWriter {
   readonly kind = "signed" as const;
   readonly network: SignedChainWriter["network"];
+  /**
+   * TRON's Stake 2.0 reads (issue #38), from the best provider: they size a delegation, they never
+   * decide where coins go (the signer's policy and the checked outcome do).
+   */
+  readonly resources?: ResourceReads;
 
   constructor(
     private readonly pool: ProviderPool,
@@ -45,6 +51,21 @@ export class PooledChainWriter implements SignedChainWriter {
     if (writers.length !== pool.names().length)
       throw new Error("a pooled writer needs one writer per provider of its pool");
     this.network = pool.network;
+    if (writers.every((w) => w.resources)) {
+      const first = <T>(what: string, fn: (r: ResourceReads) => Promise<T>) =>
+        this.pool
+          .firstAnswer(what, (i) => fn(this.writer(i).resources as ResourceReads))
+          .then((a) => a.value);
+      this.resources = {
+        transferEnergy: (from, to, amount) =>
+          first("transfer energy", (r) => r.transferEnergy(from, to, amount)),
+        bandwidthBurn: (from) => first("bandwidth burn", (r) => r.bandwidthBurn(from)),
+        accountExists: (address) => first("account", (r) => r.accountExists(address)),
+        delegatable: (owner, asset) => first("delegatable stake", (r) => r.delegatable(owner, asset)),
+        stakeFor: (owner, asset, amount) => first("stake for", (r) => r.stakeFor(owner, asset, amount)),
+        staked: (owner) => first("staked", (r) => r.staked(owner)),
+      };
+    }
   }
 
   private writer(index: number): SignedChainWriter {

@@ -14,7 +14,18 @@ import type { SignRequest } from "./signing.js";
  * - `DatabaseChainWriter` (the sandbox simulator): the chain IS the database, so the transfer is
  *   executed inside the transaction that records it: either both exist or neither.
  */
-export type Asset = "token" | "native";
+export type Asset = "token" | "native" | ResourceAsset;
+
+/**
+ * TRON's Stake 2.0 resources (issue #38): staked, delegated and taken back in the sun of TRX behind
+ * them. A transfer of such an asset moves no coins: its `action` says what it does.
+ */
+export type ResourceAsset = "energy" | "bandwidth";
+export type ResourceAction = "stake" | "delegate" | "reclaim";
+
+export function isResourceAsset(asset: string): asset is ResourceAsset {
+  return asset === "energy" || asset === "bandwidth";
+}
 
 export interface TransferSpec {
   asset: Asset;
@@ -23,8 +34,10 @@ export interface TransferSpec {
   from: string;
   fromIndex: number;
   to: string;
-  /** Base units: token (6 decimals) or native (wei / sun). */
+  /** Base units: token (6 decimals) or native (wei / sun); a resource's staked TRX (sun). */
   amount: bigint;
+  /** A resource asset's action (stake: `to` is `from` itself); none for coins. */
+  action?: ResourceAction;
 }
 
 /** What the recipient and amount of a mined transaction must be for it to count. */
@@ -33,6 +46,7 @@ export interface ExpectedTransfer {
   from: string;
   to: string;
   amount: bigint;
+  action?: ResourceAction;
 }
 
 /**
@@ -85,9 +99,30 @@ export interface BroadcastResult {
   error?: string;
 }
 
+/**
+ * TRON's Stake 2.0 reads, for the energy engine (issue #38; docs/decisions/tron-resources.md). A
+ * writer without them (EVM) has no resources to delegate: its transfers burn, as before.
+ */
+export interface ResourceReads {
+  /** Energy a token transfer from `from` needs, and the energy `from` has free now. */
+  transferEnergy(from: string, to: string, amount: bigint): Promise<{ needed: bigint; available: bigint }>;
+  /** Sun a token transfer from `from` burns for bandwidth its free and staked bandwidth lack. */
+  bandwidthBurn(from: string): Promise<bigint>;
+  /** Whether the address has an account (a TRON address must exist to receive resources). */
+  accountExists(address: string): Promise<boolean>;
+  /** Stake (sun) `owner` can delegate now: staked, not delegated, not standing for its own usage. */
+  delegatable(owner: string, asset: ResourceAsset): Promise<bigint>;
+  /** Stake (sun, whole TRX) whose delegation gives `amount` of the resource at today's weights. */
+  stakeFor(owner: string, asset: ResourceAsset, amount: bigint): Promise<bigint>;
+  /** The account's own stake (sun), per resource. */
+  staked(owner: string): Promise<Record<ResourceAsset, bigint>>;
+}
+
 export interface SignedChainWriter {
   readonly kind: "signed";
   readonly network: CurrencyType;
+  /** TRON: its Stake 2.0 reads (the energy engine); none on EVM. */
+  readonly resources?: ResourceReads;
   nativeBalance(address: string): Promise<bigint>;
   tokenBalance(address: string): Promise<bigint>;
   /** EVM: transactions of the address already mined (`eth_getTransactionCount latest`); TRON: null. */

@@ -111,7 +111,16 @@ const BUILT_IN_NETWORKS = [
     pollIntervalMs: 1_000,
     endpointVariable: "TRC20_API_URL",
     // `fee_limit` of token transfers, in sun: the most TRX one may burn (100 TRX).
-    options: [{ key: "feeLimitSun", variable: "TRC20_FEE_LIMIT_SUN", default: 100_000_000 }],
+    // The energy engine (issue #38, docs/decisions/tron-resources.md): how long a transfer waits for
+    // delegated energy before it burns TRX, the burn small enough to pay at once, the TRX the
+    // resource account keeps unstaked (its own fees), and the share of its stake for bandwidth.
+    options: [
+      { key: "feeLimitSun", variable: "TRC20_FEE_LIMIT_SUN", default: 100_000_000 },
+      { key: "energyMaxWaitSeconds", variable: "TRC20_ENERGY_MAX_WAIT_SECONDS", default: 3_600 },
+      { key: "burnCeilingSun", variable: "TRC20_BURN_CEILING_SUN", default: 1 },
+      { key: "resourceReserveSun", variable: "TRC20_RESOURCE_RESERVE_SUN", default: 10_000_000 },
+      { key: "bandwidthStakePercent", variable: "TRC20_BANDWIDTH_STAKE_PERCENT", default: 6 },
+    ],
     tokens: [
       {
         token: "USDT",

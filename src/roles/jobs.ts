@@ -1,5 +1,6 @@
 import { auditRetentionJob, securityNotificationJob } from "../audit/index.js";
 import { sessionExpiryJob } from "../deposits/index.js";
+import { energyEngineOf, energyJobs } from "../energy/index.js";
 import { idempotencyPurgeJob } from "../idempotency/index.js";
 import { reserveJobs } from "../reserves/index.js";
 import type { Runtime } from "../runtime.js";
@@ -51,8 +52,13 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
       },
       instanceId,
     ),
-    ...senderJobs(runtime, instanceId),
+    // TRON's energy engine (issue #38) gates the sender's signing: composed here (energy/ sits above sender/).
+    ...senderJobs(
+      { ...runtime, energyGate: (chain, writer) => energyEngineOf(runtime, chain, writer) },
+      instanceId,
+    ),
     ...sweepJobs(runtime, instanceId),
+    ...energyJobs(runtime, instanceId),
     ...reserveJobs(runtime),
     sessionExpiryJob({
       db: runtime.database.db,

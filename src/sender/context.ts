@@ -39,8 +39,27 @@ export interface SenderOptions {
    * fails without being signed (`destination_blocked: …`), which releases its hold.
    */
   destinationCheck?: (to: string, intentId: string) => Promise<string | null>;
+  /**
+   * TRON's energy engine (issue #38): of a batch about to be signed from `from`, the transfers that
+   * may be signed now; the others wait (delegated energy is on its way, or will be asked for).
+   */
+  energy?: EnergyGate;
   /** Tests: called at each crash-relevant step. */
   fault?: (point: FaultPoint, intentIds: string[]) => void | Promise<void>;
+}
+
+/** What the energy gate sees of a queued transfer. */
+export interface GateRow {
+  intent_id: string;
+  kind: string;
+  asset: string;
+  to_address: string;
+  amount: string;
+  created_at?: Date;
+}
+
+export interface EnergyGate {
+  ready<R extends GateRow>(index: number, from: string, rows: R[]): Promise<R[]>;
 }
 
 /** A sender's options with their defaults, and its funds checks: what its steps share. */

@@ -18,6 +18,14 @@ export {
   type TransferOutcomeHandler,
   TransferOutcomes,
 } from "./outcomes.js";
+export {
+  type DueReclaim,
+  delegationsInFlight,
+  dueReclaims,
+  hasOpenDelegationTo,
+  hasOpenStake,
+  reclaimIntentId,
+} from "./resource-reads.js";
 export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";
 export { recordSendingWallets, registerSendingMetrics, sendingReadinessChecks } from "./status.js";
 export {

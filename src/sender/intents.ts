@@ -15,8 +15,8 @@ export interface TransferIntent {
   to: string;
   /** Base units of the token (or of the native coin when `asset` is "native"). */
   amount: bigint;
-  /** Default "token". Gas top-ups send the native coin. */
-  asset?: "token" | "native";
+  /** Default "token". Gas top-ups send the native coin; the energy engine's steps a resource. */
+  asset?: "token" | "native" | "energy" | "bandwidth";
   /** HD index of the sending address; default the hot wallet (withdrawals and payouts). */
   fromIndex?: number;
   /** Do not sign before this intent is confirmed (a sweep waits for its gas top-up). */

@@ -1,4 +1,9 @@
-import { type AvailableChain, createChainWriter, type WriterConfig } from "../chains/index.js";
+import {
+  type AvailableChain,
+  type ChainWriter,
+  createChainWriter,
+  type WriterConfig,
+} from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -14,6 +19,7 @@ import type { Signer } from "../signer/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
 import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
 import type { Job } from "../worker/runner.js";
+import type { EnergyGate } from "./context.js";
 import { TRANSFER_CHANNEL } from "./intents.js";
 import type { TransferOutcomes } from "./outcomes.js";
 import { type FaultPoint, Sender } from "./sender.js";
@@ -31,6 +37,8 @@ export interface SenderJobDeps {
   config: WriterConfig;
   signer: Signer | null;
   transferOutcomes: TransferOutcomes;
+  /** TRON's energy engine of a chain (issue #38; composed by the roles: energy/ sits above sender/). */
+  energyGate?: (chain: AvailableChain, writer: ChainWriter) => EnergyGate | undefined;
   /** With the token's freeze list, what every withdrawal and payout destination is checked against before signing. */
   screening?: Screening;
   logger: Logger;
@@ -83,6 +91,7 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
       continue;
     }
     const simulator = chain.kind === "simulator";
+    const energy = deps.energyGate?.(chain, writer);
     const sender = new Sender({
       db,
       network,
@@ -111,6 +120,7 @@ export function senderJobs(deps: SenderJobDeps, _instanceId: string, options: Se
         if (block?.unavailable) throw new ScreeningUnavailableError();
         return block ? describeBlock(block) : null;
       },
+      ...(energy ? { energy } : {}),
       ...(options.fault ? { fault: options.fault } : {}),
     });
     const activeMs = options.activeMs ?? (simulator ? 100 : 1_000);

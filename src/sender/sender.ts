@@ -6,6 +6,7 @@ import {
   broadcastAttempt,
   type Disputed,
   disputeStep,
+  expectedOf,
   finish,
   later,
   recordError,
@@ -180,7 +181,7 @@ export class Sender {
       await broadcastAttempt(c, writer, r.intent_id, latest.seq, latest.raw);
       await c.fault?.("after-broadcast", [r.intent_id]);
     }
-    const expected = { asset: r.asset, from, to: r.to_address, amount: BigInt(r.amount) };
+    const expected = expectedOf(r, from);
     let anyPending = false;
     let disputed: Disputed | null = null;
     for (const a of attempts) {

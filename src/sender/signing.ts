@@ -9,7 +9,7 @@ import type { Db } from "../db/database.js";
 import type { Signer } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
 import { lockNextNonce, saveNextNonce } from "./nonce-store.js";
-import { broadcastAttempt, finishIn, transferSpec } from "./steps.js";
+import { broadcastAttempt, finishIn, later, transferSpec } from "./steps.js";
 import {
   claimOneQueued,
   claimQueued,
@@ -19,6 +19,9 @@ import {
   markSigned,
   type TransferRow,
 } from "./transfer-store.js";
+
+/** How soon a transfer waiting for delegated energy is looked at again. */
+const ENERGY_WAIT_MS = 3_000;
 
 /** A transfer signed in this round: its intent and the bytes to broadcast. */
 interface Signed {
@@ -65,7 +68,11 @@ export async function signBatch(
   if (!signer) throw new Error("no signer configured (set SIGNER_URL or run serve)");
   const from = c.address(index);
   // Funds: the token must cover this batch plus what is already signed but not finished.
-  const fundable = await c.funding.tokenFundable(writer, index, from, rows);
+  const funded = await c.funding.tokenFundable(writer, index, from, rows);
+  // Energy (issue #38): what may be signed now; the rest waits for delegated energy a few seconds.
+  const fundable = c.energy ? await c.energy.ready(index, from, funded) : funded;
+  const waiting = funded.filter((r) => !fundable.includes(r));
+  for (const r of waiting) await later(c, r.intent_id, ENERGY_WAIT_MS);
   if (fundable.length === 0) return;
   // Asked before the nonce lock is taken (the provider may be slow), for each transfer of the batch.
   const blocked = new Map<string, string>();

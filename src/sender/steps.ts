@@ -1,6 +1,13 @@
-import type { SignedChainWriter, TransferCheck } from "../chains/index.js";
+import type {
+  ExpectedTransfer,
+  ResourceAction,
+  SignedChainWriter,
+  TransferCheck,
+  TransferSpec,
+} from "../chains/index.js";
 import { ChainUnavailableError } from "../chains/index.js";
 import type { Db } from "../db/database.js";
+import type { TransferKind } from "../db/tables/sending.js";
 import { retriedFailureLevel } from "../db/transient.js";
 import { SignerRejectedError } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
@@ -19,7 +26,8 @@ import {
 /** The steps both signing and progress use: build, broadcast, finish, reschedule, record an error. */
 
 /** What the chain writer builds for a transfer sent from `from`. */
-export function transferSpec(c: SenderContext, r: TransferRow, from: string) {
+export function transferSpec(c: SenderContext, r: TransferRow, from: string): TransferSpec {
+  const action = resourceActionOf(r.kind);
   return {
     asset: r.asset,
     environment: c.environment,
@@ -27,7 +35,22 @@ export function transferSpec(c: SenderContext, r: TransferRow, from: string) {
     fromIndex: r.from_index,
     to: r.to_address,
     amount: BigInt(r.amount),
+    ...(action ? { action } : {}),
   };
+}
+
+/** What a mined attempt of `r` must show to count (its recipient, amount, and a resource's action). */
+export function expectedOf(r: TransferRow, from: string): ExpectedTransfer {
+  const action = resourceActionOf(r.kind);
+  return { asset: r.asset, from, to: r.to_address, amount: BigInt(r.amount), ...(action ? { action } : {}) };
+}
+
+/** The Stake 2.0 action of the energy engine's kinds (issue #38); none for coin transfers. */
+export function resourceActionOf(kind: TransferKind): ResourceAction | undefined {
+  if (kind === "resource_stake") return "stake";
+  if (kind === "resource_delegation") return "delegate";
+  if (kind === "resource_reclaim") return "reclaim";
+  return undefined;
 }
 
 /** Sends an attempt's stored bytes (idempotent), then records it broadcast (signed → broadcast). */

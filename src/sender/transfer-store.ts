@@ -28,7 +28,11 @@ export type TransferRow = Pick<
 };
 
 /** A due queued transfer with the state of the transfer it waits for (if any). */
-export type QueuedRow = TransferRow & { dep_status: string | null; dep_reason: string | null };
+export type QueuedRow = TransferRow & {
+  dep_status: string | null;
+  dep_reason: string | null;
+  created_at: Date;
+};
 
 export interface AttemptRow {
   seq: number;
@@ -70,6 +74,7 @@ export function listDueQueued(db: Db, scope: SenderScope, now: Date): Promise<Qu
       "o.after_intent_id",
       "dep.status as dep_status",
       "dep.reason as dep_reason",
+      "o.created_at",
     ])
     .where("o.network", "=", scope.network)
     .where("o.environment", "=", scope.environment)
@@ -115,7 +120,10 @@ export async function listAttempts(db: Db, intentId: string): Promise<AttemptRow
     .execute()) as AttemptRow[];
 }
 
-/** Amount of `asset` already signed from `index` and not finished. */
+/**
+ * Amount of `asset` already signed from `index` and not finished. Native: TRX being staked
+ * (`resource_stake`, issue #38) leaves the spendable balance too.
+ */
 export async function sumInFlight(
   db: Db,
   scope: SenderScope,
@@ -128,7 +136,11 @@ export async function sumInFlight(
     .where("network", "=", scope.network)
     .where("environment", "=", scope.environment)
     .where("from_index", "=", index)
-    .where("asset", "=", asset)
+    .where((eb) =>
+      asset === "native"
+        ? eb.or([eb("asset", "=", "native"), eb("kind", "=", "resource_stake")])
+        : eb("asset", "=", asset),
+    )
     .where("status", "in", ["signed", "broadcast"])
     .executeTakeFirst();
   return BigInt(row?.sum ?? "0");

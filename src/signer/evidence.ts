@@ -8,7 +8,8 @@ import { approvalsRequired } from "../domain/withdrawal.js";
 import { holdState } from "../ledger/index.js";
 import { findApprovalThresholds, merchantKeyPairs } from "../merchants/index.js";
 import { findAnyTransaction, findPaymentBacking } from "../transactions/index.js";
-import { hasHandedOffDeposit } from "../watcher/index.js";
+import { HOT_WALLET_INDEX } from "../wallet/index.js";
+import { hasHandedOffDeposit, recordedAddressAt } from "../watcher/index.js";
 
 /**
  * The evidence behind an intent (issue #34 finding 1), read by the signer itself: an intent row
@@ -159,4 +160,75 @@ function sameAddress(network: CurrencyType, a: string, b: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A resource intent of the energy engine (issue #38), as the signer decoded it. */
+export interface ResourceIntent {
+  network: CurrencyType;
+  environment: Environment;
+  /** Normalised receiver. */
+  to: string;
+  amount: bigint;
+  asset: "energy" | "bandwidth";
+}
+
+/**
+ * A delegation (issue #38) goes only where a transfer of ours is about to spend it: to a deposit
+ * address whose open sweep waits for exactly this delegation (recorded deposit address of this
+ * chain, the sweep's `after_intent_id`), or to the hot wallet while a token transfer from it is
+ * open. Energy only: bandwidth is not delegated. Null when that holds, else what is missing.
+ */
+export async function delegationEvidence(
+  db: Db,
+  intent: ResourceIntent & { intentId: string; hotWallet: boolean },
+): Promise<string | null> {
+  if (intent.asset !== "energy") return "only energy is delegated";
+  const open = ["queued", "signed", "broadcast"] as const;
+  if (intent.hotWallet) {
+    const payment = await db
+      .selectFrom("outgoing_transfers")
+      .select("intent_id")
+      .where("network", "=", intent.network)
+      .where("environment", "=", intent.environment)
+      .where("from_index", "=", HOT_WALLET_INDEX)
+      .where("asset", "=", "token")
+      .where("status", "in", open)
+      .limit(1)
+      .executeTakeFirst();
+    return payment ? null : "no token transfer from the hot wallet is open";
+  }
+  const sweep = await db
+    .selectFrom("outgoing_transfers")
+    .select(["from_index"])
+    .where("after_intent_id", "=", intent.intentId)
+    .where("kind", "=", "sweep")
+    .where("network", "=", intent.network)
+    .where("environment", "=", intent.environment)
+    .where("status", "in", open)
+    .executeTakeFirst();
+  if (!sweep) return "no open sweep waits for this delegation";
+  const recorded = await recordedAddressAt(db, intent.network, intent.environment, Number(sweep.from_index));
+  if (!recorded || !sameAddress(intent.network, recorded, intent.to))
+    return "the delegation does not go to the address of the sweep that waits for it";
+  return null;
+}
+
+/**
+ * Taking a delegation back (issue #38): a confirmed delegation of this resource and amount to this
+ * receiver is recorded. (A reclaim moves nothing to anyone; the check keeps the key to its shape.)
+ */
+export async function reclaimEvidence(db: Db, intent: ResourceIntent): Promise<string | null> {
+  const rows = await db
+    .selectFrom("outgoing_transfers")
+    .select(["to_address"])
+    .where("kind", "=", "resource_delegation")
+    .where("network", "=", intent.network)
+    .where("environment", "=", intent.environment)
+    .where("asset", "=", intent.asset)
+    .where("amount", "=", intent.amount.toString())
+    .where("status", "=", "confirmed")
+    .execute();
+  return rows.some((r) => sameAddress(intent.network, r.to_address, intent.to))
+    ? null
+    : "no confirmed delegation of this amount to this receiver is recorded";
 }

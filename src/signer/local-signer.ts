@@ -5,7 +5,13 @@ import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import { utils as tronUtils } from "tronweb";
 import { type Hex, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { addressFromPublicKey, isEvmAddress, tronAddressFromHex, tronAddressToHex } from "../chains/index.js";
+import {
+  addressFromPublicKey,
+  isEvmAddress,
+  type ResourceAction,
+  tronAddressFromHex,
+  tronAddressToHex,
+} from "../chains/index.js";
 import { coldWalletOf, configuredContract } from "../config/chains.js";
 import type { Config } from "../config/config.js";
 import { resolveMnemonic } from "../config/mnemonic.js";
@@ -250,7 +256,7 @@ export class LocalSigner implements Signer {
       throw new SignerRejectedError("one contract expected");
     const contract = contracts[0]!;
     const value = contract.parameter?.value ?? {};
-    let transfer: Pick<TransferFacts, "asset" | "to" | "amount" | "token">;
+    let transfer: Pick<TransferFacts, "asset" | "to" | "amount" | "token" | "action" | "lock">;
     if (contract.type === "TriggerSmartContract") {
       const callData = typeof value.data === "string" ? value.data.toLowerCase() : "";
       if (
@@ -276,8 +282,12 @@ export class LocalSigner implements Signer {
       const to = tronHex(value.to_address);
       if (!to) throw new SignerRejectedError("invalid to_address");
       transfer = { asset: "native", to, amount: BigInt(value.amount as number), token: null };
+    } else if (contract.type && contract.type in STAKE_CONTRACTS) {
+      transfer = stakeFacts(STAKE_CONTRACTS[contract.type]!, value);
     } else {
-      throw new SignerRejectedError("only token transfers and native transfers");
+      throw new SignerRejectedError(
+        "only token transfers, native transfers and the energy engine's Stake 2.0",
+      );
     }
     const key = this.key(request.network, request.environment, request.index);
     const owner = addressFromPublicKey("USDT-TRC20", secp256k1.getPublicKey(key, true));
@@ -330,6 +340,43 @@ function apiUnits(network: CurrencyType, onChain: bigint): bigint {
 
 function facts(request: SignRequest): Pick<TransferFacts, "network" | "environment" | "index"> {
   return { network: request.network, environment: request.environment, index: request.index };
+}
+
+/** The Stake 2.0 contracts the energy engine sends (issue #38), by the action each is. */
+const STAKE_CONTRACTS: Readonly<Record<string, ResourceAction>> = {
+  FreezeBalanceV2Contract: "stake",
+  DelegateResourceContract: "delegate",
+  UnDelegateResourceContract: "reclaim",
+};
+
+/**
+ * What a Stake 2.0 transaction does: the resource (absent is BANDWIDTH, as in java-tron), the TRX
+ * (sun) behind it, the receiver (a stake's is the owner itself: filled in by the caller's policy
+ * from the key), and whether a delegation is locked.
+ */
+function stakeFacts(
+  action: ResourceAction,
+  value: Record<string, unknown>,
+): Pick<TransferFacts, "asset" | "to" | "amount" | "token" | "action" | "lock"> {
+  const resource = value.resource ?? "BANDWIDTH";
+  if (resource !== "ENERGY" && resource !== "BANDWIDTH") throw new SignerRejectedError("unknown resource");
+  const amount = action === "stake" ? value.frozen_balance : value.balance;
+  if (!Number.isSafeInteger(amount) || (amount as number) <= 0)
+    throw new SignerRejectedError("invalid amount");
+  let to: string | null;
+  if (action === "stake") {
+    if (value.receiver_address !== undefined) throw new SignerRejectedError("a stake has no receiver");
+    to = tronHex(value.owner_address);
+  } else to = tronHex(value.receiver_address);
+  if (!to) throw new SignerRejectedError("invalid receiver_address");
+  return {
+    asset: resource === "ENERGY" ? "energy" : "bandwidth",
+    action,
+    to,
+    amount: BigInt(amount as number),
+    token: null,
+    lock: value.lock === true || (value.lock_period !== undefined && value.lock_period !== 0),
+  };
 }
 
 /** Base58 of a TRON hex address field, or null when it is not one. */

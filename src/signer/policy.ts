@@ -1,11 +1,29 @@
-import { normalizeAddress, ownershipSpellings } from "../chains/index.js";
+import {
+  isResourceAsset,
+  normalizeAddress,
+  ownershipSpellings,
+  type ResourceAction,
+  type ResourceAsset,
+} from "../chains/index.js";
 import type { Db } from "../db/database.js";
+import type { TransferKind } from "../db/tables/sending.js";
 import { type ChainFamily, type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import type { Logger } from "../observability/logger.js";
-import { FIRST_DEPOSIT_INDEX, GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
+import {
+  FIRST_DEPOSIT_INDEX,
+  GAS_TANK_INDEX,
+  HOT_WALLET_INDEX,
+  RESOURCE_ACCOUNT_INDEX,
+} from "../wallet/index.js";
 import { isIssuedDepositAddress, isRecordedAddressFromIndex, recordedAddressAt } from "../watcher/index.js";
-import { paymentEvidence, returnEvidence, sweepEvidence } from "./evidence.js";
+import {
+  delegationEvidence,
+  paymentEvidence,
+  reclaimEvidence,
+  returnEvidence,
+  sweepEvidence,
+} from "./evidence.js";
 import { SignerRejectedError } from "./protocol.js";
 
 /**
@@ -37,12 +55,20 @@ export interface TransferFacts {
   index: number;
   /** The signing key's own address. */
   from: string;
-  asset: "token" | "native";
-  /** The recipient (for a token transfer the token recipient, not the contract). */
+  asset: "token" | "native" | ResourceAsset;
+  /**
+   * The recipient (for a token transfer the token recipient, not the contract; for a delegation
+   * the receiver of the resource; for a stake the owner itself).
+   */
   to: string;
+  /** Base units; for a resource, the TRX (sun) staked or delegated. */
   amount: bigint;
   /** The called contract of a token transfer; null for a native transfer. */
   token: string | null;
+  /** A resource's Stake 2.0 action (issue #38); none for coins. */
+  action?: ResourceAction;
+  /** A delegation locked for a period (never signed: it could not be taken back). */
+  lock?: boolean;
 }
 
 export interface SigningPolicyOptions {
@@ -59,8 +85,15 @@ export interface SigningPolicyOptions {
 
 const OPEN: readonly string[] = ["queued", "signed", "broadcast"];
 
-export type SourceRole = "hot_wallet" | "gas_tank" | "deposit";
-export type IntentKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward" | "return";
+export type SourceRole = "hot_wallet" | "gas_tank" | "deposit" | "resource_account";
+export type IntentKind = TransferKind;
+
+/** The intent kind of each Stake 2.0 action. */
+const RESOURCE_KIND: Readonly<Record<ResourceAction, IntentKind>> = {
+  stake: "resource_stake",
+  delegate: "resource_delegation",
+  reclaim: "resource_reclaim",
+};
 
 /** The zero address of each network (finding 11): nothing is ever sent there. */
 const ZERO_ADDRESS: Readonly<Record<ChainFamily, string>> = {
@@ -155,6 +188,11 @@ export class SigningPolicy {
       if (!t.token || !sameAddress(t.network, t.token, configured))
         return refuse("the token is not this chain's configured token contract", role);
     }
+    // The energy engine's Stake 2.0 (issue #38): only from the resource account, and only that.
+    if (isResourceAsset(t.asset) !== (role === "resource_account"))
+      return refuse("only the resource account stakes or delegates, and it sends nothing else", role);
+    if (t.action !== undefined && !isResourceAsset(t.asset))
+      return refuse("a coin transfer has no Stake 2.0 action", role);
     if (role === "hot_wallet" && t.asset !== "token")
       return refuse("the hot wallet sends only the token", role);
     if (role === "deposit" && t.asset !== "token")
@@ -183,6 +221,8 @@ export class SigningPolicy {
       return refuse("the transaction does not match its intent (source, asset, recipient or amount)", role);
     const kind = intent.kind;
     const decision: PolicyDecision = { role, kind, intentId, to, amount: t.amount };
+    if (t.action && RESOURCE_KIND[t.action] !== kind)
+      return refuse(`a ${t.action} transaction does not carry a ${kind}`, role);
 
     switch (role) {
       case "hot_wallet": {
@@ -231,6 +271,31 @@ export class SigningPolicy {
         if (missing) return refuse(missing, role);
         return decision;
       }
+      case "resource_account": {
+        if (!t.action) return refuse("a resource transaction without its Stake 2.0 action", role);
+        const own = normalizeAddress(t.network, t.from);
+        if (t.action === "stake") {
+          if (to !== own) return refuse("the resource account stakes only for itself", role);
+          return decision;
+        }
+        if (t.lock) return refuse("a delegation is never locked (it must come back at once)", role);
+        if (to === own) return refuse("the resource account does not delegate to itself", role);
+        const hot = this.systemAddress(t.network, t.environment, HOT_WALLET_INDEX);
+        if (!isResourceAsset(t.asset)) return refuse("the resource account sends only resources", role);
+        const scope = {
+          network: t.network,
+          environment: t.environment,
+          to,
+          amount: t.amount,
+          asset: t.asset,
+        };
+        const missing =
+          t.action === "delegate"
+            ? await delegationEvidence(db, { ...scope, intentId, hotWallet: to === hot })
+            : await reclaimEvidence(db, scope);
+        if (missing) return refuse(missing, role);
+        return decision;
+      }
       case "gas_tank": {
         if (kind !== "gas_topup") return refuse(`the gas tank does not send a ${kind}`, role);
         const deposit = await isRecordedAddressFromIndex(
@@ -268,7 +333,7 @@ export class SigningPolicy {
     for (const spelling of spellings) {
       for (const c of spelling.networks)
         for (const environment of ["production", "sandbox"] as const)
-          for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX])
+          for (const index of [HOT_WALLET_INDEX, GAS_TANK_INDEX, RESOURCE_ACCOUNT_INDEX])
             if (this.systemAddress(c, environment, index) === spelling.address) return true;
       if (await isIssuedDepositAddress(db, spelling.networks, spelling.address)) return true;
     }
@@ -279,6 +344,7 @@ export class SigningPolicy {
   private async role(db: Db, t: TransferFacts): Promise<SourceRole | null> {
     if (t.index === HOT_WALLET_INDEX) return "hot_wallet";
     if (t.index === GAS_TANK_INDEX) return "gas_tank";
+    if (t.index === RESOURCE_ACCOUNT_INDEX) return "resource_account";
     if (t.index < FIRST_DEPOSIT_INDEX) return null;
     const recorded = await recordedAddressAt(db, t.network, t.environment, t.index);
     // The recorded address must be the key's own (a row of another derivation is not this key).

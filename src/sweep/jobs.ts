@@ -10,6 +10,7 @@ import { ConfigError } from "../config/config.js";
 import type { Db } from "../db/database.js";
 import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { type EnergyEngine, energyEngineOf } from "../energy/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { Signer } from "../signer/index.js";
@@ -98,6 +99,7 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
       address,
       threshold: networkSettingsOf(deps.config.chains, network).sweepThreshold,
       isFrozen: (a) => chain.adapter.isFrozen(a),
+      ...energyOption(energyEngineOf(deps, chain, writer)),
       logger: deps.logger,
       clock: deps.clock,
     });
@@ -129,4 +131,8 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
     });
   }
   return jobs;
+}
+
+function energyOption(engine: EnergyEngine | undefined): { energy?: EnergyEngine } {
+  return engine ? { energy: engine } : {};
 }

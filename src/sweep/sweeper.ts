@@ -4,6 +4,7 @@ import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
+import type { EnergyEngine, SweepPlan } from "../energy/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import {
@@ -16,7 +17,7 @@ import {
   type TransferOutcomes,
 } from "../sender/index.js";
 import { heldDepositsAt } from "../transactions/index.js";
-import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../wallet/index.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
 import { handedOffAfter, pendingObservationsAt, watchedAddressesOf } from "../watcher/index.js";
 
 export interface SweeperOptions {
@@ -33,6 +34,8 @@ export interface SweeperOptions {
   batchSize?: number;
   /** The token's freeze list (README.md#frozen-funds): a frozen deposit address is not swept. */
   isFrozen?: (address: string) => Promise<boolean>;
+  /** TRON's energy engine (issue #38): the sweep's energy delegated instead of burned. */
+  energy?: Pick<EnergyEngine, "planSweep">;
 }
 
 /**
@@ -145,8 +148,18 @@ export class Sweeper {
         );
         if (frozen) swept = false;
       }
+      // TRON's energy engine: the sweep's energy delegated (after a top-up that creates the account
+      // or pays its bandwidth), or the sweep waits for it, or burns as below.
+      let plan: SweepPlan = { kind: "burn" };
+      if (swept && writer.kind === "signed" && this.o.energy)
+        plan = await this.o.energy.planSweep(trx, address, balance, await this.waitingSince(trx, address));
+      if (plan.kind === "wait") {
+        await this.markWaiting(trx, address, checkedAt);
+        return { waiting: plan.reason };
+      }
       let topUp = 0n;
-      if (swept && writer.kind === "signed") {
+      if (plan.kind === "delegate") topUp = plan.topUp;
+      else if (swept && writer.kind === "signed") {
         const [cost, native] = await Promise.all([
           writer.tokenTransferCost(address, hot, balance),
           writer.nativeBalance(address),
@@ -167,6 +180,21 @@ export class Sweeper {
           amount: topUp,
         });
       }
+      if (swept && plan.kind === "delegate") {
+        const delegation = `dlg_${base62(randomBytes(16))}`;
+        await requestTransfer(trx, {
+          intentId: delegation,
+          kind: "resource_delegation",
+          network,
+          environment,
+          asset: "energy",
+          fromIndex: RESOURCE_ACCOUNT_INDEX,
+          to: address,
+          amount: plan.stake,
+          ...(afterIntentId ? { afterIntentId } : {}),
+        });
+        afterIntentId = delegation;
+      }
       if (swept) {
         await requestTransfer(trx, {
           intentId: `swp_${base62(randomBytes(16))}`,
@@ -181,19 +209,56 @@ export class Sweeper {
       }
       await trx
         .updateTable("sweep_checks")
-        .set({ checked_at: checkedAt })
+        .set({ checked_at: checkedAt, energy_wait_since: null })
         .where("network", "=", network)
         .where("environment", "=", environment)
         .where("address", "=", address)
         .execute();
-      return swept ? { balance, topUp } : null;
+      return swept ? { balance, topUp, delegated: plan.kind === "delegate" ? plan.stake : null } : null;
     });
+    if (queued && "waiting" in queued) {
+      this.o.logger.info({ network, environment, address, reason: queued.waiting }, "sweep waits for energy");
+      return false;
+    }
     if (queued)
       this.o.logger.info(
-        { network, environment, address, amount: queued.balance.toString(), topUp: queued.topUp.toString() },
+        {
+          network,
+          environment,
+          address,
+          amount: queued.balance.toString(),
+          topUp: queued.topUp.toString(),
+          delegatedStake: queued.delegated?.toString() ?? null,
+        },
         "sweep queued",
       );
     return queued !== null;
+  }
+
+  /** Since when the address's sweep waits for delegated energy (null: it does not wait). */
+  private async waitingSince(trx: Db, address: string): Promise<Date | null> {
+    const row = await trx
+      .selectFrom("sweep_checks")
+      .select("energy_wait_since")
+      .where("network", "=", this.o.network)
+      .where("environment", "=", this.o.environment)
+      .where("address", "=", address)
+      .executeTakeFirst();
+    return row?.energy_wait_since ?? null;
+  }
+
+  /**
+   * The address waits for energy from `now` (kept if it already waits). Its `checked_at` stays, so
+   * that it is looked at again next round.
+   */
+  private async markWaiting(trx: Db, address: string, now: Date): Promise<void> {
+    await trx
+      .updateTable("sweep_checks")
+      .set((eb) => ({ energy_wait_since: eb.fn.coalesce("energy_wait_since", eb.val(now)) }))
+      .where("network", "=", this.o.network)
+      .where("environment", "=", this.o.environment)
+      .where("address", "=", address)
+      .execute();
   }
 
   /**

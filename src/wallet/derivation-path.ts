@@ -6,7 +6,12 @@ export { depositAccountOf };
 /** Reserved address indexes of every (network, environment) branch. */
 export const HOT_WALLET_INDEX = 0;
 export const GAS_TANK_INDEX = 1;
-/** Customer deposit addresses start here; 2..99 stay free for future system wallets. */
+/**
+ * TRON's resource account (issue #38): the TRX the operator sends it is staked for energy and
+ * bandwidth, which it delegates to a sending address for one transfer and takes back.
+ */
+export const RESOURCE_ACCOUNT_INDEX = 2;
+/** Customer deposit addresses start here; 3..99 stay free for future system wallets. */
 export const FIRST_DEPOSIT_INDEX = 100;
 
 /** Largest non-hardened BIP32 child index. */

@@ -23,6 +23,7 @@ export {
   GAS_TANK_INDEX,
   HOT_WALLET_INDEX,
   MAX_ADDRESS_INDEX,
+  RESOURCE_ACCOUNT_INDEX,
 } from "./derivation-path.js";
 export { DEPOSIT_INDEX_BLOCK, DepositIndexReserve, reserveIndexes } from "./index-reserve.js";
 export { generateMnemonic, isValidMnemonic, normalizeMnemonic } from "./mnemonic.js";

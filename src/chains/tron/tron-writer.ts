@@ -3,8 +3,11 @@ import { ChainUnavailableError } from "../errors.js";
 import {
   type BroadcastResult,
   type ExpectedTransfer,
+  isResourceAsset,
   type PreparedTransfer,
   type PrepareOptions,
+  type ResourceAsset,
+  type ResourceReads,
   type SignedChainWriter,
   type TransferCheck,
   type TransferSpec,
@@ -35,9 +38,22 @@ export interface TronWriterOptions {
   defaultTransferEnergy?: number;
 }
 
-/** Bandwidth of a TRC20 transfer (bytes), and of a TRX transfer. */
+/** Bandwidth of a TRC20 transfer (bytes), of a TRX transfer, and of a Stake 2.0 transaction. */
 const TRANSFER_BYTES = 350;
 const TRX_TRANSFER_BYTES = 300;
+const STAKE_BYTES = 300;
+const SUN_PER_TRX = 1_000_000n;
+
+/** The Stake 2.0 contract of each resource action, and its TRON resource name. */
+const RESOURCE_CONTRACT = {
+  stake: "FreezeBalanceV2Contract",
+  delegate: "DelegateResourceContract",
+  reclaim: "UnDelegateResourceContract",
+} as const;
+const TRON_RESOURCE: Record<ResourceAsset, "ENERGY" | "BANDWIDTH"> = {
+  energy: "ENERGY",
+  bandwidth: "BANDWIDTH",
+};
 /** Sun burnt per byte without free bandwidth, when the node does not report `getTransactionFee`. */
 const BANDWIDTH_PRICE_SUN = 1_000;
 /**
@@ -73,6 +89,7 @@ interface Built {
 export class TronChainWriter implements SignedChainWriter {
   readonly kind = "signed" as const;
   readonly network = "USDT-TRC20" as const;
+  readonly resources: ResourceReads;
   private readonly tronWeb: TronWeb;
   private readonly token: string;
   private readonly tokenLogAddress: string;
@@ -100,6 +117,57 @@ export class TronChainWriter implements SignedChainWriter {
       new providers.HttpProvider(options.apiUrl, options.timeoutMs ?? 10_000, "", "", headers);
     this.tronWeb = new TronWeb({ fullNode: node(), solidityNode: node(), eventServer: node() });
     this.reader = new TronChainAdapter(options);
+    this.resources = {
+      transferEnergy: async (from, to, amount) => {
+        const [needed, r] = await Promise.all([
+          this.estimateEnergy(from, to, amount),
+          this.resourcesOf(from),
+        ]);
+        return { needed, available: r.energy };
+      },
+      bandwidthBurn: async (from) => {
+        const [res, prices] = await Promise.all([this.resourcesOf(from), this.feePrices()]);
+        return res.bandwidth >= TRANSFER_BYTES
+          ? 0n
+          : withBuffer(BigInt(TRANSFER_BYTES) * prices.bandwidth, 10);
+      },
+      accountExists: (address) => this.accountExists(address),
+      delegatable: async (owner, asset) => {
+        const res = await this.post<{ max_size?: number }>("wallet/getcandelegatedmaxsize", {
+          owner_address: tronAddressToHex(owner),
+          type: asset === "energy" ? 1 : 0,
+        });
+        return BigInt(res.max_size ?? 0);
+      },
+      stakeFor: async (owner, asset, amount) => {
+        const r = await this.post<Record<string, number | undefined>>("wallet/getaccountresource", {
+          address: tronAddressToHex(owner),
+        });
+        const limit = BigInt((asset === "energy" ? r.TotalEnergyLimit : r.TotalNetLimit) ?? 0);
+        const weight = BigInt((asset === "energy" ? r.TotalEnergyWeight : r.TotalNetWeight) ?? 0);
+        if (limit <= 0n || weight <= 0n)
+          throw new ChainUnavailableError(this.network, "getaccountresource reported no network weights");
+        // A receiver's limit is ⌊whole TRX × limit / weight⌋: the least whole TRX giving `amount`.
+        const trx = (amount * weight + limit - 1n) / limit;
+        return (trx > 0n ? trx : 1n) * SUN_PER_TRX;
+      },
+      staked: async (owner) => {
+        const a = await this.post<{ frozenV2?: { type?: string; amount?: number }[] }>("wallet/getaccount", {
+          address: tronAddressToHex(owner),
+        });
+        const out: Record<ResourceAsset, bigint> = { energy: 0n, bandwidth: 0n };
+        for (const f of a.frozenV2 ?? []) {
+          const asset =
+            f.type === "ENERGY"
+              ? "energy"
+              : f.type === undefined || f.type === "BANDWIDTH"
+                ? "bandwidth"
+                : null;
+          if (asset) out[asset] += BigInt(f.amount ?? 0);
+        }
+        return out;
+      },
+    };
   }
 
   async nativeBalance(address: string): Promise<bigint> {
@@ -120,7 +188,7 @@ export class TronChainWriter implements SignedChainWriter {
   async tokenTransferCost(from: string, to: string, amount: bigint): Promise<bigint> {
     const [energy, resources, prices] = await Promise.all([
       this.estimateEnergy(from, to, amount),
-      this.resources(from),
+      this.resourcesOf(from),
       this.feePrices(),
     ]);
     const energyBurn = bigMax(0n, energy - resources.energy) * prices.energy;
@@ -134,7 +202,9 @@ export class TronChainWriter implements SignedChainWriter {
     const to = normalizeTronAddress(spec.to);
     let built: Built;
     let maxNativeCost: bigint;
-    if (spec.asset === "token") {
+    if (isResourceAsset(spec.asset)) {
+      ({ built, maxNativeCost } = await this.buildResource(spec.asset, spec.action, from, to, spec.amount));
+    } else if (spec.asset === "token") {
       maxNativeCost = await this.tokenTransferCost(from, to, spec.amount);
       if (maxNativeCost > BigInt(this.feeLimit))
         throw new TransferWouldFailError(
@@ -157,7 +227,7 @@ export class TronChainWriter implements SignedChainWriter {
       built = res.transaction as unknown as Built;
     } else {
       const [resources, prices, exists] = await Promise.all([
-        this.resources(from),
+        this.resourcesOf(from),
         this.feePrices(),
         this.accountExists(to),
       ]);
@@ -219,6 +289,30 @@ export class TronChainWriter implements SignedChainWriter {
     if (info.result === "FAILED") return failed(`failed on-chain (${info.receipt?.result ?? "FAILED"})`);
     const from = normalizeTronAddress(expected.from);
     const to = normalizeTronAddress(expected.to);
+    if (isResourceAsset(expected.asset)) {
+      const tx = await this.post<{
+        ret?: { contractRet?: string }[];
+        raw_data?: { contract?: { type?: string; parameter?: { value?: Record<string, unknown> } }[] };
+      }>("wallet/gettransactionbyid", { value: hash });
+      const c = tx.raw_data?.contract?.[0];
+      const v = c?.parameter?.value ?? {};
+      if ((tx.ret?.[0]?.contractRet ?? "SUCCESS") !== "SUCCESS") return failed("failed on-chain");
+      const action = expected.action;
+      if (!action || c?.type !== RESOURCE_CONTRACT[action])
+        return failed("not the expected Stake 2.0 contract");
+      if (typeof v.owner_address !== "string" || tronAddressFromHex(v.owner_address) !== from)
+        return failed("wrong owner");
+      const resource = v.resource === "ENERGY" ? "ENERGY" : "BANDWIDTH";
+      if (resource !== TRON_RESOURCE[expected.asset]) return failed("wrong resource");
+      const amount = action === "stake" ? v.frozen_balance : v.balance;
+      if (BigInt(String(amount ?? "0")) !== expected.amount) return failed("wrong amount");
+      if (
+        action !== "stake" &&
+        (typeof v.receiver_address !== "string" || tronAddressFromHex(v.receiver_address) !== to)
+      )
+        return failed("wrong receiver");
+      return { state: "success", blockNumber, confirmations };
+    }
     if (expected.asset === "native") {
       const tx = await this.post<{
         ret?: { contractRet?: string }[];
@@ -313,7 +407,41 @@ export class TronChainWriter implements SignedChainWriter {
     return value;
   }
 
-  private async resources(
+  /**
+   * A Stake 2.0 transaction of the resource account (issue #38): stake its own TRX, delegate a
+   * resource to `to` without a lock (it can be taken back at once), or take it back. Its bandwidth
+   * is the only fee (staked, free, or burned); staking also spends the amount.
+   */
+  private async buildResource(
+    asset: ResourceAsset,
+    action: TransferSpec["action"],
+    from: string,
+    to: string,
+    amount: bigint,
+  ): Promise<{ built: Built; maxNativeCost: bigint }> {
+    if (!action) throw new TransferWouldFailError(`a ${asset} transaction needs an action`);
+    if (amount > BigInt(Number.MAX_SAFE_INTEGER)) throw new TransferWouldFailError("amount too large");
+    const [resources, prices] = await Promise.all([this.resourcesOf(from), this.feePrices()]);
+    const bandwidth = resources.bandwidth >= STAKE_BYTES ? 0n : BigInt(STAKE_BYTES) * prices.bandwidth;
+    const resource = TRON_RESOURCE[asset];
+    const b = this.tronWeb.transactionBuilder;
+    const tx =
+      action === "stake"
+        ? await this.call("freezebalancev2", () => b.freezeBalanceV2(Number(amount), resource, from))
+        : action === "delegate"
+          ? await this.call("delegateresource", () =>
+              b.delegateResource(Number(amount), to, resource, from, false),
+            )
+          : await this.call("undelegateresource", () =>
+              b.undelegateResource(Number(amount), to, resource, from),
+            );
+    return {
+      built: tx as unknown as Built,
+      maxNativeCost: action === "stake" ? amount + bandwidth : bandwidth,
+    };
+  }
+
+  private async resourcesOf(
     address: string,
   ): Promise<{ energy: bigint; bandwidth: bigint; stakedBandwidth: bigint }> {
     const r = await this.post<Record<string, number | undefined>>("wallet/getaccountresource", {

@@ -15,7 +15,16 @@ type Numeric = ColumnType<string, string | bigint, string | bigint>;
 type NumericNullable = ColumnType<string | null, string | bigint | null | undefined, string | bigint | null>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
-export type TransferKind = "withdrawal" | "payout" | "sweep" | "gas_topup" | "cold_forward" | "return";
+export type TransferKind =
+  | "withdrawal"
+  | "payout"
+  | "sweep"
+  | "gas_topup"
+  | "cold_forward"
+  | "return"
+  | ResourceKind;
+/** The TRON energy engine's steps (issue #38, migration 0033): the resource account's own intents. */
+export type ResourceKind = "resource_stake" | "resource_delegation" | "resource_reclaim";
 export type OutgoingStatus = "queued" | "signed" | "broadcast" | "confirmed" | "failed";
 
 export interface OutgoingTransfersTable {
@@ -23,7 +32,7 @@ export interface OutgoingTransfersTable {
   kind: TransferKind;
   network: CurrencyType;
   environment: Environment;
-  asset: "token" | "native";
+  asset: "token" | "native" | "energy" | "bandwidth";
   from_index: number;
   from_address: string | null;
   to_address: string;
@@ -76,6 +85,8 @@ export interface SweepChecksTable {
   environment: Environment;
   address: string;
   checked_at: Timestamp;
+  /** Its sweep waits for the resource account's energy since then (migration 0033). */
+  energy_wait_since: NullableTimestamp;
 }
 
 /** Migration 0031: own addresses the token's issuer froze (open while `released_at` is null). */

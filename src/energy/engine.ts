@@ -1,0 +1,236 @@
+import { randomBytes } from "node:crypto";
+import { normalizeAddress, type ResourceReads, type SignedChainWriter, withBuffer } from "../chains/index.js";
+import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+import { base62 } from "../domain/ids.js";
+import type { Clock } from "../lib/clock.js";
+import type { Logger } from "../observability/logger.js";
+import {
+  delegationsInFlight,
+  dueReclaims,
+  hasOpenDelegationTo,
+  hasOpenStake,
+  reclaimIntentId,
+  requestTransfer,
+} from "../sender/index.js";
+import { HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
+import { chooseEnergy, ENERGY_MARGIN_PERCENT, type EnergyPolicy, nextStake } from "./policy.js";
+
+export interface EnergyEngineOptions {
+  db: Db;
+  network: CurrencyType;
+  environment: Environment;
+  /** A TRON writer (its Stake 2.0 reads). */
+  writer: SignedChainWriter & { resources: ResourceReads };
+  address: (index: number) => string;
+  policy: EnergyPolicy;
+  logger: Logger;
+  clock: Clock;
+}
+
+/** How a sweep gets its energy (`planSweep`). */
+export type SweepPlan =
+  /** The address has the energy (or the engine has none to give): the burn top-up, as before. */
+  | { kind: "burn" }
+  /** Delegate `stake` (sun) of the resource account's energy; top up `topUp` sun first (0: none). */
+  | { kind: "delegate"; stake: bigint; topUp: bigint }
+  /** Wait for the resource account's energy to recover. */
+  | { kind: "wait"; reason: string };
+
+/**
+ * TRON's energy engine (issue #38; docs/decisions/tron-resources.md). The resource account (HD
+ * index 2; its key stays on the signer) stakes the TRX the operator sends it. Just before a sweep
+ * or a hot-wallet transfer is signed, it delegates exactly the energy that transfer lacks to the
+ * sending address (`resource_delegation`, an ordinary outgoing transfer the sweep waits for) and,
+ * once that transfer is final, takes it back (`resource_reclaim`). What it cannot delegate now the
+ * transfer waits for, within the policy's delay and ceiling (policy.ts), then burns.
+ *
+ * Crash safety is the sender's: every step is an intent queued in one transaction with what it
+ * serves, and the reclaims are derived from the books each tick (`dueReclaims`), so a worker killed
+ * anywhere leaves a delegation out for at most one more tick after the sweep it served is final.
+ */
+export class EnergyEngine {
+  private readonly resourceAccount: string;
+  private readonly hotWallet: string;
+
+  constructor(private readonly o: EnergyEngineOptions) {
+    this.resourceAccount = normalizeAddress(o.network, o.address(RESOURCE_ACCOUNT_INDEX));
+    this.hotWallet = normalizeAddress(o.network, o.address(HOT_WALLET_INDEX));
+  }
+
+  private get scope() {
+    return { network: this.o.network, environment: this.o.environment };
+  }
+
+  /**
+   * How a sweep of `amount` from `from` to the hot wallet gets its energy. `waitingSince`: when the
+   * address started waiting for delegated energy (null: it does not wait yet).
+   */
+  async planSweep(db: Db, from: string, amount: bigint, waitingSince: Date | null): Promise<SweepPlan> {
+    const r = this.o.writer.resources;
+    const { needed, available } = await r.transferEnergy(from, this.hotWallet, amount);
+    const shortfall = withBuffer(needed, ENERGY_MARGIN_PERCENT) - available;
+    if (shortfall <= 0n) return { kind: "burn" };
+    const choice = await this.choose(db, shortfall, waitingSince, () =>
+      this.o.writer.tokenTransferCost(from, this.hotWallet, amount),
+    );
+    if (choice.kind !== "delegate") return choice;
+    // An address without an account cannot receive a delegation: created by a top-up of 1 sun (its
+    // creation fee is the gas tank's). One that exists gets what its bandwidth burn lacks.
+    const [exists, native] = await Promise.all([r.accountExists(from), this.o.writer.nativeBalance(from)]);
+    let topUp = 1n;
+    if (exists) {
+      const burn = await r.bandwidthBurn(from);
+      topUp = burn > native ? burn - native : 0n;
+    }
+    return { kind: "delegate", stake: choice.stake, topUp };
+  }
+
+  /** Delegate, wait or burn for `shortfall` energy (policy.ts). */
+  private async choose(
+    db: Db,
+    shortfall: bigint,
+    waitingSince: Date | null,
+    burnCost: () => Promise<bigint>,
+  ): Promise<(SweepPlan & { kind: "burn" | "wait" }) | { kind: "delegate"; stake: bigint }> {
+    const r = this.o.writer.resources;
+    const [stake, delegatable, inFlight, staked] = await Promise.all([
+      r.stakeFor(this.resourceAccount, "energy", shortfall),
+      r.delegatable(this.resourceAccount, "energy"),
+      delegationsInFlight(db, this.scope, RESOURCE_ACCOUNT_INDEX),
+      r.staked(this.resourceAccount),
+    ]);
+    const canDelegate = delegatable - inFlight >= stake;
+    const waitedMs = waitingSince ? this.o.clock.now() - waitingSince.getTime() : 0;
+    const choice = chooseEnergy(this.o.policy, {
+      canDelegate,
+      staked: staked.energy > 0n,
+      burnSun: canDelegate || staked.energy === 0n ? 0n : await burnCost(),
+      waitedMs,
+    });
+    if (choice === "delegate") return { kind: "delegate", stake };
+    if (choice === "burn") return { kind: "burn" };
+    return {
+      kind: "wait",
+      reason: `the resource account can delegate ${delegatable - inFlight} sun of stake, ${stake} needed`,
+    };
+  }
+
+  /**
+   * The sender's gate (`EnergyGate`): what of a batch from `from` may be signed now. Nothing while
+   * a delegation to `from` is on its way. From the hot wallet, token transfers short of energy get
+   * one delegation for the batch and wait for it (or for the resource account to recover, within
+   * the policy); other sources are served by their sweep's own delegation (`planSweep`).
+   */
+  async ready<R extends { asset: string; to_address: string; amount: string; created_at?: Date }>(
+    index: number,
+    from: string,
+    rows: R[],
+  ): Promise<R[]> {
+    const db = this.o.db;
+    const address = normalizeAddress(this.o.network, from);
+    if (await hasOpenDelegationTo(db, this.scope, address)) return [];
+    if (index !== HOT_WALLET_INDEX) return rows;
+    const tokens = rows.filter((r) => r.asset === "token");
+    if (tokens.length === 0) return rows;
+    const r = this.o.writer.resources;
+    let needed = 0n;
+    let available = 0n;
+    for (const row of tokens) {
+      const e = await r.transferEnergy(address, row.to_address, BigInt(row.amount));
+      needed += e.needed;
+      available = e.available;
+    }
+    const shortfall = withBuffer(needed, ENERGY_MARGIN_PERCENT) - available;
+    if (shortfall <= 0n) return rows;
+    const oldest = tokens.reduce<Date | null>(
+      (a, row) => (row.created_at && (!a || row.created_at < a) ? row.created_at : a),
+      null,
+    );
+    const choice = await this.choose(db, shortfall, oldest, async () => {
+      const one = tokens[0]!;
+      return this.o.writer.tokenTransferCost(address, one.to_address, BigInt(one.amount));
+    });
+    if (choice.kind === "burn") return rows;
+    const others = rows.filter((row) => row.asset !== "token");
+    if (choice.kind === "wait") return others;
+    await db.transaction().execute(async (trx) => {
+      await requestTransfer(trx, {
+        intentId: `dlg_${base62(randomBytes(16))}`,
+        kind: "resource_delegation",
+        network: this.o.network,
+        environment: this.o.environment,
+        asset: "energy",
+        fromIndex: RESOURCE_ACCOUNT_INDEX,
+        to: address,
+        amount: choice.stake,
+      });
+    });
+    this.o.logger.info(
+      { network: this.o.network, to: address, stake: choice.stake.toString(), transfers: tokens.length },
+      "energy delegated to the hot wallet for its queued transfers",
+    );
+    return others;
+  }
+
+  /**
+   * One round of the engine's own work: take back the delegations whose use is over, and stake the
+   * resource account's TRX above its reserve (one stake at a time). Returns whether it queued any.
+   */
+  async tick(): Promise<boolean> {
+    const reclaims = await this.reclaim();
+    const staked = await this.stake();
+    return reclaims > 0 || staked;
+  }
+
+  private async reclaim(): Promise<number> {
+    const due = await dueReclaims(this.o.db, this.scope, {
+      index: HOT_WALLET_INDEX,
+      address: this.hotWallet,
+    });
+    if (due.length === 0) return 0;
+    await this.o.db.transaction().execute(async (trx) => {
+      for (const d of due)
+        await requestTransfer(trx, {
+          intentId: reclaimIntentId(d.intentId),
+          kind: "resource_reclaim",
+          network: this.o.network,
+          environment: this.o.environment,
+          asset: d.asset,
+          fromIndex: d.fromIndex,
+          to: d.to,
+          amount: d.amount,
+        });
+    });
+    return due.length;
+  }
+
+  private async stake(): Promise<boolean> {
+    if (await hasOpenStake(this.o.db, this.scope)) return false;
+    const r = this.o.writer.resources;
+    const [liquid, staked] = await Promise.all([
+      this.o.writer.nativeBalance(this.resourceAccount),
+      r.staked(this.resourceAccount),
+    ]);
+    const next = nextStake(this.o.policy, liquid, staked);
+    if (!next) return false;
+    await this.o.db.transaction().execute(async (trx) => {
+      await requestTransfer(trx, {
+        intentId: `stk_${base62(randomBytes(16))}`,
+        kind: "resource_stake",
+        network: this.o.network,
+        environment: this.o.environment,
+        asset: next.asset,
+        fromIndex: RESOURCE_ACCOUNT_INDEX,
+        to: this.resourceAccount,
+        amount: next.sun,
+      });
+    });
+    this.o.logger.info(
+      { network: this.o.network, asset: next.asset, sun: next.sun.toString() },
+      "resource account stakes its TRX",
+    );
+    return true;
+  }
+}

@@ -1,0 +1,292 @@
+import type { Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tronAddressToEvm } from "../../src/chains/tron/address.js";
+import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
+import type { Database } from "../../src/db/database.js";
+import { EnergyEngine, type EnergyPolicy } from "../../src/energy/index.js";
+import { registerEnergyOutcomes } from "../../src/energy/jobs.js";
+import type { Clock } from "../../src/lib/clock.js";
+import { createMerchantWithKeys } from "../../src/merchants/index.js";
+import { TransferOutcomes } from "../../src/sender/outcomes.js";
+import { Sender } from "../../src/sender/sender.js";
+import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
+import {
+  GAS_TANK_INDEX,
+  HOT_WALLET_INDEX,
+  RESOURCE_ACCOUNT_INDEX,
+} from "../../src/wallet/derivation-path.js";
+import { localSigner, logger, USDT, wallet } from "../sender/support.js";
+import { requestTransfer } from "../support/backed-transfer.js";
+import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
+import { startTronEmulator, type TronEmulator } from "../support/chain/tron-emulator.js";
+import { confirmedDeposit } from "../support/confirmed-deposit.js";
+import { openTestDatabase } from "../support/db.js";
+
+// Issue #38, part 2: TRON's energy engine on the resource-faithful emulator. The resource account
+// stakes the TRX the operator sends it; a sweep gets exactly the energy it lacks delegated just
+// before it is signed, and the delegation comes back once the sweep is final. Nothing burns energy.
+
+const network = "USDT-TRC20";
+const environment = "sandbox";
+const address = (i: number) => wallet.address(network, environment, i);
+const hot = address(HOT_WALLET_INDEX);
+const gasTank = address(GAS_TANK_INDEX);
+const resource = address(RESOURCE_ACCOUNT_INDEX);
+const TRX = (n: number) => BigInt(n) * 1_000_000n;
+const WEI_PER_SUN = 10n ** 12n;
+
+let node: AnvilNode;
+let token: Hex;
+let emulator: TronEmulator;
+let writer: TronChainWriter;
+let database: Database;
+let merchantId: string;
+/** Real time, moved forward by the waiting test. */
+let offsetMs = 0;
+const clock: Clock = { now: () => Date.now() + offsetMs };
+
+const policy: EnergyPolicy = {
+  maxWaitMs: 3_600_000,
+  burnCeilingSun: 1n,
+  reserveSun: TRX(10),
+  bandwidthStakePercent: 6,
+};
+
+beforeAll(async () => {
+  [node, database] = await Promise.all([startAnvil(), openTestDatabase()]);
+  token = await deployTestUsdt(node);
+  emulator = await startTronEmulator(node, token);
+  writer = new TronChainWriter({ apiUrl: emulator.url, tokenAddress: emulator.tokenAddress });
+  merchantId = (
+    await createMerchantWithKeys(database.db, { email: "energy@example.com", companyName: "Energy" })
+  ).id;
+  // The hot wallet already holds USDT (a sweep to it costs 64,285 energy) and TRX for bandwidth.
+  await mintTestUsdt(node, token, tronAddressToEvm(hot) as Hex, USDT(1_000));
+  await node.testClient.setBalance({ address: tronAddressToEvm(hot) as Hex, value: TRX(100) * WEI_PER_SUN });
+  await node.testClient.setBalance({
+    address: tronAddressToEvm(gasTank) as Hex,
+    value: TRX(1_000) * WEI_PER_SUN,
+  });
+  // The operator funds the resource account: 100,000 TRX, staked by the engine.
+  await node.testClient.setBalance({
+    address: tronAddressToEvm(resource) as Hex,
+    value: TRX(100_000) * WEI_PER_SUN,
+  });
+});
+
+afterAll(async () => {
+  await emulator?.stop();
+  await node?.stop();
+  await database?.close();
+});
+
+function parts() {
+  const outcomes = new TransferOutcomes();
+  registerSweepOutcomes(outcomes);
+  registerEnergyOutcomes(outcomes, logger);
+  outcomes.register("withdrawal", async () => {});
+  const engine = new EnergyEngine({
+    db: database.db,
+    network,
+    environment,
+    writer,
+    address,
+    policy,
+    logger,
+    clock,
+  });
+  const sender = new Sender({
+    db: database.db,
+    network,
+    environment,
+    writer,
+    signer: localSigner(database.db, emulator.tokenAddress),
+    address,
+    outcomes,
+    confirmations: 1,
+    logger,
+    clock,
+    recheckMs: 0,
+    energy: engine,
+  });
+  const sweeper = new Sweeper({
+    db: database.db,
+    network,
+    environment,
+    writer,
+    address,
+    threshold: USDT(10),
+    logger,
+    clock,
+    energy: engine,
+  });
+  return { engine, sender, sweeper };
+}
+
+/** Runs the sender and the engine until nothing is open and the engine queues nothing more. */
+async function settle(p: ReturnType<typeof parts>): Promise<void> {
+  for (let round = 0; round < 20; round++) {
+    const open = await p.sender.drain(60_000, 0);
+    if (open > 0) {
+      const rows = await database.db
+        .selectFrom("outgoing_transfers")
+        .select(["intent_id", "kind", "status", "last_error", "reason"])
+        .where("status", "in", ["queued", "signed", "broadcast"])
+        .execute();
+      throw new Error(`still open: ${JSON.stringify(rows)}`);
+    }
+    if (!(await p.engine.tick())) return;
+  }
+  throw new Error("the engine did not settle");
+}
+
+async function transfers(kind?: string) {
+  let q = database.db
+    .selectFrom("outgoing_transfers")
+    .select([
+      "intent_id",
+      "kind",
+      "status",
+      "asset",
+      "from_index",
+      "to_address",
+      "amount",
+      "tx_hash",
+      "after_intent_id",
+    ])
+    .where("network", "=", network)
+    .orderBy("created_at");
+  if (kind) q = q.where("kind", "=", kind as never);
+  return q.execute();
+}
+
+async function deposit(i: number, amount: bigint): Promise<string> {
+  const target = address(100 + i);
+  const receipt = await mintTestUsdt(node, token, tronAddressToEvm(target) as Hex, amount);
+  return database.db.transaction().execute(async (trx) => {
+    const { address: a } = await confirmedDeposit(trx, {
+      deriver: wallet,
+      merchantId,
+      network,
+      i,
+      amount,
+      txHash: receipt.transactionHash,
+    });
+    return a;
+  });
+}
+
+describe("the energy engine on the TRON emulator", () => {
+  it("stakes the resource account's TRX above its reserve: bandwidth first (its share), then energy", async () => {
+    const p = parts();
+    await settle(p);
+    const stakes = await transfers("resource_stake");
+    expect(stakes.map((s) => [s.status, s.asset, s.from_index, s.to_address])).toEqual([
+      ["confirmed", "bandwidth", RESOURCE_ACCOUNT_INDEX, resource],
+      ["confirmed", "energy", RESOURCE_ACCOUNT_INDEX, resource],
+    ]);
+    // 6 % of the 99,990 TRX above the 10 TRX reserve for bandwidth (whole TRX), the rest for energy.
+    expect(stakes.map((s) => BigInt(s.amount))).toEqual([TRX(5_999), TRX(93_991)]);
+    expect(await writer.resources.staked(resource)).toEqual({ energy: TRX(93_991), bandwidth: TRX(5_999) });
+  }, 120_000);
+
+  it("sweeps three fresh deposit addresses with delegated energy: activation → delegation → sweep → reclaim, nothing burned for energy", async () => {
+    const p = parts();
+    const deposits = [await deposit(0, USDT(20)), await deposit(1, USDT(30)), await deposit(2, USDT(40))];
+    const hotBefore = await writer.tokenBalance(hot);
+    const tankBefore = await writer.nativeBalance(gasTank);
+    expect(await p.sweeper.tick()).toBe(3);
+    // Each address: a 1-sun top-up that creates its account, the delegation waiting for it, the
+    // sweep waiting for the delegation.
+    const queued = await transfers();
+    for (const a of deposits) {
+      const topUp = queued.find((t) => t.kind === "gas_topup" && t.to_address === a)!;
+      const delegation = queued.find((t) => t.kind === "resource_delegation" && t.to_address === a)!;
+      const sweep = queued.find(
+        (t) => t.kind === "sweep" && t.to_address === hot && t.after_intent_id === delegation.intent_id,
+      )!;
+      expect(BigInt(topUp.amount)).toBe(1n);
+      expect(delegation.after_intent_id).toBe(topUp.intent_id);
+      expect(delegation.asset).toBe("energy");
+      expect(sweep).toBeDefined();
+    }
+    await settle(p);
+    for (const a of deposits) expect(await writer.tokenBalance(a)).toBe(0n);
+    expect(await writer.tokenBalance(hot)).toBe(hotBefore + USDT(90));
+    const sweeps = await transfers("sweep");
+    for (const s of sweeps) {
+      expect(s.status).toBe("confirmed");
+      // The sweep used delegated energy and the new account's free bandwidth: it burned nothing.
+      expect(emulator.charges(s.tx_hash!)).toMatchObject({ energyFee: 0n, netFee: 0n, outOfEnergy: false });
+    }
+    // Every delegation came back; the resource account delegates nothing now.
+    const reclaims = await transfers("resource_reclaim");
+    expect(reclaims.map((r) => r.status)).toEqual(["confirmed", "confirmed", "confirmed"]);
+    expect(emulator.resources.delegationsOf(tronAddressToEvm(resource))).toEqual([]);
+    // The resource account paid its delegations' bandwidth from its stake: it burned nothing.
+    for (const t of [...(await transfers("resource_delegation")), ...reclaims])
+      expect(emulator.charges(t.tx_hash!)).toMatchObject({ netFee: 0n, energyFee: 0n, contractFee: 0n });
+    // The gas tank paid each activation: 1 sun, the creation fee 1 TRX and 0.1 TRX bandwidth.
+    expect(tankBefore - (await writer.nativeBalance(gasTank))).toBe(3n * (1n + 1_100_000n));
+    // The deposit addresses keep the 1 sun they got: nothing stranded beyond it.
+    for (const a of deposits) expect(await writer.nativeBalance(a)).toBe(1n);
+  }, 180_000);
+
+  it("a withdrawal from the hot wallet gets the energy delegated before it is signed, and it comes back after", async () => {
+    const p = parts();
+    const payee = address(900);
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_energy_w1",
+        kind: "withdrawal",
+        network,
+        environment,
+        to: payee,
+        amount: USDT(5),
+      }),
+    );
+    const hotTrx = await writer.nativeBalance(hot);
+    await settle(p);
+    const [w] = (await transfers("withdrawal")).filter((t) => t.intent_id === "tx_energy_w1");
+    expect(w!.status).toBe("confirmed");
+    expect(await writer.tokenBalance(payee)).toBe(USDT(5));
+    const delegation = (await transfers("resource_delegation")).find((d) => d.to_address === hot)!;
+    expect(delegation.status).toBe("confirmed");
+    // To a new holder: 130,285 energy, all delegated; the hot wallet burns only bandwidth.
+    const charges = emulator.charges(w!.tx_hash!)!;
+    expect(charges).toMatchObject({ energyFee: 0n, outOfEnergy: false });
+    expect(hotTrx - (await writer.nativeBalance(hot))).toBe(charges.netFee);
+    expect(charges.netFee).toBeLessThanOrEqual(500_000n);
+    const reclaim = (await transfers("resource_reclaim")).find((r) => r.to_address === hot)!;
+    expect(reclaim.status).toBe("confirmed");
+    expect(emulator.resources.delegationsOf(tronAddressToEvm(resource))).toEqual([]);
+  }, 180_000);
+
+  it("with the resource account's energy used up, a sweep waits; past the policy's delay it burns", async () => {
+    const p = parts();
+    // Another network's worth of stake arrives: each TRX staked now gives less energy than needed.
+    emulator.resources.otherWeights.energy *= 1_000n;
+    try {
+      const a = await deposit(3, USDT(25));
+      expect(await p.sweeper.tick()).toBe(0);
+      const waiting = await database.db
+        .selectFrom("sweep_checks")
+        .select("energy_wait_since")
+        .where("address", "=", a)
+        .executeTakeFirstOrThrow();
+      const since = waiting.energy_wait_since?.getTime() ?? 0;
+      expect(Math.abs(since - clock.now())).toBeLessThan(30_000);
+      expect((await transfers()).filter((t) => t.to_address === a)).toEqual([]);
+      // Still waiting a minute later; an hour later it burns (a top-up for the burn, as before).
+      offsetMs += 60_000;
+      expect(await p.sweeper.tick()).toBe(0);
+      offsetMs += policy.maxWaitMs;
+      expect(await p.sweeper.tick()).toBe(1);
+      const mine = (await transfers()).filter((t) => t.to_address === a);
+      expect(mine.map((t) => t.kind)).toEqual(["gas_topup"]);
+      expect(BigInt(mine[0]!.amount)).toBeGreaterThan(1_000_000n);
+    } finally {
+      emulator.resources.otherWeights.energy /= 1_000n;
+    }
+  }, 120_000);
+});
