@@ -45,9 +45,10 @@ const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
 const addr = (network: CurrencyType, environment: Environment, index: number) =>
   wallet.address(network, environment, index);
 
-// Outside addresses (no key of ours: the mnemonic's production index 1 is the gas tank, issue #34).
+// Outside addresses (no key of ours: the mnemonic's production index 1 is the gas tank, issue #34,
+// and index 2 TRON's resource account, issue #38: anvil's accounts #1 and #2 are ours).
 const DEST = "0x52908400098527886E0F7030069857D2E4169EE7";
-const DEST_PROD = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+const DEST_PROD = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
 const STRANGER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 // Not anvil's account #1 (0x7099…79c8): with the test mnemonic that key is the gateway's own
 // USDT-ERC20 gas tank, so its TRON spelling is one of our addresses (issue #37, own addresses in
