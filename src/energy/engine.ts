@@ -51,7 +51,8 @@ export type SweepPlan =
  * anywhere leaves a delegation out for at most one more tick after the sweep it served is final.
  */
 export class EnergyEngine {
-  private readonly resourceAccount: string;
+  /** The resource account's address (HD index 2): the operator sends it the TRX to stake. */
+  readonly resourceAccount: string;
   private readonly hotWallet: string;
 
   constructor(private readonly o: EnergyEngineOptions) {

@@ -64,6 +64,10 @@ export function energyJobs(deps: EnergyJobDeps, _instanceId: string): Job[] {
     );
     const engine = energyEngineOf(deps, chain, writer);
     if (!engine) continue;
+    deps.logger.info(
+      { network, environment, resourceAccount: engine.resourceAccount },
+      "energy engine: send TRX to the resource account to stake it (without it, TRON fees are burned)",
+    );
     jobs.push({
       name: `energy:${network}:${environment}`,
       everyMs: 3_000,

@@ -4,6 +4,7 @@ import type { CurrencyType } from "../../src/domain/currency.js";
 import type { Environment } from "../../src/domain/environment.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createLogger } from "../../src/observability/logger.js";
+import type { EnergyGate } from "../../src/sender/context.js";
 import { type TransferOutcome, TransferOutcomes } from "../../src/sender/outcomes.js";
 import { type FaultPoint, Sender } from "../../src/sender/sender.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
@@ -54,6 +55,8 @@ export function makeSender(options: {
   stuckAfterMs?: number;
   expiryGraceMs?: number;
   fault?: (point: FaultPoint, ids: string[]) => void | Promise<void>;
+  /** TRON's energy engine (issue #38) as the sender's gate. */
+  energy?: EnergyGate;
 }): Sender {
   const environment = options.environment ?? "sandbox";
   return new Sender({
@@ -72,5 +75,6 @@ export function makeSender(options: {
     ...(options.stuckAfterMs !== undefined ? { stuckAfterMs: options.stuckAfterMs } : {}),
     ...(options.expiryGraceMs !== undefined ? { expiryGraceMs: options.expiryGraceMs } : {}),
     ...(options.fault ? { fault: options.fault } : {}),
+    ...(options.energy ? { energy: options.energy } : {}),
   });
 }
