@@ -18,3 +18,10 @@ alter table outgoing_transfers add constraint outgoing_transfers_resource_kind_c
 -- A deposit address whose sweep waits for the resource account's energy (instead of burning TRX)
 -- since this moment; cleared when its sweep is queued.
 alter table sweep_checks add column energy_wait_since timestamptz;
+
+-- Costs in the books (issue #38, part 3): what each mined transfer cost, from its receipt — the
+-- native coin it burned or paid (TRON sun: energy, bandwidth, account creation; EVM wei: gas used ×
+-- effective gas price) and the resource it consumed (TRON energy, delegated included; EVM gas).
+-- Null for transfers finished before this migration, never mined, or on the simulator.
+alter table outgoing_transfers add column fee_paid numeric(38,0) check (fee_paid >= 0);
+alter table outgoing_transfers add column resource_used numeric(38,0) check (resource_used >= 0);

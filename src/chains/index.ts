@@ -85,6 +85,7 @@ export {
   type FeeParams,
   InsufficientFundsError,
   isResourceAsset,
+  type Paid,
   type PreparedTransfer,
   type PrepareOptions,
   type ResourceAction,

@@ -64,8 +64,19 @@ export type TransferCheck =
   | { state: "missing" }
   | { state: "pending" }
   | { state: "disputed"; reason: string; alert: boolean }
-  | { state: "success"; blockNumber: number; confirmations: number }
-  | { state: "failed"; blockNumber: number; confirmations: number; reason: string };
+  | { state: "success"; blockNumber: number; confirmations: number; paid?: Paid }
+  | { state: "failed"; blockNumber: number; confirmations: number; reason: string; paid?: Paid };
+
+/**
+ * What a mined transaction cost (issue #38, costs in the books): `fee` the native coin it burned or
+ * paid (TRON: sun burned for energy, bandwidth and account creation; EVM: gas used × effective gas
+ * price, in wei), `used` the resource it consumed (TRON energy, delegated or staked included; EVM
+ * gas).
+ */
+export interface Paid {
+  fee: bigint;
+  used: bigint;
+}
 
 /** Fee parameters of an attempt, kept as decimal strings (replacement bumps start from them). */
 export type FeeParams = Record<string, string>;

@@ -214,6 +214,34 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     },
   },
 
+  costs: {
+    summary:
+      "what the gateway's own transfers cost (issue #38): native coin burned per network, month\n" +
+      "and purpose (collecting deposits, paying out, staking), per collected deposit and per\n" +
+      "payment, and the energy or gas used from stake",
+    options: {
+      months: { type: "string", value: "n", help: "this month and the n-1 before it (default 3)" },
+      json: { type: "boolean", help: "print the rows as JSON" },
+    },
+    async run(config, flags) {
+      const { runOperator } = await import("./merchant-create.js");
+      const { formatCostTable } = await import("../sender/index.js");
+      const raw = (await runOperator(config, "costs.report", {
+        months: typeof flags.months === "string" ? flags.months : "3",
+      })) as Record<string, unknown>[];
+      // Through the control socket big integers arrive as strings: read back either way.
+      const rows = raw.map((r) => ({
+        ...r,
+        fee: BigInt(String(r.fee)),
+        used: BigInt(String(r.used)),
+      })) as Parameters<typeof formatCostTable>[0];
+      process.stdout.write(
+        `${flags.json ? JSON.stringify(rows, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2) : formatCostTable(rows)}\n`,
+      );
+      return 0;
+    },
+  },
+
   "db roles": {
     summary:
       "create the PostgreSQL login roles of the api, worker and signer processes (least privilege,\n" +

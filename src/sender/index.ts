@@ -4,6 +4,7 @@
  * jobs, and the status read by metrics and `/readyz`.
  */
 
+export { type CostPurpose, type CostRow, formatCostTable, nativeUnit, transferCosts } from "./costs.js";
 export {
   type FrozenRole,
   frozenAddressesOf,

@@ -201,6 +201,7 @@ export class Sender {
           check.state === "success" ? "confirmed" : "failed",
           check.state === "failed" ? check.reason : null,
           check.blockNumber,
+          check.paid ?? null,
         );
       }
       if (check.state === "pending") anyPending = true;

@@ -1,5 +1,6 @@
 import type {
   ExpectedTransfer,
+  Paid,
   ResourceAction,
   SignedChainWriter,
   TransferCheck,
@@ -79,6 +80,7 @@ export async function finish(
   status: FinalState,
   reason: string | null,
   blockNumber: number | null = null,
+  paid: Paid | null = null,
 ): Promise<void> {
   if (!c.outcomes.handler(r.kind)) {
     c.logger.warn(
@@ -87,7 +89,7 @@ export async function finish(
     );
     return later(c, r.intent_id, 10_000);
   }
-  await c.db.transaction().execute((trx) => finishIn(c, trx, r, txHash, status, reason, blockNumber));
+  await c.db.transaction().execute((trx) => finishIn(c, trx, r, txHash, status, reason, blockNumber, paid));
 }
 
 /** Records the final state and calls the outcome hook in `trx`; nothing when already final. */
@@ -99,11 +101,12 @@ export async function finishIn(
   status: FinalState,
   reason: string | null,
   blockNumber: number | null = null,
+  paid: Paid | null = null,
 ): Promise<void> {
   const handler = c.outcomes.handler(r.kind);
   if (!handler) return;
   const now = new Date(c.clock.now());
-  if (!(await markFinished(trx, r, { status, txHash, blockNumber, reason, now }))) return;
+  if (!(await markFinished(trx, r, { status, txHash, blockNumber, reason, now, paid }))) return;
   await handler(trx, { intentId: r.intent_id, kind: r.kind, status, txHash, reason });
   c.logger.info(
     { intentId: r.intent_id, kind: r.kind, status, txHash, reason },

@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { FeeParams } from "../chains/index.js";
+import type { FeeParams, Paid } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { OutgoingTransfersTable } from "../db/tables/sending.js";
 import type { CurrencyType } from "../domain/currency.js";
@@ -303,6 +303,8 @@ export async function markFinished(
     blockNumber: number | null;
     reason: string | null;
     now: Date;
+    /** What the mined transaction cost (its receipt); null when nothing was mined. */
+    paid?: Paid | null;
   },
 ): Promise<boolean> {
   checkTransition(row.status, f.status);
@@ -316,6 +318,8 @@ export async function markFinished(
       finished_at: f.now,
       updated_at: f.now,
       waiting_funds_since: null,
+      fee_paid: f.paid ? f.paid.fee : null,
+      resource_used: f.paid ? f.paid.used : null,
     })
     .where("intent_id", "=", row.intent_id)
     .where("status", "in", OPEN_STATES)

@@ -7,6 +7,7 @@ import { EnergyEngine, type EnergyPolicy } from "../../src/energy/index.js";
 import { registerEnergyOutcomes } from "../../src/energy/jobs.js";
 import type { Clock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
+import { formatCostTable, transferCosts } from "../../src/sender/index.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { Sender } from "../../src/sender/sender.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
@@ -230,6 +231,16 @@ describe("the energy engine on the TRON emulator", () => {
     expect(tankBefore - (await writer.nativeBalance(gasTank))).toBe(3n * (1n + 1_100_000n));
     // The deposit addresses keep the 1 sun they got: nothing stranded beyond it.
     for (const a of deposits) expect(await writer.nativeBalance(a)).toBe(1n);
+    // Costs in the books: each transfer's receipt recorded what it burned and the energy it used.
+    const books = await database.db
+      .selectFrom("outgoing_transfers")
+      .select(["kind", "fee_paid", "resource_used"])
+      .where("network", "=", network)
+      .where("kind", "in", ["gas_topup", "sweep"])
+      .execute();
+    for (const b of books.filter((x) => x.kind === "gas_topup")) expect(b.fee_paid).toBe("1100000");
+    for (const b of books.filter((x) => x.kind === "sweep"))
+      expect([b.fee_paid, b.resource_used]).toEqual(["0", "64285"]);
   }, 180_000);
 
   it("a withdrawal from the hot wallet gets the energy delegated before it is signed, and it comes back after", async () => {
@@ -289,4 +300,28 @@ describe("the energy engine on the TRON emulator", () => {
       emulator.resources.otherWeights.energy /= 1_000n;
     }
   }, 120_000);
+
+  it("stablegate costs: what collecting and paying out burned, per network, month and purpose", async () => {
+    const rows = await transferCosts(database.db, new Date(Date.now() - 86_400_000));
+    const collection = rows.find((r) => r.purpose === "collection" && r.network === network)!;
+    // Three activations (1.1 TRX each) and, from the waiting test, one burn top-up; sweeps and the
+    // engine's delegations burned nothing.
+    expect(collection.served).toBe(3);
+    const topUps = await database.db
+      .selectFrom("outgoing_transfers")
+      .select((eb) => eb.fn.sum<string>("fee_paid").as("fee"))
+      .where("kind", "=", "gas_topup")
+      .where("status", "=", "confirmed")
+      .executeTakeFirstOrThrow();
+    expect(collection.fee).toBe(BigInt(topUps.fee));
+    expect(collection.fee).toBe(3n * 1_100_000n);
+    const outgoing = rows.find((r) => r.purpose === "outgoing" && r.network === network)!;
+    // The withdrawal: its energy delegated, its bandwidth from the hot wallet's free daily 600 bytes.
+    expect(outgoing.served).toBe(1);
+    expect(outgoing.fee).toBe(0n);
+    expect(outgoing.used).toBe(130_285n);
+    const table = formatCostTable(rows);
+    expect(table).toMatch(/collection\s+\d+\s+3\.300 TRX\s+1\.100 TRX\/deposit/);
+    expect(table).toMatch(/outgoing\s+\d+\s+0\.000 TRX\s+0\.000 TRX\/payment\s+130285/);
+  });
 });

@@ -236,11 +236,13 @@ export class EvmChainWriter implements SignedChainWriter {
       await this.call("eth_blockNumber", () => this.client.getBlockNumber({ cacheTime: 0 })),
     );
     const confirmations = Math.max(0, head - blockNumber + 1);
+    const paid = { fee: receipt.gasUsed * receipt.effectiveGasPrice, used: receipt.gasUsed };
     const failed = (reason: string): TransferCheck => ({
       state: "failed",
       blockNumber,
       confirmations,
       reason,
+      paid,
     });
     if (receipt.status !== "success") return failed("reverted");
     const from = normalizeEvmAddress(expected.from);
@@ -250,7 +252,7 @@ export class EvmChainWriter implements SignedChainWriter {
       const tx = await this.call("eth_getTransactionByHash", () => this.client.getTransaction({ hash: h }));
       if (!tx.to || normalizeEvmAddress(tx.to) !== to) return failed("wrong recipient");
       if (tx.value !== expected.amount) return failed("wrong amount");
-      return { state: "success", blockNumber, confirmations };
+      return { state: "success", blockNumber, confirmations, paid };
     }
     for (const log of receipt.logs) {
       if (normalizeEvmAddress(log.address) !== this.token) continue;
@@ -262,7 +264,7 @@ export class EvmChainWriter implements SignedChainWriter {
           normalizeEvmAddress(ev.args.to) === to &&
           ev.args.value === expected.amount * this.scale
         )
-          return { state: "success", blockNumber, confirmations };
+          return { state: "success", blockNumber, confirmations, paid };
       } catch {}
     }
     return failed("no Transfer log with the expected recipient and amount");

@@ -18,8 +18,10 @@ export interface TronTransactionInfo {
   id: string;
   blockNumber?: number;
   blockTimeStamp?: number;
+  /** Sun the transaction burned (energy, bandwidth, account creation); absent when none. */
+  fee?: number;
   /** Absent for transactions without a contract receipt (TRX transfers). */
-  receipt?: { result?: string };
+  receipt?: { result?: string; energy_usage_total?: number };
   /** `FAILED` when the transaction failed. */
   result?: string;
   log?: TronLog[];

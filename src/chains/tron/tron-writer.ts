@@ -270,7 +270,7 @@ export class TronChainWriter implements SignedChainWriter {
   }
 
   async check(hash: string, expected: ExpectedTransfer): Promise<TransferCheck> {
-    const info = await this.post<TronTransactionInfo & { fee?: number }>("wallet/gettransactioninfobyid", {
+    const info = await this.post<TronTransactionInfo>("wallet/gettransactioninfobyid", {
       value: hash,
     });
     if (!info || typeof info.blockNumber !== "number") {
@@ -280,11 +280,16 @@ export class TronChainWriter implements SignedChainWriter {
     const blockNumber = info.blockNumber;
     const head = await this.reader.headBlock();
     const confirmations = Math.max(0, head - blockNumber + 1);
+    const paid = {
+      fee: BigInt(typeof info.fee === "number" ? info.fee : 0),
+      used: BigInt(info.receipt?.energy_usage_total ?? 0),
+    };
     const failed = (reason: string): TransferCheck => ({
       state: "failed",
       blockNumber,
       confirmations,
       reason,
+      paid,
     });
     if (info.result === "FAILED") return failed(`failed on-chain (${info.receipt?.result ?? "FAILED"})`);
     const from = normalizeTronAddress(expected.from);
@@ -311,7 +316,7 @@ export class TronChainWriter implements SignedChainWriter {
         (typeof v.receiver_address !== "string" || tronAddressFromHex(v.receiver_address) !== to)
       )
         return failed("wrong receiver");
-      return { state: "success", blockNumber, confirmations };
+      return { state: "success", blockNumber, confirmations, paid };
     }
     if (expected.asset === "native") {
       const tx = await this.post<{
@@ -328,7 +333,7 @@ export class TronChainWriter implements SignedChainWriter {
       )
         return failed("wrong recipient");
       if (BigInt(String(v.amount ?? "0")) !== expected.amount) return failed("wrong amount");
-      return { state: "success", blockNumber, confirmations };
+      return { state: "success", blockNumber, confirmations, paid };
     }
     if ((info.receipt?.result ?? "") !== "SUCCESS")
       return failed(`failed on-chain (${info.receipt?.result ?? "no receipt"})`);
@@ -341,7 +346,7 @@ export class TronChainWriter implements SignedChainWriter {
         tronAddressFromHex(toTopic.slice(-40)) === to &&
         BigInt(`0x${log.data || "0"}`) === expected.amount
       )
-        return { state: "success", blockNumber, confirmations };
+        return { state: "success", blockNumber, confirmations, paid };
     }
     return failed("no Transfer log with the expected recipient and amount");
   }

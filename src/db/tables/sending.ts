@@ -50,6 +50,9 @@ export interface OutgoingTransfersTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   finished_at: NullableTimestamp;
+  /** What the mined transfer cost (migration 0033): native coin burned or paid, resource used. */
+  fee_paid: NumericNullable;
+  resource_used: NumericNullable;
 }
 
 export interface OutgoingTransferAttemptsTable {

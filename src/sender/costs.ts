@@ -1,0 +1,151 @@
+import { sql } from "kysely";
+import type { Db } from "../db/database.js";
+import { type CurrencyType, currencyOf } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
+
+/**
+ * Costs in the books (issue #38, part 3): what the gateway's own transfers cost, from the fee each
+ * mined transfer's receipt recorded (`fee_paid`, `resource_used`; migration 0033), per network,
+ * environment, month and purpose:
+ * - `collection`: getting deposits to the hot wallet — gas top-ups (a fresh TRON address's account
+ *   creation included), sweeps, and the energy engine's delegations a sweep waited for and their
+ *   reclaims (`rcl_<delegation>`, sender/resource-reads.ts);
+ * - `outgoing`: withdrawals, payouts, held deposits' returns, cold forwards, and the delegations to
+ *   the hot wallet (and reclaims) that served them;
+ * - `stake`: the resource account's stakes.
+ * The native coin burned or paid (TRON: sun burned; EVM: wei of gas) is the cost; energy a transfer
+ * used from stake or delegation is shown beside it (`used`), paid for by capital, not burned.
+ */
+
+export type CostPurpose = "collection" | "outgoing" | "stake";
+
+export interface CostRow {
+  network: CurrencyType;
+  environment: Environment;
+  /** `YYYY-MM` of the transfers' finish. */
+  month: string;
+  purpose: CostPurpose;
+  transfers: number;
+  /** Native coin burned or paid, base units (sun, wei). */
+  fee: bigint;
+  /** Resource consumed (TRON energy, EVM gas). */
+  used: bigint;
+  /** Of those transfers, the ones that burned nothing. */
+  unburned: number;
+  /** Confirmed sweeps (collection) or confirmed payments out (outgoing): what the cost is per. */
+  served: number;
+}
+
+/** Finished transfers with a recorded cost since `since`, grouped as `CostRow`s. */
+export async function transferCosts(db: Db, since: Date): Promise<CostRow[]> {
+  const rows = await sql<{
+    network: CurrencyType;
+    environment: Environment;
+    month: string;
+    purpose: CostPurpose;
+    transfers: string;
+    fee: string | null;
+    used: string | null;
+    unburned: string;
+    served: string;
+  }>`
+    with t as (
+      select o.network, o.environment, to_char(date_trunc('month', o.finished_at), 'YYYY-MM') as month,
+        case
+          when o.kind in ('gas_topup', 'sweep') then 'collection'
+          when o.kind = 'resource_stake' then 'stake'
+          -- A delegation served a sweep when the sweep waited for it; a reclaim (rcl_<delegation>)
+          -- served what its delegation did. Others served the hot wallet's payments.
+          when o.kind in ('resource_delegation', 'resource_reclaim') then
+            case when exists (
+              select from outgoing_transfers s
+              where s.kind = 'sweep'
+                and s.after_intent_id = case when o.kind = 'resource_reclaim'
+                  then substr(o.intent_id, 5) else o.intent_id end
+            ) then 'collection' else 'outgoing' end
+          else 'outgoing'
+        end as purpose,
+        o.kind, o.status, o.fee_paid, o.resource_used
+      from outgoing_transfers o
+      where o.finished_at >= ${since} and o.status in ('confirmed', 'failed')
+    )
+    select network, environment, month, purpose,
+      count(*) filter (where fee_paid is not null)::text as transfers,
+      sum(fee_paid)::text as fee,
+      sum(resource_used)::text as used,
+      count(*) filter (where fee_paid = 0)::text as unburned,
+      count(*) filter (where status = 'confirmed'
+        and kind in ('sweep', 'withdrawal', 'payout', 'return', 'cold_forward'))::text as served
+    from t
+    group by network, environment, month, purpose
+    order by month, network, environment, purpose`.execute(db);
+  return rows.rows
+    .filter((r) => Number(r.transfers) > 0)
+    .map((r) => ({
+      network: r.network,
+      environment: r.environment,
+      month: r.month,
+      purpose: r.purpose,
+      transfers: Number(r.transfers),
+      fee: BigInt(r.fee ?? 0),
+      used: BigInt(r.used ?? 0),
+      unburned: Number(r.unburned),
+      served: Number(r.served),
+    }));
+}
+
+/** The native coin's decimals and name of a network (TRON: TRX in sun; EVM: 18 decimals). */
+export function nativeUnit(network: CurrencyType): { decimals: number; name: string } {
+  return currencyOf(network).definition.family === "tron"
+    ? { decimals: 6, name: "TRX" }
+    : { decimals: 18, name: "native" };
+}
+
+/** A base-unit amount of the native coin as a decimal with 3 places (rounded down). */
+function native(network: CurrencyType, units: bigint): string {
+  const { decimals } = nativeUnit(network);
+  const scale = 10n ** BigInt(decimals - 3);
+  const milli = units / scale;
+  return `${milli / 1000n}.${(milli % 1000n).toString().padStart(3, "0")}`;
+}
+
+/** The cost rows as the operator's table (`stablegate costs`). */
+export function formatCostTable(rows: CostRow[]): string {
+  if (rows.length === 0) return "no finished transfer with a recorded cost in this period";
+  const header = [
+    "month",
+    "currency type",
+    "environment",
+    "purpose",
+    "transfers",
+    "burned",
+    "per one",
+    "used",
+    "burned nothing",
+  ];
+  const lines = rows.map((r) => {
+    const unit = nativeUnit(r.network).name;
+    const per =
+      r.served > 0
+        ? `${native(r.network, r.fee / BigInt(r.served))} ${unit}/${r.purpose === "collection" ? "deposit" : "payment"}`
+        : "-";
+    return [
+      r.month,
+      r.network,
+      r.environment,
+      r.purpose,
+      String(r.transfers),
+      `${native(r.network, r.fee)} ${unit}`,
+      per,
+      r.used.toString(),
+      String(r.unburned),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const row = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return [row(header), ...lines.map(row)].join("\n");
+}
