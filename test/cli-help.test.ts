@@ -13,7 +13,7 @@ const COMMANDS: Record<string, string[]> = {
   "config check": [],
   "admin create": ["--email", "--password-stdin"],
   "ledger verify": ["--json"],
-  costs: ["--months", "--json"],
+  "chain costs": ["--months", "--json"],
   "signer export-xpubs": [],
 };
 const ROLES = ["serve", "api", "worker", "migrate", "signer"];

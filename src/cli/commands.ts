@@ -214,7 +214,7 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     },
   },
 
-  costs: {
+  "chain costs": {
     summary:
       "what the gateway's own transfers cost (issue #38): native coin burned per network, month\n" +
       "and purpose (collecting deposits, paying out, staking), per collected deposit and per\n" +

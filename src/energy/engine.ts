@@ -11,7 +11,6 @@ import {
   dueReclaims,
   hasOpenDelegationTo,
   hasOpenStake,
-  reclaimIntentId,
   requestTransfer,
 } from "../sender/index.js";
 import { HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
@@ -186,15 +185,18 @@ export class EnergyEngine {
   }
 
   private async reclaim(): Promise<number> {
-    const due = await dueReclaims(this.o.db, this.scope, {
-      index: HOT_WALLET_INDEX,
-      address: this.hotWallet,
-    });
+    const due = await dueReclaims(
+      this.o.db,
+      this.scope,
+      { index: HOT_WALLET_INDEX, address: this.hotWallet },
+      // A delegation whose transfer stays open longer than a transfer may wait for energy comes back.
+      { now: new Date(this.o.clock.now()), staleMs: this.o.policy.maxWaitMs },
+    );
     if (due.length === 0) return 0;
     await this.o.db.transaction().execute(async (trx) => {
       for (const d of due)
         await requestTransfer(trx, {
-          intentId: reclaimIntentId(d.intentId),
+          intentId: d.reclaimId,
           kind: "resource_reclaim",
           network: this.o.network,
           environment: this.o.environment,

@@ -109,7 +109,7 @@ function native(network: CurrencyType, units: bigint): string {
   return `${milli / 1000n}.${(milli % 1000n).toString().padStart(3, "0")}`;
 }
 
-/** The cost rows as the operator's table (`stablegate costs`). */
+/** The cost rows as the operator's table (`stablegate chain costs`). */
 export function formatCostTable(rows: CostRow[]): string {
   if (rows.length === 0) return "no finished transfer with a recorded cost in this period";
   const header = [

@@ -8,9 +8,13 @@ import type { SenderScope } from "./transfer-store.js";
  * the resource account has on its way, and which delegations are due to come back.
  */
 
-/** The reclaim of a delegation has this intent id: one per delegation, however many workers look. */
-export function reclaimIntentId(delegationId: string): string {
-  return `rcl_${delegationId}`;
+/**
+ * The reclaim of a delegation has this intent id: one per delegation and try, however many workers
+ * look (`rcl_<delegation>`, then `rcl_<delegation>_<n>` after n failed tries). The signer reads the
+ * delegation back from it (signer/evidence.ts).
+ */
+export function reclaimIntentId(delegationId: string, failedTries = 0): string {
+  return failedTries === 0 ? `rcl_${delegationId}` : `rcl_${delegationId}_${failedTries}`;
 }
 
 /** Sun of stake (per resource) in delegations from `fromIndex` not mined yet: not delegatable again. */
@@ -56,45 +60,62 @@ export async function hasOpenStake(db: Db, scope: SenderScope): Promise<boolean>
   return row !== undefined;
 }
 
-/** A confirmed delegation whose use is over and whose reclaim is not queued yet. */
+/** A confirmed delegation whose use is over and that is not taken back (nor being taken back). */
 export interface DueReclaim {
   intentId: string;
   fromIndex: number;
   to: string;
   amount: bigint;
   asset: "energy" | "bandwidth";
+  /** The reclaim's intent id: `rcl_<delegation>`, or `rcl_<delegation>_<n>` after n failed ones. */
+  reclaimId: string;
 }
+
+/** A failed reclaim is tried again this much later, at most this many times (then the alert stands). */
+const RECLAIM_RETRY_MS = 10 * 60_000;
+const RECLAIM_RETRIES = 5;
 
 /**
  * Confirmed delegations to take back: one to a deposit address once the sweep that waited for it is
- * final; one to the hot wallet (`hotIndex`'s address `hot`) once no token transfer from the hot
- * wallet is open. Each without its reclaim (`reclaimIntentId`) yet.
+ * final, one to the hot wallet (`hot`) once no token transfer from it is open — or either once it
+ * has been out longer than `staleMs` (a sweep or payment the signer refuses stays open: outside
+ * review of issue #38). None with an open or confirmed reclaim; after a failed one, again
+ * `RECLAIM_RETRY_MS` later, up to `RECLAIM_RETRIES` times.
  */
 export async function dueReclaims(
   db: Db,
   scope: SenderScope,
   hot: { index: number; address: string },
+  at: { now: Date; staleMs: number },
   limit = 100,
 ): Promise<DueReclaim[]> {
+  const stale = new Date(at.now.getTime() - at.staleMs);
+  const retryAfter = new Date(at.now.getTime() - RECLAIM_RETRY_MS);
   const rows = await db
     .selectFrom("outgoing_transfers as d")
-    .select(["d.intent_id", "d.from_index", "d.to_address", "d.amount", "d.asset"])
+    .select([
+      "d.intent_id",
+      "d.from_index",
+      "d.to_address",
+      "d.amount",
+      "d.asset",
+      // Its reclaims so far, all failed (the filter below): how many, and when the last ended.
+      sql<string>`(select count(*) from outgoing_transfers r
+        where r.kind = 'resource_reclaim' and starts_with(r.intent_id, 'rcl_' || d.intent_id))`.as("tries"),
+    ])
     .where("d.network", "=", scope.network)
     .where("d.environment", "=", scope.environment)
     .where("d.kind", "=", "resource_delegation")
     .where("d.status", "=", "confirmed")
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom("outgoing_transfers as r")
-            .select("r.intent_id")
-            // reclaimIntentId, in SQL.
-            .where(sql<boolean>`r.intent_id = 'rcl_' || d.intent_id`),
-        ),
-      ),
+    // reclaimIntentId, in SQL: none open or confirmed, none failed lately.
+    .where(
+      sql<boolean>`not exists (select from outgoing_transfers r
+        where r.kind = 'resource_reclaim' and starts_with(r.intent_id, 'rcl_' || d.intent_id)
+          and (r.status <> 'failed' or r.finished_at > ${retryAfter}))`,
     )
     .where(({ or, and, eb, not, exists, selectFrom }) =>
       or([
+        eb("d.finished_at", "<", stale),
         and([
           eb("d.to_address", "<>", hot.address),
           not(
@@ -125,11 +146,14 @@ export async function dueReclaims(
     .orderBy("d.finished_at")
     .limit(limit)
     .execute();
-  return rows.map((r) => ({
-    intentId: r.intent_id,
-    fromIndex: Number(r.from_index),
-    to: r.to_address,
-    amount: BigInt(r.amount),
-    asset: r.asset as "energy" | "bandwidth",
-  }));
+  return rows
+    .filter((r) => Number(r.tries) <= RECLAIM_RETRIES)
+    .map((r) => ({
+      intentId: r.intent_id,
+      fromIndex: Number(r.from_index),
+      to: r.to_address,
+      amount: BigInt(r.amount),
+      asset: r.asset as "energy" | "bandwidth",
+      reclaimId: reclaimIntentId(r.intent_id, Number(r.tries)),
+    }));
 }

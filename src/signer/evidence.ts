@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { findMerchantOwnerId } from "../auth/index.js";
 import { normalizeAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
@@ -173,30 +174,18 @@ export interface ResourceIntent {
 }
 
 /**
- * A delegation (issue #38) goes only where a transfer of ours is about to spend it: to a deposit
- * address whose open sweep waits for exactly this delegation (recorded deposit address of this
- * chain, the sweep's `after_intent_id`), or to the hot wallet while a token transfer from it is
- * open. Energy only: bandwidth is not delegated. Null when that holds, else what is missing.
+ * A delegation (issue #38) to a deposit address goes only where a sweep of ours is about to spend
+ * it: the open sweep that waits for exactly this delegation (its `after_intent_id`), from a
+ * recorded deposit address of this chain that is the signer's own key at that index (`addressAt`:
+ * derived by the signer, never the database's word alone: outside review), and the receiver is that
+ * address. Energy only: bandwidth is not delegated. Null when that holds, else what is missing.
  */
 export async function delegationEvidence(
   db: Db,
-  intent: ResourceIntent & { intentId: string; hotWallet: boolean },
+  intent: ResourceIntent & { intentId: string },
+  addressAt: (index: number) => string,
 ): Promise<string | null> {
   if (intent.asset !== "energy") return "only energy is delegated";
-  const open = ["queued", "signed", "broadcast"] as const;
-  if (intent.hotWallet) {
-    const payment = await db
-      .selectFrom("outgoing_transfers")
-      .select("intent_id")
-      .where("network", "=", intent.network)
-      .where("environment", "=", intent.environment)
-      .where("from_index", "=", HOT_WALLET_INDEX)
-      .where("asset", "=", "token")
-      .where("status", "in", open)
-      .limit(1)
-      .executeTakeFirst();
-    return payment ? null : "no token transfer from the hot wallet is open";
-  }
   const sweep = await db
     .selectFrom("outgoing_transfers")
     .select(["from_index"])
@@ -204,31 +193,94 @@ export async function delegationEvidence(
     .where("kind", "=", "sweep")
     .where("network", "=", intent.network)
     .where("environment", "=", intent.environment)
-    .where("status", "in", open)
+    .where("status", "in", OPEN)
     .executeTakeFirst();
   if (!sweep) return "no open sweep waits for this delegation";
-  const recorded = await recordedAddressAt(db, intent.network, intent.environment, Number(sweep.from_index));
+  const index = Number(sweep.from_index);
+  const recorded = await recordedAddressAt(db, intent.network, intent.environment, index);
   if (!recorded || !sameAddress(intent.network, recorded, intent.to))
     return "the delegation does not go to the address of the sweep that waits for it";
+  if (!sameAddress(intent.network, addressAt(index), intent.to))
+    return "the sweep's address is not the signer's own key at its index";
   return null;
 }
 
-/**
- * Taking a delegation back (issue #38): a confirmed delegation of this resource and amount to this
- * receiver is recorded. (A reclaim moves nothing to anyone; the check keeps the key to its shape.)
- */
-export async function reclaimEvidence(db: Db, intent: ResourceIntent): Promise<string | null> {
+/** The token transfers from the hot wallet still open (the energy engine delegates for them). */
+export async function openHotWalletPayments(
+  db: Db,
+  scope: { network: CurrencyType; environment: Environment },
+  limit = 20,
+) {
   const rows = await db
     .selectFrom("outgoing_transfers")
-    .select(["to_address"])
-    .where("kind", "=", "resource_delegation")
+    .select(["intent_id", "kind", "to_address", "amount"])
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("from_index", "=", HOT_WALLET_INDEX)
+    .where("asset", "=", "token")
+    .where("status", "in", OPEN)
+    .orderBy("created_at")
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, amount: BigInt(r.amount) }));
+}
+
+/** Delegations to `to` other than `intentId` still open (the engine asks for one at a time). */
+export async function otherOpenDelegations(db: Db, intent: ResourceIntent & { intentId: string }) {
+  const row = await db
+    .selectFrom("outgoing_transfers")
+    .select("intent_id")
     .where("network", "=", intent.network)
     .where("environment", "=", intent.environment)
-    .where("asset", "=", intent.asset)
-    .where("amount", "=", intent.amount.toString())
-    .where("status", "=", "confirmed")
-    .execute();
-  return rows.some((r) => sameAddress(intent.network, r.to_address, intent.to))
-    ? null
-    : "no confirmed delegation of this amount to this receiver is recorded";
+    .where("kind", "=", "resource_delegation")
+    .where("to_address", "=", intent.to)
+    .where("intent_id", "<>", intent.intentId)
+    .where("status", "in", OPEN)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
 }
+
+/** The delegation a reclaim intent names: `rcl_<delegation>` or a retry `rcl_<delegation>_<n>`. */
+const RECLAIM_ID = /^rcl_(dlg_[0-9A-Za-z]{1,40})(?:_[1-9][0-9]?)?$/;
+
+/**
+ * Taking a delegation back (issue #38): the reclaim's intent id names its delegation, which is a
+ * confirmed delegation of this resource and amount to this receiver, and which no other reclaim has
+ * taken back yet (TRON takes back from the sum delegated to a receiver: a second reclaim would
+ * take another live delegation: outside review).
+ */
+export async function reclaimEvidence(
+  db: Db,
+  intent: ResourceIntent & { intentId: string },
+): Promise<string | null> {
+  const delegationId = RECLAIM_ID.exec(intent.intentId)?.[1];
+  if (!delegationId) return "a reclaim's intent does not name its delegation";
+  const d = await db
+    .selectFrom("outgoing_transfers")
+    .select(["kind", "status", "network", "environment", "asset", "to_address", "amount"])
+    .where("intent_id", "=", delegationId)
+    .executeTakeFirst();
+  if (
+    d?.kind !== "resource_delegation" ||
+    d.status !== "confirmed" ||
+    d.network !== intent.network ||
+    d.environment !== intent.environment ||
+    d.asset !== intent.asset ||
+    BigInt(d.amount) !== intent.amount ||
+    !sameAddress(intent.network, d.to_address, intent.to)
+  )
+    return "no confirmed delegation of this amount to this receiver is named";
+  const taken = await db
+    .selectFrom("outgoing_transfers")
+    .select("intent_id")
+    .where("kind", "=", "resource_reclaim")
+    .where(sql<boolean>`starts_with(intent_id, ${`rcl_${delegationId}`})`)
+    .where("intent_id", "<>", intent.intentId)
+    .where("status", "in", [...OPEN, "confirmed"])
+    .limit(1)
+    .executeTakeFirst();
+  return taken ? "the delegation is already taken back (or being taken back)" : null;
+}
+
+const OPEN = ["queued", "signed", "broadcast"] as const;

@@ -342,6 +342,13 @@ function facts(request: SignRequest): Pick<TransferFacts, "network" | "environme
   return { network: request.network, environment: request.environment, index: request.index };
 }
 
+/** The fields each Stake 2.0 action may carry (java-tron's contract, as tronweb writes it). */
+const STAKE_FIELDS: Readonly<Record<ResourceAction, readonly string[]>> = {
+  stake: ["owner_address", "frozen_balance", "resource"],
+  delegate: ["owner_address", "receiver_address", "balance", "resource", "lock", "lock_period"],
+  reclaim: ["owner_address", "receiver_address", "balance", "resource"],
+};
+
 /** The Stake 2.0 contracts the energy engine sends (issue #38), by the action each is. */
 const STAKE_CONTRACTS: Readonly<Record<string, ResourceAction>> = {
   FreezeBalanceV2Contract: "stake",
@@ -358,6 +365,13 @@ function stakeFacts(
   action: ResourceAction,
   value: Record<string, unknown>,
 ): Pick<TransferFacts, "asset" | "to" | "amount" | "token" | "action" | "lock"> {
+  // Only the fields the engine writes, each of its exact type: tronweb's encoder turns any truthy
+  // `lock` (1, "false", {}) into lock=true, so a field is judged as the bytes will say it (outside
+  // review of issue #38).
+  for (const field of Object.keys(value))
+    if (!STAKE_FIELDS[action].includes(field)) throw new SignerRejectedError(`unexpected field ${field}`);
+  if (value.lock !== undefined && typeof value.lock !== "boolean")
+    throw new SignerRejectedError("invalid lock");
   const resource = value.resource ?? "BANDWIDTH";
   if (resource !== "ENERGY" && resource !== "BANDWIDTH") throw new SignerRejectedError("unknown resource");
   const amount = action === "stake" ? value.frozen_balance : value.balance;

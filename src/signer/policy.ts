@@ -16,9 +16,11 @@ import {
   HOT_WALLET_INDEX,
   RESOURCE_ACCOUNT_INDEX,
 } from "../wallet/index.js";
-import { isIssuedDepositAddress, isRecordedAddressFromIndex, recordedAddressAt } from "../watcher/index.js";
+import { isIssuedDepositAddress, recordedAddressAt, recordedIndexOf } from "../watcher/index.js";
 import {
   delegationEvidence,
+  openHotWalletPayments,
+  otherOpenDelegations,
   paymentEvidence,
   reclaimEvidence,
   returnEvidence,
@@ -289,26 +291,77 @@ export class SigningPolicy {
           amount: t.amount,
           asset: t.asset,
         };
-        const missing =
-          t.action === "delegate"
-            ? await delegationEvidence(db, { ...scope, intentId, hotWallet: to === hot })
-            : await reclaimEvidence(db, scope);
+        let missing: string | null;
+        if (t.action === "reclaim") missing = await reclaimEvidence(db, { ...scope, intentId });
+        else if (to === hot) missing = await this.hotWalletDelegation(db, { ...scope, intentId });
+        else
+          missing = await delegationEvidence(db, { ...scope, intentId }, (i) =>
+            this.o.address(t.network, t.environment, i),
+          );
         if (missing) return refuse(missing, role);
         return decision;
       }
       case "gas_tank": {
         if (kind !== "gas_topup") return refuse(`the gas tank does not send a ${kind}`, role);
-        const deposit = await isRecordedAddressFromIndex(
-          db,
-          t.network,
-          t.environment,
-          to,
-          FIRST_DEPOSIT_INDEX,
-        );
-        if (!deposit) return refuse("the gas tank sends only to recorded deposit addresses", role);
+        const index = await recordedIndexOf(db, {
+          network: t.network,
+          environment: t.environment,
+          address: to,
+        });
+        if (index === null || index < FIRST_DEPOSIT_INDEX)
+          return refuse("the gas tank sends only to recorded deposit addresses", role);
+        // The recorded row must be the signer's own key at its index (outside review of issue #38:
+        // a forged `watched_addresses` row made the gas tank pay an outside address).
+        if (!sameAddress(t.network, this.o.address(t.network, t.environment, index), to))
+          return refuse("the deposit address is not the signer's own key at its index", role);
         return decision;
       }
     }
+  }
+
+  /**
+   * A delegation of energy to the hot wallet (issue #38): one at a time, and only while a payment
+   * the signer itself would sign is open from it — a withdrawal or payout with its evidence, or a
+   * cold forward to the configured cold wallet (outside review: a forged intent row alone made it
+   * delegate again and again).
+   */
+  private async hotWalletDelegation(
+    db: Db,
+    d: {
+      network: CurrencyType;
+      environment: Environment;
+      to: string;
+      amount: bigint;
+      asset: ResourceAsset;
+      intentId: string;
+    },
+  ): Promise<string | null> {
+    if (d.asset !== "energy") return "only energy is delegated";
+    if (await otherOpenDelegations(db, d)) return "another delegation to the hot wallet is on its way";
+    const cold = this.coldWallet(d.network, d.environment);
+    for (const p of await openHotWalletPayments(db, d)) {
+      if (p.kind === "cold_forward") {
+        if (cold && sameAddress(d.network, p.to_address, cold)) return null;
+        continue;
+      }
+      if (p.kind !== "withdrawal" && p.kind !== "payout") continue;
+      let to: string;
+      try {
+        to = normalizeAddress(d.network, p.to_address);
+      } catch {
+        continue;
+      }
+      const missing = await paymentEvidence(db, {
+        id: p.intent_id,
+        kind: p.kind,
+        network: d.network,
+        environment: d.environment,
+        to,
+        amount: p.amount,
+      });
+      if (!missing) return null;
+    }
+    return "no payment from the hot wallet with its evidence is open";
   }
 
   /**

@@ -50,6 +50,12 @@ export interface SweeperOptions {
  * the sender signs only after the top-up is confirmed. Both are ordinary outgoing transfers (same
  * crash safety). The simulator has no gas: its sweeps have no top-up.
  *
+ * TRON with the energy engine (`energy`, issue #38): instead of the burn, the top-up only creates
+ * the account (1 sun) or pays the bandwidth it lacks, a delegation of the resource account's energy
+ * comes between it and the sweep, and the engine takes the energy back once the sweep is final.
+ * When the resource account cannot delegate now, the address waits for it (`energy_wait_since`,
+ * its `checked_at` kept so that it is looked at again) up to the policy's delay, then burns.
+ *
  * Several workers may sweep at once: each look at an address runs in one transaction that locks
  * the address's `sweep_checks` row before it reads the balance (`skip locked`: a worker passes an
  * address another is looking at), so an address gets one sweep however many workers see it.

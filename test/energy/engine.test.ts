@@ -301,7 +301,7 @@ describe("the energy engine on the TRON emulator", () => {
     }
   }, 120_000);
 
-  it("stablegate costs: what collecting and paying out burned, per network, month and purpose", async () => {
+  it("stablegate chain costs: what collecting and paying out burned, per network, month and purpose", async () => {
     const rows = await transferCosts(database.db, new Date(Date.now() - 86_400_000));
     const collection = rows.find((r) => r.purpose === "collection" && r.network === network)!;
     // Three activations (1.1 TRX each) and, from the waiting test, one burn top-up; sweeps and the

@@ -1,21 +1,17 @@
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
-import { utils as tronUtils } from "tronweb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tronAddressToHex } from "../../src/chains/tron/address.js";
 import type { Db } from "../../src/db/database.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { requestTransfer } from "../../src/sender/intents.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
 import { SignerRejectedError, type SignRequest } from "../../src/signer/protocol.js";
-import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import {
   GAS_TANK_INDEX,
   HOT_WALLET_INDEX,
   RESOURCE_ACCOUNT_INDEX,
 } from "../../src/wallet/derivation-path.js";
 import { openTestDatabase } from "../support/db.js";
+import { addr, hex, MNEMONIC, TOKEN, TRC, tron } from "./energy-support.js";
 
 // Issue #38: the energy engine's resource account stakes, delegates and takes back (TRON Stake 2.0),
 // so the signer gained exactly those shapes — and nothing wider. Only the resource account's key
@@ -23,11 +19,6 @@ import { openTestDatabase } from "../support/db.js";
 // never locked, and goes only to the deposit address whose open sweep waits for exactly it, or to
 // the hot wallet while a token transfer from it is open; a reclaim only of a confirmed delegation.
 
-const MNEMONIC = "test test test test test test test test test test test junk";
-const TRC = "USDT-TRC20" as const;
-const wallet = AddressDeriver.fromMnemonic(MNEMONIC);
-const addr = (index: number) => wallet.address(TRC, "sandbox", index);
-const TOKEN = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const DEPOSIT = 300;
 const IDLE_DEPOSIT = 301;
 const OUTSIDE = "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8";
@@ -37,29 +28,6 @@ let database: Awaited<ReturnType<typeof openTestDatabase>>;
 let db: Db;
 let signer: LocalSigner;
 
-/** A TRON transaction of one contract, encoded as a node would build it. */
-function tron(index: number, type: string, value: Record<string, unknown>): SignRequest {
-  const raw_data = {
-    contract: [{ parameter: { value, type_url: `type.googleapis.com/protocol.${type}` }, type }],
-    ref_block_bytes: "0001",
-    ref_block_hash: "0102030405060708",
-    expiration: 1_900_000_060_000,
-    timestamp: 1_900_000_000_000,
-  };
-  const raw_data_hex = tronUtils.transaction
-    .txPbToRawDataHex(tronUtils.transaction.txJsonToPb({ raw_data, visible: false } as never))
-    .toLowerCase();
-  const txID = bytesToHex(sha256(hexToBytes(raw_data_hex)));
-  return {
-    chain: "tron",
-    network: TRC,
-    environment: "sandbox",
-    index,
-    transaction: { txID, raw_data, raw_data_hex },
-  };
-}
-
-const hex = (a: string) => tronAddressToHex(a);
 const delegate = (from: number, to: string, o: { sun?: bigint; resource?: string; lock?: boolean } = {}) =>
   tron(from, "DelegateResourceContract", {
     owner_address: hex(addr(from)),
@@ -162,6 +130,9 @@ beforeAll(async () => {
     .execute();
   await intent("rcl_dlg_done", "resource_reclaim", { from: R, to: addr(IDLE_DEPOSIT), amount: 9_000_000n });
   await intent("rcl_none", "resource_reclaim", { from: R, to: addr(DEPOSIT), amount: 8_000_000n });
+  // A reclaim naming a delegation that was never confirmed.
+  await intent("dlg_open", "resource_delegation", { from: R, to: addr(IDLE_DEPOSIT), amount: 8_000_000n });
+  await intent("rcl_dlg_open", "resource_reclaim", { from: R, to: addr(IDLE_DEPOSIT), amount: 8_000_000n });
   // Stakes: for itself; and the resource account's TRX to elsewhere as a coin transfer.
   await intent("stk_ok", "resource_stake", { from: R, to: addr(R) });
   await intent("stk_other", "resource_stake", { from: R, to: OUTSIDE });
@@ -215,7 +186,7 @@ describe("the signer's policy for the energy engine (issue #38)", () => {
       "a delegation to the hot wallet with none of its transfers open",
       () => delegate(R, addr(HOT_WALLET_INDEX)),
       "dlg_hot",
-      /no token transfer from the hot wallet/,
+      /no payment from the hot wallet with its evidence/,
     ],
     ["a locked delegation", () => delegate(R, addr(DEPOSIT), { lock: true }), "dlg_ok", /never locked/],
     [
@@ -255,9 +226,15 @@ describe("the signer's policy for the energy engine (issue #38)", () => {
       /only the resource account/,
     ],
     [
-      "a reclaim of a delegation never confirmed",
+      "a reclaim whose intent names no delegation",
       () => reclaim(R, addr(DEPOSIT), 8_000_000n),
       "rcl_none",
+      /does not name its delegation/,
+    ],
+    [
+      "a reclaim naming a delegation never confirmed",
+      () => reclaim(R, addr(IDLE_DEPOSIT), 8_000_000n),
+      "rcl_dlg_open",
       /no confirmed delegation/,
     ],
     [
