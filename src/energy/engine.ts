@@ -9,8 +9,8 @@ import type { Logger } from "../observability/logger.js";
 import {
   delegationsInFlight,
   dueReclaims,
-  hasOpenDelegationTo,
   hasOpenStake,
+  openDelegationTo,
   requestTransfer,
 } from "../sender/index.js";
 import { HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
@@ -130,7 +130,10 @@ export class EnergyEngine {
   ): Promise<R[]> {
     const db = this.o.db;
     const address = normalizeAddress(this.o.network, from);
-    if (await hasOpenDelegationTo(db, this.scope, address)) return [];
+    // A delegation on its way holds the transfers up, for at most the policy's wait; past it (the
+    // signer keeps refusing it, say) they go on and burn, and no other delegation is asked for.
+    const pending = await openDelegationTo(db, this.scope, address);
+    if (pending) return this.o.clock.now() - pending.getTime() < this.o.policy.maxWaitMs ? [] : rows;
     if (index !== HOT_WALLET_INDEX) return rows;
     const tokens = rows.filter((r) => r.asset === "token");
     if (tokens.length === 0) return rows;

@@ -23,8 +23,8 @@ export {
   type DueReclaim,
   delegationsInFlight,
   dueReclaims,
-  hasOpenDelegationTo,
   hasOpenStake,
+  openDelegationTo,
   reclaimIntentId,
 } from "./resource-reads.js";
 export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";

@@ -31,19 +31,21 @@ export async function delegationsInFlight(db: Db, scope: SenderScope, fromIndex:
   return BigInt(row?.sum ?? "0");
 }
 
-/** Whether a delegation to `to` (normalised) is open: its transfers wait for it. */
-export async function hasOpenDelegationTo(db: Db, scope: SenderScope, to: string): Promise<boolean> {
+/**
+ * When the latest delegation to `to` (normalised) still open was requested, or null: transfers from
+ * `to` wait for it (the energy gate decides for how long).
+ */
+export async function openDelegationTo(db: Db, scope: SenderScope, to: string): Promise<Date | null> {
   const row = await db
     .selectFrom("outgoing_transfers")
-    .select("intent_id")
+    .select((eb) => eb.fn.max("created_at").as("latest"))
     .where("network", "=", scope.network)
     .where("environment", "=", scope.environment)
     .where("kind", "=", "resource_delegation")
     .where("to_address", "=", to)
     .where("status", "in", OPEN_STATES)
-    .limit(1)
     .executeTakeFirst();
-  return row !== undefined;
+  return row?.latest ? new Date(row.latest as Date | string) : null;
 }
 
 /** Whether the resource account has a stake on its way (one at a time). */

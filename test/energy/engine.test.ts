@@ -324,4 +324,50 @@ describe("the energy engine on the TRON emulator", () => {
     expect(table).toMatch(/collection\s+\d+\s+3\.300 TRX\s+1\.100 TRX\/deposit/);
     expect(table).toMatch(/outgoing\s+\d+\s+0\.000 TRX\s+0\.000 TRX\/payment\s+130285/);
   });
+
+  it("a delegation to the hot wallet still on its way holds its transfers up for the policy's wait, no longer", async () => {
+    const p = parts();
+    await database.db.transaction().execute(async (trx) => {
+      await requestTransfer(trx, {
+        intentId: "tx_energy_held_up",
+        kind: "withdrawal",
+        network,
+        environment,
+        to: address(901),
+        amount: USDT(1),
+      });
+      await requestTransfer(trx, {
+        intentId: "dlg_stuck",
+        kind: "resource_delegation",
+        network,
+        environment,
+        asset: "energy",
+        fromIndex: RESOURCE_ACCOUNT_INDEX,
+        to: hot,
+        amount: TRX(1_000),
+      });
+    });
+    const requestedAt = (at: number) =>
+      database.db
+        .updateTable("outgoing_transfers")
+        .set({ created_at: new Date(at) })
+        .where("intent_id", "=", "dlg_stuck")
+        .execute();
+    try {
+      // (This file's clock runs ahead of the database's since the waiting test.)
+      await requestedAt(clock.now());
+      const rows = [{ asset: "token", to_address: address(901), amount: USDT(1).toString() }];
+      expect(await p.engine.ready(HOT_WALLET_INDEX, hot, rows)).toEqual([]);
+      // Requested longer ago than the wait (the signer keeps refusing it, say): the transfers go on
+      // (and burn), and no other delegation is asked for.
+      await requestedAt(clock.now() - policy.maxWaitMs - 1_000);
+      expect(await p.engine.ready(HOT_WALLET_INDEX, hot, rows)).toEqual(rows);
+      expect((await transfers("resource_delegation")).filter((d) => d.status === "queued")).toHaveLength(1);
+    } finally {
+      await database.db
+        .deleteFrom("outgoing_transfers")
+        .where("intent_id", "in", ["dlg_stuck", "tx_energy_held_up"])
+        .execute();
+    }
+  });
 });
