@@ -13,7 +13,8 @@
  *
  * Each price runs twice: with every fee burned (no resource account: the path without the engine),
  * and with the energy engine (src/energy/): the resource account is funded with BENCH_STAKE_TRX
- * (default 8,000,000: a day of 1,000 sweeps' energy at mainnet's weights), the engine stakes it,
+ * (default 8,000,000: a day of 1,000 sweeps' energy at mainnet's weights; BENCH_MODES=engine or
+ * =burn runs one of the two), the engine stakes it,
  * delegates each sweep's and each withdrawal batch's energy and takes it back. The engine's cost is
  * what the gas tank spent plus what the resource account burned (its TRX, liquid and staked, before
  * minus after): stake is capital, not cost. The goals are the engine's: ≤ 1.3 TRX per collected
@@ -47,6 +48,8 @@ const WEI_PER_SUN = 10n ** 12n;
 const GOAL_DEPOSIT_TRX = 1.3;
 const GOAL_WITHDRAWAL_TRX = 0.5;
 const STAKE_TRX = BigInt(process.env.BENCH_STAKE_TRX ?? 8_000_000);
+/** `burn`, `engine` or both (default): which of the two runs each price gets. */
+const MODES = (process.env.BENCH_MODES ?? "burn,engine").split(",").map((m) => m.trim());
 
 const trx = (sun: bigint) => Number(sun) / 1e6;
 
@@ -239,7 +242,7 @@ async function run(price: number, withEngine: boolean): Promise<Figures> {
 
 const results: Figures[] = [];
 for (const price of PRICES) {
-  for (const withEngine of [false, true]) {
+  for (const withEngine of [false, true].filter((e) => MODES.includes(e ? "engine" : "burn"))) {
     const f = await run(price, withEngine);
     results.push(f);
     console.log(
@@ -256,9 +259,9 @@ const worstDeposit = Math.max(...engineRuns.map((r) => r.perDeposit));
 const worstWithdrawal = Math.max(
   ...engineRuns.map((r) => Math.max(r.perWithdrawalToHolder, r.perWithdrawalToFresh)),
 );
-const burnDeposit = Math.max(...burnRuns.map((r) => r.perDeposit));
+const burnDeposit = burnRuns.length > 0 ? Math.max(...burnRuns.map((r) => r.perDeposit)) : Number.NaN;
 console.log(
-  `goal: TRX per collected deposit ≤ ${GOAL_DEPOSIT_TRX} with the energy engine → ${worstDeposit <= GOAL_DEPOSIT_TRX ? "met" : "NOT met"} (${worstDeposit.toFixed(3)} at the worst price; ${burnDeposit.toFixed(3)} burning)`,
+  `goal: TRX per collected deposit ≤ ${GOAL_DEPOSIT_TRX} with the energy engine → ${worstDeposit <= GOAL_DEPOSIT_TRX ? "met" : "NOT met"} (${worstDeposit.toFixed(3)} at the worst price; ${Number.isNaN(burnDeposit) ? "burning not run" : `${burnDeposit.toFixed(3)} burning`})`,
 );
 console.log(
   `goal: TRX per withdrawal ≤ ${GOAL_WITHDRAWAL_TRX} with the energy engine → ${worstWithdrawal <= GOAL_WITHDRAWAL_TRX ? "met" : "NOT met"} (${worstWithdrawal.toFixed(3)} at the worst price and recipient)`,
