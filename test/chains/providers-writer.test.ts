@@ -103,7 +103,13 @@ describe("the write side across providers, one of them lying (anvil)", () => {
     const three = pooled(3);
     const decided = await three.writer.check(r.transactionHash, expected);
     // The depth the honest providers have reached (4 blocks), not the liar's 1 000 more.
-    expect(decided).toEqual({ state: "success", blockNumber: Number(r.blockNumber), confirmations: 4 });
+    // What it cost, from the agreed receipt (issue #38, costs in the books): gas × effective price.
+    expect(decided).toEqual({
+      state: "success",
+      blockNumber: Number(r.blockNumber),
+      confirmations: 4,
+      paid: { fee: r.gasUsed * r.effectiveGasPrice, used: r.gasUsed },
+    });
     expect(three.events.filter((e) => e.subject === "outcome").map((e) => e.provider)).toEqual(["p1"]);
 
     // Unknown to every provider: missing (no provider reports it mined).
