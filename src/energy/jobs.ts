@@ -70,7 +70,10 @@ export function energyJobs(deps: EnergyJobDeps, _instanceId: string): Job[] {
     );
     jobs.push({
       name: `energy:${network}:${environment}`,
-      everyMs: 3_000,
+      // Reclaims are due at most a round after their transfer is final; stakes wait for TRX to
+      // arrive. Every 10 s keeps its chain reads (the resource account's balance and stake, from
+      // every provider) light next to the watcher's.
+      everyMs: 10_000,
       run: async () => {
         await engine.tick();
       },
