@@ -282,7 +282,7 @@ export class LocalSigner implements Signer {
       const to = tronHex(value.to_address);
       if (!to) throw new SignerRejectedError("invalid to_address");
       transfer = { asset: "native", to, amount: BigInt(value.amount as number), token: null };
-    } else if (contract.type && contract.type in STAKE_CONTRACTS) {
+    } else if (typeof contract.type === "string" && Object.hasOwn(STAKE_CONTRACTS, contract.type)) {
       transfer = stakeFacts(STAKE_CONTRACTS[contract.type]!, value);
     } else {
       throw new SignerRejectedError(
