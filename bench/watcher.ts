@@ -182,6 +182,8 @@ async function singleNetwork(rounds: number): Promise<void> {
       confirmations,
       scan: { pollIntervalMs: POLL_MS, ...scan },
       handoff,
+      // The bench's watched addresses are synthetic: `synthetic(index)` stands for the derivation.
+      derive: synthetic,
       logger,
       owner: "bench",
       start: "safe",
@@ -599,6 +601,7 @@ async function severalNetworks(rounds: number): Promise<void> {
             confirmations: FOLLOW_CONFIRMATIONS,
             scan: { pollIntervalMs: POLL_MS, initialRangeBlocks: 1, maxRangeBlocks: 1 },
             handoff,
+            derive: synthetic,
             logger,
             owner: "bench",
             start: "safe",

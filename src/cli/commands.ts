@@ -178,7 +178,11 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
       const text =
         `${r.network} ${r.environment}: blocks ${r.fromBlock}..${r.toBlock} (${r.scannedBlocks}) re-read; ` +
         `${r.matched} transfer(s) to watched addresses, ${r.recorded} newly recorded ` +
-        `(handed off once confirmed), ${r.alreadyKnown} already known.`;
+        `(handed off once confirmed), ${r.alreadyKnown} already known.` +
+        (r.forged.length > 0
+          ? `\nALERT: paid watched address(es) that are not the gateway's keys at their recorded index ` +
+            `(nothing recorded for them; investigate who wrote them): ${r.forged.join(", ")}`
+          : "");
       process.stdout.write(`${flags.json ? JSON.stringify(r, null, 2) : text}\n`);
       return 0;
     },

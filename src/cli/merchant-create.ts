@@ -9,6 +9,7 @@ import { systemClock } from "../lib/clock.js";
 import type { CreatedMerchant } from "../merchants/index.js";
 import { type OperatorContext, runOperatorCommand } from "../operator/commands.js";
 import { sendControlCommand } from "../operator/control-client.js";
+import { resolveAccountKeys } from "../wallet/account-keys.js";
 
 /**
  * Runs an operator command wherever the data lives: on PostgreSQL directly; on the embedded
@@ -56,6 +57,8 @@ export function operatorContext(config: Config, db: Db): OperatorContext {
       chains ??= buildChainRegistry(config, { db, clock: systemClock });
       return chains;
     },
+    // Watch-only from MASTER_XPUBS when given, else from the mnemonic (the command never signs).
+    addresses: async () => (await resolveAccountKeys(config, "xpubs")).deriver,
   };
 }
 

@@ -2,6 +2,7 @@ import { createAdmin, createMerchantWithOwner } from "../auth/index.js";
 import type { ChainRegistry } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import { CURRENCY_TYPES, type CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import { verifyLedger } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
@@ -20,6 +21,8 @@ export interface OperatorContext {
   db: Db;
   clock: Clock;
   chains(): ChainRegistry;
+  /** The gateway's addresses (watch-only keys from the configuration): `chain rescan` records only its own. */
+  addresses(): Promise<{ address(network: CurrencyType, environment: Environment, index: number): string }>;
   /** The configured cold wallet of a chain (reserves count it), if any. */
   coldWallet?: (network: CurrencyType, environment: "production" | "sandbox") => string | undefined;
 }
@@ -92,9 +95,16 @@ export const operatorCommands = {
     if (environment !== "production" && environment !== "sandbox")
       throw AppError.validation([{ field: "environment", message: "must be production or sandbox" }]);
     const chain = ctx.chains().get(network as CurrencyType, environment);
+    const addresses = await ctx.addresses();
     return rescanRange(
       ctx,
-      { network: chain.network, environment, adapter: chain.adapter, rangeBlocks: chain.scan.maxRangeBlocks },
+      {
+        network: chain.network,
+        environment,
+        adapter: chain.adapter,
+        rangeBlocks: chain.scan.maxRangeBlocks,
+        derive: (index) => addresses.address(chain.network, environment, index),
+      },
       { fromBlock: int(args.from), toBlock: int(args.to) },
     );
   },

@@ -36,6 +36,7 @@ export function workerJobs(runtime: Runtime, instanceId: string, role: string): 
         db: runtime.database.db,
         chains: runtime.chains,
         depositHandoff: runtime.depositHandoff,
+        addressDeriver: runtime.addressDeriver,
         logger: runtime.logger,
         clock: runtime.clock,
         listen: runtime.database.listen?.bind(runtime.database),

@@ -141,6 +141,7 @@ export async function startRole(
             db,
             clock: runtime.clock,
             chains: () => runtime.chains,
+            addresses: async () => runtime.addressDeriver,
             coldWallet: (n, e) => coldWalletOf(config.chains, n, e)?.address,
           },
           log,

@@ -1,5 +1,7 @@
 import { type ChainRegistry, SIM_BLOCK_CHANNEL } from "../chains/index.js";
 import type { Db } from "../db/database.js";
+import type { CurrencyType } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import { type Listen, runNotifiedLoop } from "../worker/notified-loop.js";
@@ -17,6 +19,8 @@ export interface WatcherJobDeps {
   db: Db;
   chains: ChainRegistry;
   depositHandoff: DepositHandoff;
+  /** Derives the gateway's addresses (watch-only): a watched row is matched only at its own derivation. */
+  addressDeriver: { address(network: CurrencyType, environment: Environment, index: number): string };
   logger: Logger;
   clock: Clock;
   /** LISTEN on the database (`Database.listen`): wakes simulator watchers when a block is mined. */
@@ -34,6 +38,7 @@ export function watcherJobs(deps: WatcherJobDeps, instanceId: string): Job[] {
       confirmations: chain.confirmations,
       scan: chain.scan,
       handoff: deps.depositHandoff,
+      derive: (index) => deps.addressDeriver.address(chain.network, chain.environment, index),
       logger: deps.logger,
       clock: deps.clock,
       owner: instanceId,

@@ -16,6 +16,13 @@ export interface ChainWatcherOptions {
   confirmations: number;
   scan: ScanSettings;
   handoff: DepositHandoff;
+  /**
+   * The address the gateway derives at a derivation index of this chain (watch-only keys). A
+   * `watched_addresses` row is matched only when its address is this derivation at its recorded
+   * index: a row written by anyone else (the api's database role can insert rows) never credits a
+   * payment to an address whose key the gateway does not hold.
+   */
+  derive: (index: number) => string;
   logger: Logger;
   /** Lease owner id: the worker instance. Only the lease holder scans a (network, environment). */
   owner: string;

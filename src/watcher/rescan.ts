@@ -9,6 +9,7 @@ import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
+import { IssuedAddresses } from "./issued.js";
 import { recordObservations, type TimedTransfer, type WatcherScope, watchedAmong } from "./store.js";
 
 /**
@@ -16,7 +17,9 @@ import { recordObservations, type TimedTransfer, type WatcherScope, watchedAmong
  * transfer to an address stablegate ever watched that is not stored yet, for the watcher's
  * hand-off to credit once it has its confirmations. Idempotent: what the watcher (or an earlier
  * rescan) stored is left alone, and the hand-off credits an observation once, so a second rescan
- * of the same range credits nothing. It does not move the watcher's cursor or take its lease.
+ * of the same range credits nothing. It does not move the watcher's cursor or take its lease. Like
+ * the watcher, it records a transfer only to an address that is the gateway's key at its recorded
+ * index (`issued.ts`).
  */
 
 /** The most blocks one rescan reads (a larger range is several commands). */
@@ -28,6 +31,8 @@ export interface RescanTarget {
   adapter: ChainAdapter;
   /** Blocks per log query (the chain's `scan.maxRangeBlocks`). */
   rangeBlocks: number;
+  /** The gateway's address at a derivation index of this chain (`issued.ts`). */
+  derive: (index: number) => string;
 }
 
 export interface RescanResult {
@@ -41,6 +46,11 @@ export interface RescanResult {
   /** Of those, the ones no one had stored: handed off once confirmed. */
   recorded: number;
   alreadyKnown: number;
+  /**
+   * Watched addresses paid in the range that are not the gateway's key at their recorded index
+   * (`issued.ts`): never recorded, and worth an investigation.
+   */
+  forged: string[];
 }
 
 export async function rescanRange(
@@ -71,12 +81,19 @@ export async function rescanRange(
   };
   let matched = 0;
   let recorded = 0;
+  const forged: string[] = [];
+  const issued = new IssuedAddresses(chain.derive, {
+    error: (fields: { address?: string }) => {
+      if (fields.address) forged.push(fields.address);
+    },
+  });
   for (let from = fromBlock; from <= toBlock; from += chain.rangeBlocks) {
     const to = Math.min(toBlock, from + chain.rangeBlocks - 1);
     const transfers = await chain.adapter.tokenTransfers({ fromBlock: from, toBlock: to });
     if (transfers.length === 0) continue;
     // Any address ever watched: a rescan looks for what was missed, late payments included.
-    const watched = await watchedAmong(scope, [...new Set(transfers.map((t) => t.to))], new Date(0));
+    const rows = await watchedAmong(scope, [...new Set(transfers.map((t) => t.to))], new Date(0));
+    const watched = new Set(issued.own(rows).map((r) => r.address));
     const mine = transfers.filter((t) => watched.has(t.to));
     matched += mine.length;
     recorded += await recordObservations(scope, await withBlockTimes(chain, mine));
@@ -90,6 +107,7 @@ export async function rescanRange(
     matched,
     recorded,
     alreadyKnown: matched - recorded,
+    forged,
   };
 }
 

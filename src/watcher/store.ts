@@ -134,22 +134,23 @@ export async function recordHead(s: WatcherScope, head: number, safe: number): P
 
 /**
  * Which of `recipients` are watched (matched until `watch_until` + grace, measured against
- * `cutoff`): ONE indexed query (`address = any($1)` on the primary key).
+ * `cutoff`), with the derivation index recorded for each: ONE indexed query (`address = any($1)`
+ * on the primary key).
  */
 export async function watchedAmong(
   s: WatcherScope,
   recipients: string[],
   cutoff: Date,
-): Promise<Set<string>> {
+): Promise<{ address: string; index: number }[]> {
   const rows = await s.db
     .selectFrom("watched_addresses")
-    .select("address")
+    .select(["address", "derivation_index"])
     .where("network", "=", s.network)
     .where("environment", "=", s.environment)
     .where("address", "=", sql<string>`any(${sql.val(recipients)}::text[])`)
     .where((eb) => eb.or([eb("watch_until", "is", null), eb("watch_until", ">", cutoff)]))
     .execute();
-  return new Set(rows.map((r) => r.address));
+  return rows.map((r) => ({ address: r.address, index: Number(r.derivation_index) }));
 }
 
 /**

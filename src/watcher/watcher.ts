@@ -12,6 +12,7 @@ import type { Environment } from "../domain/environment.js";
 import { type Clock, systemClock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import type { ConfirmedTransfer } from "./handoff.js";
+import { IssuedAddresses } from "./issued.js";
 import type { ChainWatcherOptions, ScanResult, TickOutcome } from "./options.js";
 import type { TimedTransfer, WatcherScope } from "./store.js";
 import * as store from "./store.js";
@@ -69,6 +70,8 @@ export class ChainWatcher {
   private timeChecked = false;
   /** Set when the chain carries no usable block time: the watcher never scans it. */
   private refused: string | null = null;
+  /** Watched rows are matched only at the gateway's own derivation (`issued.ts`). */
+  private readonly issued: IssuedAddresses;
 
   constructor(readonly options: ChainWatcherOptions) {
     this.network = options.network;
@@ -76,6 +79,7 @@ export class ChainWatcher {
     this.adapter = options.adapter;
     this.clock = options.clock ?? systemClock;
     this.log = options.logger.child({ chain: `${options.network}/${options.environment}` });
+    this.issued = new IssuedAddresses(options.derive, this.log);
     this.store = {
       db: options.db,
       network: options.network,
@@ -261,8 +265,9 @@ export class ChainWatcher {
     if (transfers.length === 0) return [];
     const recipients = [...new Set(transfers.map((t) => t.to))];
     const cutoff = new Date(this.clock.now() - this.matchGraceMs);
-    const watched = await store.watchedAmong(this.store, recipients, cutoff);
-    if (watched.size === 0) return [];
+    const rows = await store.watchedAmong(this.store, recipients, cutoff);
+    if (rows.length === 0) return [];
+    const watched = new Set(this.issued.own(rows).map((r) => r.address));
     return transfers.filter((t) => watched.has(t.to));
   }
 

@@ -82,6 +82,7 @@ describe("chains in the runtime: registry, shared sandbox simulator, hand-off, r
         db: (second ?? database).db,
         chains: worker.chains,
         depositHandoff: handoff,
+        addressDeriver: worker.addressDeriver,
         logger: worker.logger,
         clock: worker.clock,
       },

@@ -43,6 +43,7 @@ async function watchWith(listen: boolean) {
       db: database.db,
       chains,
       depositHandoff: handoff,
+      addressDeriver: deriver,
       logger: createLogger("silent"),
       clock: systemClock,
       listen: listen ? database.listen?.bind(database) : undefined,

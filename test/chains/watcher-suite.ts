@@ -81,6 +81,7 @@ export function watcherSuite(name: string, start: () => Promise<ChainUnderTest>)
         confirmations: 3,
         scan: { pollIntervalMs: 100, initialRangeBlocks: 5, maxRangeBlocks: 50 },
         handoff,
+        derive: (index) => deriver.address(chain.network, "sandbox", index),
         logger,
         clock,
         owner: "worker-a",

@@ -91,6 +91,7 @@ export function onTimeSuite(name: string, start: () => Promise<TimedChain>) {
         confirmations: CONFIRMATIONS,
         scan: { pollIntervalMs: 100, initialRangeBlocks: 5, maxRangeBlocks: 50 },
         handoff,
+        derive: (index) => deriver.address(chain.network, "production", index),
         logger: createLogger("silent"),
         clock,
         owner: "worker-a",

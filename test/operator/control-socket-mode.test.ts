@@ -77,7 +77,12 @@ describe("the control socket is private from the moment it exists", () => {
       { eval: true, workerData: { file: socket, flag } },
     );
     const done = new Promise<{ seen: string[]; n: number }>((resolve) => worker.once("message", resolve));
-    const ctx = { db: db.db, clock: systemClock, chains: () => ({}) as never };
+    const ctx = {
+      db: db.db,
+      clock: systemClock,
+      chains: () => ({}) as never,
+      addresses: () => Promise.reject(new Error("no addresses in this test")),
+    };
     try {
       for (let i = 0; i < 30; i++) {
         const server = await startControlServer(socket, ctx, log);

@@ -29,6 +29,7 @@ const ctx = () => ({
   chains: () => {
     throw new Error("no chains here");
   },
+  addresses: () => Promise.reject(new Error("no addresses here")),
 });
 
 /** A GET with an explicit Host header (fetch does not let a caller set it). */
