@@ -7,10 +7,13 @@ import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import { type Metrics, sharedCollect } from "../observability/metrics.js";
 import type { ReadinessCheck } from "../observability/readiness.js";
+import { transferCosts } from "./costs.js";
 import { frozenAddressesOf, recordFreezeCheck } from "./frozen-addresses.js";
 import { DISPUTED_PREFIX } from "./transfer-store.js";
 
 const OPEN = ["queued", "signed", "broadcast"] as const;
+/** How often `/metrics` re-reads this month's costs (an aggregate over the month's transfers). */
+const COSTS_EVERY_MS = 5 * 60_000;
 
 /** Records the hot wallet's and gas tank's balances (what `/readyz` and metrics show). */
 export async function recordSendingWallets(
@@ -170,7 +173,9 @@ export function sendingReadinessChecks(chains: ChainRegistry, db: Db, _clock: Cl
  * Prometheus gauges read from the database at scrape time (any instance reports the same):
  * `stablegate_hot_wallet_balance`, `stablegate_gas_tank_balance`, `stablegate_outgoing_open`,
  * `stablegate_outgoing_waiting_funds` (alert on > 0), `stablegate_outgoing_disputed` (alert on > 0:
- * the chain's providers disagree on a sent transfer, issue #34), `stablegate_sweeps_pending`.
+ * the chain's providers disagree on a sent transfer, issue #34), `stablegate_sweeps_pending`, and
+ * the month's costs (issue #38): `stablegate_chain_fees_month` and
+ * `stablegate_chain_fee_per_served_month` by purpose (`costs.ts`; re-read every 5 minutes).
  */
 export function registerSendingMetrics(
   metrics: Metrics,
@@ -232,6 +237,20 @@ export function registerSendingMetrics(
       registers: [metrics.registry],
       collect,
     }),
+    fees: new Gauge({
+      name: "stablegate_chain_fees_month",
+      help: "Native coin (sun, wei) the gateway's own transfers burned or paid this calendar month (UTC), by purpose: collection, outgoing, stake",
+      labelNames: [...labelNames, "purpose"] as const,
+      registers: [metrics.registry],
+      collect,
+    }),
+    perServed: new Gauge({
+      name: "stablegate_chain_fee_per_served_month",
+      help: "This month's fees of a purpose per confirmed sweep (collection) or payment out (outgoing), native base units",
+      labelNames: [...labelNames, "purpose"] as const,
+      registers: [metrics.registry],
+      collect,
+    }),
     frozen: new Gauge({
       name: "stablegate_own_addresses_frozen",
       help: "The gateway's own addresses the token's issuer froze (alert on > 0)",
@@ -240,7 +259,23 @@ export function registerSendingMetrics(
       collect,
     }),
   };
+  // This month's costs: one aggregate over the month's rows, read at most every COSTS_EVERY_MS.
+  let costsReadAt = Number.NEGATIVE_INFINITY;
+  async function refreshCosts() {
+    if (Date.now() - costsReadAt < COSTS_EVERY_MS) return;
+    costsReadAt = Date.now();
+    const now = new Date();
+    const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    gauges.fees.reset();
+    gauges.perServed.reset();
+    for (const r of await transferCosts(db, month)) {
+      const labels = { network: r.network, environment: r.environment, purpose: r.purpose };
+      gauges.fees.set(labels, Number(r.fee));
+      if (r.served > 0) gauges.perServed.set(labels, Number(r.fee / BigInt(r.served)));
+    }
+  }
   async function refresh() {
+    await refreshCosts();
     for (const chain of chains.available()) {
       const labels = { network: chain.network, environment: chain.environment };
       const s = await summary(db, chain.network, chain.environment);

@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainRegistry } from "../../src/chains/index.js";
 import { tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
 import type { Database } from "../../src/db/database.js";
@@ -7,7 +8,8 @@ import { EnergyEngine, type EnergyPolicy } from "../../src/energy/index.js";
 import { registerEnergyOutcomes } from "../../src/energy/jobs.js";
 import type { Clock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
-import { formatCostTable, transferCosts } from "../../src/sender/index.js";
+import { createMetrics } from "../../src/observability/metrics.js";
+import { formatCostTable, registerSendingMetrics, transferCosts } from "../../src/sender/index.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { Sender } from "../../src/sender/sender.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
@@ -323,6 +325,15 @@ describe("the energy engine on the TRON emulator", () => {
     const table = formatCostTable(rows);
     expect(table).toMatch(/collection\s+\d+\s+3\.300 TRX\s+1\.100 TRX\/deposit/);
     expect(table).toMatch(/outgoing\s+\d+\s+0\.000 TRX\s+0\.000 TRX\/payment\s+130285/);
+
+    // The same month's figures on /metrics (read from the books at scrape time).
+    const metrics = createMetrics(false);
+    registerSendingMetrics(metrics, { available: () => [] } as unknown as ChainRegistry, database.db);
+    const text = await metrics.registry.metrics();
+    const labels = `network="${network}",environment="${environment}"`;
+    expect(text).toContain(`stablegate_chain_fees_month{${labels},purpose="collection"} 3300000`);
+    expect(text).toContain(`stablegate_chain_fee_per_served_month{${labels},purpose="collection"} 1100000`);
+    expect(text).toContain(`stablegate_chain_fees_month{${labels},purpose="outgoing"} 0`);
   });
 
   it("a delegation to the hot wallet still on its way holds its transfers up for the policy's wait, no longer", async () => {
