@@ -11,6 +11,7 @@ import {
   dueReclaims,
   hasOpenStake,
   openDelegationTo,
+  recordResourceAccount,
   requestTransfer,
 } from "../sender/index.js";
 import { HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
@@ -219,6 +220,13 @@ export class EnergyEngine {
       this.o.writer.nativeBalance(this.resourceAccount),
       r.staked(this.resourceAccount),
     ]);
+    // What reserves count as held for fees and stake (the round reads it anyway).
+    await recordResourceAccount(
+      this.o.db,
+      this.scope,
+      { address: this.resourceAccount, liquid, staked: staked.energy + staked.bandwidth },
+      new Date(this.o.clock.now()),
+    );
     const next = nextStake(this.o.policy, liquid, staked);
     if (!next) return false;
     await this.o.db.transaction().execute(async (trx) => {

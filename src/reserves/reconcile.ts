@@ -6,7 +6,13 @@ import type { Environment } from "../domain/environment.js";
 import { formatUnits } from "../domain/money.js";
 import { owedOnChain } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
-import { confirmedSweptFrom, sendingWalletAddresses, tokenTransfersInFlight } from "../sender/index.js";
+import {
+  confirmedSweptFrom,
+  formatNative,
+  nativeHoldings,
+  sendingWalletAddresses,
+  tokenTransfersInFlight,
+} from "../sender/index.js";
 import { handedOffDust, handedOffReceipts } from "../watcher/index.js";
 
 /**
@@ -26,7 +32,9 @@ import { handedOffDust, handedOffReceipts } from "../watcher/index.js";
  * note), but the chain is not expected to hold it, so the books and the chain still match. What is
  * frozen on own addresses is still on chain and counts; it is reported as `frozen`.
  *
- * What is pending sweep is reported beside it (custody moves, not money owed).
+ * What is pending sweep is reported beside it (custody moves, not money owed), and so is the native
+ * coin held for fees and stake (`native`: the hot wallet's, the gas tank's, the TRON resource
+ * account's liquid and staked TRX), which no merchant is owed.
  */
 
 /** Deposit addresses read on chain per run; beyond it, the report says it is partial. */
@@ -69,6 +77,12 @@ export interface ReserveReport {
    * base units (18-decimal tokens; 0 otherwise): on the deposit addresses, owed to nobody.
    */
   dust: bigint;
+  /**
+   * The native coin (sun, wei) held for fees and stake, as the sender and the energy engine last
+   * recorded it (issue #38): not owed to merchants, counted beside the tokens. `staked` is the
+   * resource account's TRX staked for energy and bandwidth (TRON), recoverable by unstaking.
+   */
+  native: { hotWallet: bigint; gasTank: bigint; resourceAccount: bigint; staked: bigint };
   notes: string[];
 }
 
@@ -119,6 +133,24 @@ export async function reconcileReserves(
     notes.push(
       `written off: ${formatUnits(writtenOff)} the issuer destroyed on frozen own addresses (still owed to the merchants: the operator's loss)`,
     );
+  const holdings = await nativeHoldings(db, scope);
+  const nativeOf = (role: string) => holdings.find((h) => h.role === role);
+  const native = {
+    hotWallet: nativeOf("hot_wallet")?.native ?? 0n,
+    gasTank: nativeOf("gas_tank")?.native ?? 0n,
+    resourceAccount: nativeOf("resource_account")?.native ?? 0n,
+    staked: nativeOf("resource_account")?.staked ?? 0n,
+  };
+  if (holdings.length > 0) {
+    const n = (v: bigint) => formatNative(network, v);
+    notes.push(
+      `native coin held for fees and stake (owed to no merchant): hot wallet ${n(native.hotWallet)}, ` +
+        `gas tank ${n(native.gasTank)}` +
+        (nativeOf("resource_account")
+          ? `, resource account ${n(native.resourceAccount)} + ${n(native.staked)} staked`
+          : ""),
+    );
+  }
   const owed = owedToMerchants + fees;
   const onChain = hotWallet + gasTank + coldWallet + depositAddresses;
   const inFlight = flows.outflow;
@@ -146,6 +178,7 @@ export async function reconcileReserves(
     tolerance,
     ok: shortfall <= tolerance,
     dust,
+    native,
     notes,
   };
 }

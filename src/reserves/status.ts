@@ -184,6 +184,8 @@ export function readReserveReports(value: unknown): ReserveReport[] {
     const r = { ...raw } as Record<string, unknown>;
     for (const f of BIG_FIELDS) r[f] = BigInt(r[f] as string | bigint);
     r.checkedAt = new Date(r.checkedAt as string | Date);
+    const native = r.native as Record<string, string | bigint> | undefined;
+    if (native) r.native = Object.fromEntries(Object.entries(native).map(([k, v]) => [k, BigInt(v)]));
     return r as unknown as ReserveReport;
   });
 }

@@ -101,6 +101,11 @@ export function nativeUnit(network: CurrencyType): { decimals: number; name: str
     : { decimals: 18, name: "native" };
 }
 
+/** A base-unit amount of the native coin with its name, 3 decimal places (rounded down): "1.100 TRX". */
+export function formatNative(network: CurrencyType, units: bigint): string {
+  return `${native(network, units)} ${nativeUnit(network).name}`;
+}
+
 /** A base-unit amount of the native coin as a decimal with 3 places (rounded down). */
 function native(network: CurrencyType, units: bigint): string {
   const { decimals } = nativeUnit(network);

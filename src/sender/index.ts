@@ -4,7 +4,14 @@
  * jobs, and the status read by metrics and `/readyz`.
  */
 
-export { type CostPurpose, type CostRow, formatCostTable, nativeUnit, transferCosts } from "./costs.js";
+export {
+  type CostPurpose,
+  type CostRow,
+  formatCostTable,
+  formatNative,
+  nativeUnit,
+  transferCosts,
+} from "./costs.js";
 export {
   type FrozenRole,
   frozenAddressesOf,
@@ -28,7 +35,13 @@ export {
   reclaimIntentId,
 } from "./resource-reads.js";
 export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";
-export { recordSendingWallets, registerSendingMetrics, sendingReadinessChecks } from "./status.js";
+export {
+  nativeHoldings,
+  recordResourceAccount,
+  recordSendingWallets,
+  registerSendingMetrics,
+  sendingReadinessChecks,
+} from "./status.js";
 export {
   confirmedSweptFrom,
   findTransferSource,

@@ -68,6 +68,61 @@ export async function recordSendingWallets(
   }
 }
 
+/**
+ * The energy engine's resource account as it last read it (issue #38): its liquid TRX and the TRX it
+ * has staked (energy and bandwidth), for reserves (`reserves/`) and the operator.
+ */
+export async function recordResourceAccount(
+  db: Db,
+  chain: { network: CurrencyType; environment: Environment },
+  account: { address: string; liquid: bigint; staked: bigint },
+  now: Date,
+): Promise<void> {
+  const values = {
+    network: chain.network,
+    environment: chain.environment,
+    role: "resource_account" as const,
+    address: account.address,
+    token_balance: null,
+    native_balance: account.liquid,
+    staked_balance: account.staked,
+    observed_at: now,
+  };
+  await db
+    .insertInto("sending_wallets")
+    .values(values)
+    .onConflict((oc) =>
+      oc.columns(["network", "environment", "role"]).doUpdateSet({
+        address: values.address,
+        native_balance: values.native_balance,
+        staked_balance: values.staked_balance,
+        observed_at: values.observed_at,
+      }),
+    )
+    .execute();
+}
+
+/** The native coin (sun, wei) the sending wallets held as last recorded: what fees and stake draw on. */
+export async function nativeHoldings(
+  db: Db,
+  scope: { network: CurrencyType; environment: Environment },
+): Promise<{ role: "hot_wallet" | "gas_tank" | "resource_account"; native: bigint; staked: bigint }[]> {
+  // Rows with a native balance only: the simulator's wallets have none the sender could read.
+  const rows = await db
+    .selectFrom("sending_wallets")
+    .select(["role", "native_balance", "staked_balance"])
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("native_balance", "is not", null)
+    .orderBy("role")
+    .execute();
+  return rows.map((r) => ({
+    role: r.role,
+    native: BigInt(r.native_balance ?? 0),
+    staked: BigInt(r.staked_balance ?? 0),
+  }));
+}
+
 interface SendingSummary {
   hotToken: bigint | null;
   gasNative: bigint | null;

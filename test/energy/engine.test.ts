@@ -9,7 +9,13 @@ import { registerEnergyOutcomes } from "../../src/energy/jobs.js";
 import type { Clock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createMetrics } from "../../src/observability/metrics.js";
-import { formatCostTable, registerSendingMetrics, transferCosts } from "../../src/sender/index.js";
+import { reconcileReserves } from "../../src/reserves/index.js";
+import {
+  formatCostTable,
+  formatNative,
+  registerSendingMetrics,
+  transferCosts,
+} from "../../src/sender/index.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { Sender } from "../../src/sender/sender.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
@@ -191,6 +197,21 @@ describe("the energy engine on the TRON emulator", () => {
     // 6 % of the 99,990 TRX above the 10 TRX reserve for bandwidth (whole TRX), the rest for energy.
     expect(stakes.map((s) => BigInt(s.amount))).toEqual([TRX(5_999), TRX(93_991)]);
     expect(await writer.resources.staked(resource)).toEqual({ energy: TRX(93_991), bandwidth: TRX(5_999) });
+
+    // Reserves count what the resource account holds, liquid and staked, beside the tokens (the
+    // engine's round recorded it; owed to no merchant).
+    await p.engine.tick();
+    const liquid = await writer.nativeBalance(resource);
+    const report = await reconcileReserves(
+      { db: database.db, clock },
+      { network, environment, adapter: { tokenBalance: (a) => writer.tokenBalance(a) } },
+      0n,
+    );
+    expect(report.native).toMatchObject({ resourceAccount: liquid, staked: TRX(99_990) });
+    expect(liquid).toBeGreaterThan(0n);
+    expect(report.notes.join("\n")).toContain(
+      `resource account ${formatNative(network, liquid)} + 99990.000 TRX staked`,
+    );
   }, 120_000);
 
   it("sweeps three fresh deposit addresses with delegated energy: activation → delegation → sweep → reclaim, nothing burned for energy", async () => {

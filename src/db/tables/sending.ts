@@ -76,10 +76,12 @@ export interface SenderNoncesTable {
 export interface SendingWalletsTable {
   network: CurrencyType;
   environment: Environment;
-  role: "hot_wallet" | "gas_tank";
+  role: "hot_wallet" | "gas_tank" | "resource_account";
   address: string;
   token_balance: NumericNullable;
   native_balance: NumericNullable;
+  /** The resource account's TRX staked for energy and bandwidth, sun (migration 0034). */
+  staked_balance: NumericNullable;
   observed_at: Timestamp;
 }
 
