@@ -9,7 +9,7 @@ import { systemClock } from "../lib/clock.js";
 import type { CreatedMerchant } from "../merchants/index.js";
 import { type OperatorContext, runOperatorCommand } from "../operator/commands.js";
 import { sendControlCommand } from "../operator/control-client.js";
-import { resolveAccountKeys } from "../wallet/account-keys.js";
+import { resolveAccountKeys } from "../wallet/index.js";
 
 /**
  * Runs an operator command wherever the data lives: on PostgreSQL directly; on the embedded

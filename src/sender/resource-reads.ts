@@ -62,6 +62,22 @@ export async function hasOpenStake(db: Db, scope: SenderScope): Promise<boolean>
   return row !== undefined;
 }
 
+/**
+ * Is a delegation taken back, or being taken back (a reclaim open or confirmed)? A sweep waiting for
+ * it can then no longer be paid for by it.
+ */
+export async function delegationTakenBack(db: Db, delegationIntentId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("outgoing_transfers")
+    .select("intent_id")
+    .where("kind", "=", "resource_reclaim")
+    .where(sql<boolean>`starts_with(intent_id, ${`rcl_${delegationIntentId}`})`)
+    .where("status", "<>", "failed")
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A confirmed delegation whose use is over and that is not taken back (nor being taken back). */
 export interface DueReclaim {
   intentId: string;
@@ -117,7 +133,20 @@ export async function dueReclaims(
     )
     .where(({ or, and, eb, not, exists, selectFrom }) =>
       or([
-        eb("d.finished_at", "<", stale),
+        // Stale: out too long. Not while a transfer waiting for it is signed or broadcast (its bytes
+        // may still be mined, and need the energy); a queued one fails unsigned once the reclaim is
+        // open (sender/signing.ts), and the sweeper plans it again.
+        and([
+          eb("d.finished_at", "<", stale),
+          not(
+            exists(
+              selectFrom("outgoing_transfers as s")
+                .select("s.intent_id")
+                .whereRef("s.after_intent_id", "=", "d.intent_id")
+                .where("s.status", "in", ["signed", "broadcast"]),
+            ),
+          ),
+        ]),
         and([
           eb("d.to_address", "<>", hot.address),
           not(

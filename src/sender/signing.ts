@@ -9,6 +9,7 @@ import type { Db } from "../db/database.js";
 import type { Signer } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
 import { lockNextNonce, saveNextNonce } from "./nonce-store.js";
+import { delegationTakenBack } from "./resource-reads.js";
 import { broadcastAttempt, finishIn, later, transferSpec } from "./steps.js";
 import {
   claimOneQueued,
@@ -62,11 +63,27 @@ export async function signBatch(
   c: SenderContext,
   writer: SignedChainWriter,
   index: number,
-  rows: TransferRow[],
+  queued: TransferRow[],
 ): Promise<void> {
   const signer = c.signer;
   if (!signer) throw new Error("no signer configured (set SIGNER_URL or run serve)");
   const from = c.address(index);
+  // A sweep whose delegated energy is being taken back (issue #38: it waited past the wait limit)
+  // can no longer be paid for: failed unsigned, so that the sweeper plans it again (no waiting for
+  // funds that will never come).
+  const takenBack = await energyTakenBack(c, queued);
+  if (takenBack.size > 0)
+    await signUnderNonceLock(
+      c,
+      writer,
+      signer,
+      from,
+      queued.filter((r) => takenBack.has(r.intent_id)),
+      0n,
+      takenBack,
+    );
+  const rows = queued.filter((r) => !takenBack.has(r.intent_id));
+  if (rows.length === 0) return;
   // Funds: the token must cover this batch plus what is already signed but not finished.
   const funded = await c.funding.tokenFundable(writer, index, from, rows);
   // Energy (issue #38): what may be signed now; the rest waits for delegated energy a few seconds.
@@ -226,6 +243,19 @@ async function broadcastSigned(c: SenderContext, writer: SignedChainWriter, sign
  * null; other kinds (sweeps, top-ups: to our own addresses) are not asked. A check that cannot be
  * made (the chain or provider is down) throws: the transfer stays queued and is tried again.
  */
+async function energyTakenBack(c: SenderContext, rows: TransferRow[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const r of rows) {
+    if (r.kind !== "sweep" || !r.after_intent_id) continue;
+    if (await delegationTakenBack(c.db, r.after_intent_id))
+      out.set(
+        r.intent_id,
+        `energy_taken_back: its delegation ${r.after_intent_id} is taken back before it was signed (it waited past the wait limit); the sweeper plans it again`,
+      );
+  }
+  return out;
+}
+
 async function blockedDestination(c: SenderContext, r: TransferRow): Promise<string | null> {
   if (!c.destinationCheck || (r.kind !== "withdrawal" && r.kind !== "payout")) return null;
   const reason = await c.destinationCheck(r.to_address, r.intent_id);

@@ -86,7 +86,7 @@ export function confirmedSweptFrom(
 export function findTransferSource(trx: Db, intentId: string) {
   return trx
     .selectFrom("outgoing_transfers")
-    .select(["network", "environment", "from_address"])
+    .select(["network", "environment", "from_address", "from_index"])
     .where("intent_id", "=", intentId)
     .executeTakeFirst();
 }

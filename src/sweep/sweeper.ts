@@ -18,7 +18,12 @@ import {
 } from "../sender/index.js";
 import { heldDepositsAt } from "../transactions/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
-import { handedOffAfter, pendingObservationsAt, watchedAddressesOf } from "../watcher/index.js";
+import {
+  handedOffAfter,
+  pendingObservationsAt,
+  recordedAddressAt,
+  watchedAddressesOf,
+} from "../watcher/index.js";
 
 export interface SweeperOptions {
   db: Db;
@@ -312,12 +317,18 @@ export function registerSweepOutcomes(outcomes: TransferOutcomes): void {
   outcomes.register("sweep", async (trx, outcome) => {
     if (outcome.status !== "failed") return;
     const row = await findTransferSource(trx, outcome.intentId);
-    if (!row?.from_address) return;
+    if (!row) return;
+    // Failed before it was signed (its top-up or its delegated energy failed or was taken back),
+    // the sweep has no sending address recorded yet: the deposit address of its index.
+    const from =
+      row.from_address ??
+      (await recordedAddressAt(trx, row.network, row.environment, Number(row.from_index)));
+    if (!from) return;
     await trx
       .deleteFrom("sweep_checks")
       .where("network", "=", row.network)
       .where("environment", "=", row.environment)
-      .where("address", "=", row.from_address)
+      .where("address", "=", from)
       .execute();
   });
   outcomes.register("gas_topup", async () => {});

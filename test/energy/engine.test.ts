@@ -402,4 +402,71 @@ describe("the energy engine on the TRON emulator", () => {
         .execute();
     }
   });
+
+  it("a delegation out past the wait limit while its sweep is still queued: taken back, the sweep fails unsigned and is planned again; the deposit is swept once", async () => {
+    // Found in a starved bench run (issue #38): the stale reclaim took the energy of a sweep that was
+    // still queued, which then waited for native funds for ever (an open sweep blocks re-planning).
+    const p = parts();
+    await settle(p); // what the waiting test left (its burned sweep)
+    const a = await deposit(4, USDT(15)); // the next index of the sequence (the tests before took 0..3)
+    const hotBefore = await writer.tokenBalance(hot);
+    expect(await p.sweeper.tick()).toBe(1);
+    const first = (await transfers()).filter((t) => t.to_address === a);
+    const delegation = first.find((t) => t.kind === "resource_delegation")!;
+    const sweep = (await transfers("sweep")).find((t) => t.after_intent_id === delegation.intent_id)!;
+    // The sweep is held up (a long back-off, a signer refusing it for a while): not due.
+    const dueAt = (id: string, at: number) =>
+      database.db
+        .updateTable("outgoing_transfers")
+        .set({ next_attempt_at: new Date(at) })
+        .where("intent_id", "=", id)
+        .execute();
+    await dueAt(sweep.intent_id, clock.now() + 86_400_000);
+    for (let i = 0; i < 100; i++) {
+      const [d] = (await transfers("resource_delegation")).filter(
+        (t) => t.intent_id === delegation.intent_id,
+      );
+      if (d?.status === "confirmed") break;
+      await p.sender.tick();
+    }
+    // Past the wait limit, the delegation is taken back although its sweep is still queued...
+    offsetMs += policy.maxWaitMs + 60_000;
+    await p.engine.tick();
+    const reclaim = (await transfers("resource_reclaim")).find(
+      (r) => r.intent_id === `rcl_${delegation.intent_id}`,
+    );
+    expect(reclaim).toBeDefined();
+    for (let i = 0; i < 100; i++) {
+      const [r] = (await transfers("resource_reclaim")).filter((t) => t.intent_id === reclaim!.intent_id);
+      if (r?.status === "confirmed") break;
+      await p.sender.tick();
+    }
+    expect(await writer.resources.transferEnergy(a, hot, USDT(15))).toMatchObject({ available: 0n });
+    // ...so the sweep, once due, fails unsigned: it can no longer be paid for (before, it waited for
+    // native funds for ever, and its open sweep kept the sweeper from planning another).
+    await dueAt(sweep.intent_id, clock.now() - 1_000);
+    await p.sender.tick();
+    const failed = await database.db
+      .selectFrom("outgoing_transfers")
+      .select(["status", "reason"])
+      .where("intent_id", "=", sweep.intent_id)
+      .executeTakeFirstOrThrow();
+    expect(failed.status).toBe("failed");
+    expect(failed.reason).toMatch(/^energy_taken_back: /);
+    const attempts = await database.db
+      .selectFrom("outgoing_transfer_attempts")
+      .select("seq")
+      .where("intent_id", "=", sweep.intent_id)
+      .execute();
+    expect(attempts).toEqual([]);
+    // The sweeper plans it again (a new delegation); the deposit reaches the hot wallet once.
+    await settle(p);
+    expect(await p.sweeper.tick()).toBe(1);
+    await settle(p);
+    expect(await writer.tokenBalance(a)).toBe(0n);
+    expect(await writer.tokenBalance(hot)).toBe(hotBefore + USDT(15));
+    const sweeps = (await transfers("sweep")).filter((t) => t.from_index === 104);
+    expect(sweeps.map((t) => t.status).sort()).toEqual(["confirmed", "failed"]);
+    expect(emulator.resources.delegationsOf(tronAddressToEvm(resource))).toEqual([]);
+  }, 180_000);
 });
