@@ -1,4 +1,11 @@
-import type { FeeParams, SignedChainWriter, TransferCheck } from "../chains/index.js";
+import {
+  type FeeParams,
+  type PreparedTransfer,
+  type SignedChainWriter,
+  type TransferCheck,
+  TransferWouldFailError,
+} from "../chains/index.js";
+import type { TransferKind } from "../db/tables/sending.js";
 import { type SenderContext, type SenderOptions, senderContext } from "./context.js";
 import { isRecordedFrozen } from "./frozen-addresses.js";
 import { executeBatch, signBatch } from "./signing.js";
@@ -8,6 +15,7 @@ import {
   disputeStep,
   expectedOf,
   finish,
+  finishIn,
   later,
   recordError,
   transferSpec,
@@ -24,6 +32,15 @@ import {
 } from "./transfer-store.js";
 
 export type { FaultPoint, SenderOptions } from "./context.js";
+
+/** Transfers between the gateway's own addresses: failing one loses nothing (it is planned again). */
+const CUSTODY_KINDS: ReadonlySet<TransferKind> = new Set([
+  "sweep",
+  "gas_topup",
+  "resource_stake",
+  "resource_delegation",
+  "resource_reclaim",
+]);
 
 /** Open transfers checked on-chain concurrently. */
 const CHECK_CONCURRENCY = 10;
@@ -259,10 +276,29 @@ export class Sender {
     await c.db.transaction().execute(async (trx) => {
       raw = null; // a rolled-back attempt's signature is never broadcast (the transaction may run again)
       if (!(await lockForNewAttempt(trx, r.intent_id, latest.seq))) return;
-      const p = await writer.prepare(transferSpec(c, r, from), {
-        nonce: r.nonce === null ? null : Number(r.nonce),
-        ...(replacing ? { replacing } : {}),
-      });
+      let p: PreparedTransfer;
+      try {
+        p = await writer.prepare(transferSpec(c, r, from), {
+          nonce: r.nonce === null ? null : Number(r.nonce),
+          ...(replacing ? { replacing } : {}),
+        });
+      } catch (err) {
+        if (!(err instanceof TransferWouldFailError)) throw err;
+        // TRON, every earlier attempt expired unmined: nothing of it can be mined any more. A move
+        // between our own addresses (a sweep, a top-up, the energy engine's steps) fails, and is
+        // planned again from what the chain holds now. A payment out is never failed here (were an
+        // attempt mined after all, failing it would release its hold and pay it twice): it waits,
+        // and the alert asks the operator to look.
+        if (replacing === null && CUSTODY_KINDS.has(r.kind)) {
+          await finishIn(c, trx, r, null, "failed", `re-sign refused, ${err.message}`);
+          return;
+        }
+        c.logger.error(
+          { alert: "resign_would_fail", intentId: r.intent_id, kind: r.kind, error: err.message },
+          "ALERT: an outgoing transfer's earlier attempts were not mined and a new one would fail; it waits for the operator",
+        );
+        throw err;
+      }
       const s = await signer.sign(p.signRequest, { db: trx, intentId: r.intent_id });
       await insertAttempt(trx, {
         intentId: r.intent_id,

@@ -469,4 +469,71 @@ describe("the energy engine on the TRON emulator", () => {
     expect(sweeps.map((t) => t.status).sort()).toEqual(["confirmed", "failed"]);
     expect(emulator.resources.delegationsOf(tronAddressToEvm(resource))).toEqual([]);
   }, 180_000);
+
+  it("a sweep mined but never seen: once its attempt expired, the re-sign would revert, so it fails and nothing is planned again (the coins are in the hot wallet)", async () => {
+    // Found with the helper's repro of a starved bench run (issue #38): the re-sign's dry-run
+    // reverted for ever and the sweep stayed `broadcast`.
+    const p = parts();
+    await settle(p);
+    const hidden = new Set<string>();
+    let hide = false;
+    const blind = Object.create(writer) as TronChainWriter;
+    blind.broadcast = (raw) => {
+      const tx = JSON.parse(raw) as { txID: string; raw_data: { contract: { type: string }[] } };
+      if (hide && tx.raw_data.contract[0]?.type === "TriggerSmartContract") {
+        hidden.add(tx.txID);
+        hidden.add(`0x${tx.txID}`);
+      }
+      return writer.broadcast(raw);
+    };
+    blind.check = (hash, expected) =>
+      hidden.has(hash) ? Promise.resolve({ state: "missing" as const }) : writer.check(hash, expected);
+    const outcomes = new TransferOutcomes();
+    registerSweepOutcomes(outcomes);
+    registerEnergyOutcomes(outcomes, logger);
+    outcomes.register("withdrawal", async () => {});
+    const sender = new Sender({
+      db: database.db,
+      network,
+      environment,
+      writer: blind,
+      signer: localSigner(database.db, emulator.tokenAddress),
+      address,
+      outcomes,
+      confirmations: 1,
+      logger,
+      clock,
+      recheckMs: 0,
+      energy: p.engine,
+    });
+    const a = await deposit(5, USDT(12));
+    const hotBefore = await writer.tokenBalance(hot);
+    expect(await p.sweeper.tick()).toBe(1);
+    const sweepId = (await transfers("sweep")).find((t) => t.from_index === 105)!.intent_id;
+    const status = async (id: string) =>
+      await database.db
+        .selectFrom("outgoing_transfers")
+        .select(["status", "reason"])
+        .where("intent_id", "=", id)
+        .executeTakeFirstOrThrow();
+    hide = true;
+    for (let i = 0; i < 200; i++) {
+      if ((await status(sweepId)).status === "broadcast") break;
+      await sender.tick();
+      await p.engine.tick();
+    }
+    hide = false;
+    // It was mined; the sender's reads cannot find it (a provider that lost it).
+    expect(await writer.tokenBalance(a)).toBe(0n);
+    // Past the attempt's expiry and the grace: "expired unmined", re-signed, and the dry-run reverts
+    // (the deposit address is empty).
+    offsetMs += 3 * 60_000;
+    for (let i = 0; i < 3; i++) await sender.tick();
+    const swept = await status(sweepId);
+    expect(swept.status).toBe("failed");
+    expect(swept.reason).toMatch(/^re-sign refused, the transfer would revert/);
+    // Planned again from what the chain holds: nothing (the coins reached the hot wallet).
+    expect(await p.sweeper.tick()).toBe(0);
+    expect(await writer.tokenBalance(hot)).toBe(hotBefore + USDT(12));
+  }, 180_000);
 });

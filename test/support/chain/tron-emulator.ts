@@ -338,7 +338,10 @@ export async function startTronEmulator(anvil: AnvilNode, tokenEvmAddress: Hex):
     await setBalance(from, 10n ** 20n);
     try {
       const hash = await rpc<Hex>("eth_sendTransaction", [{ from, ...tx }]);
-      await anvil.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 10, timeout: 10_000 });
+      // Sent is as good as mined (automine): waited for however long a loaded machine takes. A
+      // time-out here would leave a mined transaction the emulator never recorded (a starved bench
+      // once saw sweeps mined that no read could find, then re-signed: "would revert").
+      await anvil.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 10, timeout: 300_000 });
       return hash;
     } finally {
       await setBalance(from, kept);
