@@ -1,5 +1,7 @@
 import type { Db } from "../db/database.js";
 import { sessionOutcomeAtDeadline, sessionTransferOutcome } from "../domain/checkout.js";
+import { type CurrencyType, depositAccountOf } from "../domain/currency.js";
+import type { Environment } from "../domain/environment.js";
 import type { Clock } from "../lib/clock.js";
 import { updateTransaction } from "../transactions/index.js";
 import type { ConfirmedTransfer, DepositHandler } from "../watcher/index.js";
@@ -55,6 +57,13 @@ async function onSessionTransfer(
   if (!session)
     throw new Error(`checkout session ${sessionId} of watched address ${transfer.address} is missing`);
   const t = session.transaction;
+  assertRecordOfTransfer(transfer, {
+    what: `checkout session ${t.id}`,
+    merchantId: t.merchantId,
+    environment: t.environment,
+    network: t.currencyType,
+    address: session.address,
+  });
   const now = new Date(deps.clock.now());
   const toleranceBp = t.status === "pending" ? await underpaymentToleranceBp(trx, session) : 0;
   const received = t.actualBalance ?? 0n;
@@ -142,6 +151,17 @@ async function onOwnDepositTransfer(
     if (!session)
       throw new Error(`checkout session ${referenceId} of watched address ${transfer.address} is missing`);
     const t = session.transaction;
+    assertRecordOfTransfer(
+      transfer,
+      {
+        what: `checkout session ${t.id}`,
+        merchantId: t.merchantId,
+        environment: t.environment,
+        network: t.currencyType,
+        address: session.address,
+      },
+      kind.wrongNetwork === true,
+    );
     await recordSingleTransferDeposit(trx, deps, {
       ...deposit,
       merchantId: t.merchantId,
@@ -156,6 +176,7 @@ async function onOwnDepositTransfer(
   const wallet = await findDepositWallet(trx, referenceId);
   if (!wallet)
     throw new Error(`deposit wallet ${referenceId} of watched address ${transfer.address} is missing`);
+  assertRecordOfTransfer(transfer, walletRecord(wallet), kind.wrongNetwork === true);
   await recordSingleTransferDeposit(trx, deps, {
     ...deposit,
     merchantId: wallet.merchant_id,
@@ -174,6 +195,7 @@ async function onWalletTransfer(
   const wallet = await findDepositWallet(trx, walletId);
   if (!wallet)
     throw new Error(`deposit wallet ${walletId} of watched address ${transfer.address} is missing`);
+  assertRecordOfTransfer(transfer, walletRecord(wallet));
   await recordSingleTransferDeposit(trx, deps, {
     merchantId: wallet.merchant_id,
     environment: wallet.environment,
@@ -190,4 +212,60 @@ async function onWalletTransfer(
 
 function findDepositWallet(trx: Db, walletId: string) {
   return trx.selectFrom("deposit_wallets").selectAll().where("id", "=", walletId).executeTakeFirst();
+}
+
+function walletRecord(wallet: {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  network: CurrencyType;
+  address: string;
+}) {
+  return {
+    what: `deposit wallet ${wallet.id}`,
+    merchantId: wallet.merchant_id,
+    environment: wallet.environment,
+    network: wallet.network,
+    address: wallet.address,
+  };
+}
+
+/**
+ * The record a watched address points to (`reference_id`) must be of the transfer's own chain: its
+ * environment, its currency type (a wrong-network twin's: one of the same key space), its address
+ * and its merchant. The deposit is booked in the record's environment and currency type, and the
+ * api's database role can write both the watched rows and the records (outside review of #38): a
+ * sandbox payment booked in production, or a cheap network's as an expensive one's, would be money
+ * from nothing. A mismatch credits nothing: the hand-off fails (and is retried; the observation
+ * stays), and the alert `deposit_record_mismatch` names it.
+ */
+export class DepositRecordMismatchError extends Error {
+  override readonly name = "DepositRecordMismatchError";
+  readonly alert = "deposit_record_mismatch";
+}
+
+function assertRecordOfTransfer(
+  transfer: ConfirmedTransfer,
+  record: {
+    what: string;
+    merchantId: string;
+    environment: Environment;
+    network: CurrencyType;
+    address: string;
+  },
+  twin = false,
+): void {
+  const network = twin
+    ? depositAccountOf(record.network) === depositAccountOf(transfer.network)
+    : record.network === transfer.network;
+  const wrong = [
+    record.environment !== transfer.environment && `environment ${record.environment}`,
+    !network && `currency type ${record.network}`,
+    record.address !== transfer.address && `address ${record.address}`,
+    record.merchantId !== transfer.merchantId && `merchant ${record.merchantId}`,
+  ].filter(Boolean);
+  if (wrong.length > 0)
+    throw new DepositRecordMismatchError(
+      `deposit_record_mismatch: ${record.what} of watched address ${transfer.address} (${transfer.network} ${transfer.environment}) has ${wrong.join(", ")}; nothing credited`,
+    );
 }

@@ -362,6 +362,12 @@ export function sameKeySpace(network: CurrencyType): CurrencyType[] {
 export const FAMILY_NAMES: Readonly<Record<ChainFamily, string>> = { tron: "TRON", evm: "EVM" };
 
 /**
+ * Customer deposit addresses start at this derivation index; below it are the system wallets (hot
+ * wallet 0, gas tank 1, TRON resource account 2; 3..99 kept free; src/wallet/derivation-path.ts).
+ */
+export const FIRST_DEPOSIT_INDEX = 100;
+
+/**
  * The currency type whose account holds the deposit addresses of `network`: the one with slot 0 on
  * the same coin type (USDT-ERC20 for every EVM currency type, USDT-TRC20 on TRON). Deposit addresses
  * of all EVM currency types come from one account and one index sequence, so an address is one key

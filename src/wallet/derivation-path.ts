@@ -1,7 +1,7 @@
-import { type CurrencyType, currencyOf, depositAccountOf } from "../domain/currency.js";
+import { type CurrencyType, currencyOf, depositAccountOf, FIRST_DEPOSIT_INDEX } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 
-export { depositAccountOf };
+export { depositAccountOf, FIRST_DEPOSIT_INDEX };
 
 /** Reserved address indexes of every (network, environment) branch. */
 export const HOT_WALLET_INDEX = 0;
@@ -11,8 +11,6 @@ export const GAS_TANK_INDEX = 1;
  * bandwidth, which it delegates to a sending address for one transfer and takes back.
  */
 export const RESOURCE_ACCOUNT_INDEX = 2;
-/** Customer deposit addresses start here; 3..99 stay free for future system wallets. */
-export const FIRST_DEPOSIT_INDEX = 100;
 
 /** Largest non-hardened BIP32 child index. */
 export const MAX_ADDRESS_INDEX = 0x7fff_ffff;

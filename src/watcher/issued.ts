@@ -1,9 +1,11 @@
+import { FIRST_DEPOSIT_INDEX } from "../domain/currency.js";
 import type { Logger } from "../observability/logger.js";
 
 /**
- * Is a `watched_addresses` row the gateway's own address? Only when its address is the gateway's
- * derivation (watch-only keys from the configuration, never from the database) at the row's
- * recorded index: then the gateway holds its key and sweeps what arrives. The api's database role
+ * Is a `watched_addresses` row the gateway's own deposit address? Only when its index is a deposit
+ * address's (from `FIRST_DEPOSIT_INDEX`: never a system wallet's) and its address is the gateway's
+ * derivation (watch-only keys from the configuration, never from the database) at that index:
+ * then the gateway holds its key and sweeps what arrives. The api's database role
  * can insert rows (it allocates sessions' addresses), so a compromised api could record an address
  * of its own and have its own payments credited, then withdrawn from the hot wallet. Such a row is
  * never matched (the deposit watcher and `chain rescan` ask this first) and raises the alert
@@ -32,7 +34,9 @@ export class IssuedAddresses {
     if (this.verified.get(row.index) === row.address) return true;
     let derived: string | null;
     try {
-      derived = this.derive(row.index);
+      // A system wallet's index (the hot wallet, 0, is paid by every sweep) is never a deposit
+      // address: a row naming one would credit the gateway's own transfers (outside review of #38).
+      derived = row.index >= FIRST_DEPOSIT_INDEX ? this.derive(row.index) : null;
     } catch {
       derived = null; // an index no key derives (out of range)
     }

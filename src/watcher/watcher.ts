@@ -388,10 +388,15 @@ export class ChainWatcher {
       } catch (err) {
         const attempts = r.attempts + 1;
         const delayMs = Math.min(600_000, 1_000 * 2 ** Math.min(attempts, 20));
-        this.log[retriedFailureLevel(err)](
-          { err, observation: r.id, attempts },
-          "deposit handler failed; will retry",
-        );
+        // A handler's refusal that names an alert (the deposit logic's `alert` field) is one.
+        const alert = (err as { alert?: unknown } | null)?.alert;
+        if (typeof alert === "string")
+          this.log.error({ err, alert, observation: r.id, attempts }, `ALERT: ${describe(err)}`);
+        else
+          this.log[retriedFailureLevel(err)](
+            { err, observation: r.id, attempts },
+            "deposit handler failed; will retry",
+          );
         await store.recordHandOffFailure(this.store, r.id, {
           attempts,
           error: describe(err),

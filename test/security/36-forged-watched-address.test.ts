@@ -6,7 +6,7 @@ import { newId } from "../../src/domain/ids.js";
 import type { CreatedMerchant } from "../../src/merchants/index.js";
 import { runOperatorCommand } from "../../src/operator/commands.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
-import { FIRST_DEPOSIT_INDEX } from "../../src/wallet/derivation-path.js";
+import { FIRST_DEPOSIT_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { balanceOf } from "../deposits/support.js";
 import { call, keysOf, startTestService, type TestService } from "../support/harness.js";
 import { waitFor } from "../webhooks/support.js";
@@ -21,6 +21,8 @@ import { waitFor } from "../webhooks/support.js";
 
 type Json = Record<string, unknown>;
 const TRC = "USDT-TRC20";
+/** The test service's keys (the harness's default mnemonic). */
+const gateway = AddressDeriver.fromMnemonic("test test test test test test test test test test test junk");
 const attacker = AddressDeriver.fromMnemonic(
   "legal winner thank year wave sausage worth useful legal winner thank yellow",
 );
@@ -161,4 +163,119 @@ describe("attack: a watched address the gateway holds no key for", () => {
       await db.selectFrom("chain_observations").select("address").where("address", "=", forged).execute(),
     ).toEqual([]);
   }, 120_000);
+
+  it("a system wallet's index (the hot wallet at 0, paid by every sweep) is never a deposit address: nothing is credited", async () => {
+    const db = svc.database.db;
+    const before = (await balanceOf(svc, m.headers, TRC)).available;
+    const hot = gateway.address(TRC, "sandbox", HOT_WALLET_INDEX);
+    await forgeWallet(db, hot, HOT_WALLET_INDEX);
+    const p = await call(svc.urls.sandbox, `/api/v1/sandbox/wallet/${hot}/pay`, {
+      headers: m.headers,
+      json: { amount: 700, currencyType: TRC },
+    });
+    expect(p.status, p.text).toBe(202);
+    await creditedAfterOneMorePayment(before);
+    expect(await observedAt(hot)).toEqual([]);
+    expect(logs.some((l) => l.alert === "watched_address_forged" && l.address === hot)).toBe(true);
+  }, 120_000);
+
+  for (const [what, change] of [
+    ["its deposit wallet moved to production (a sandbox payment is free)", { environment: "production" }],
+    ["its deposit wallet moved to another currency type", { network: "USDT-ERC20" }],
+  ] as const) {
+    it(`a real deposit address whose record was rewritten — ${what} — credits nothing, anywhere`, async () => {
+      const db = svc.database.db;
+      const wallet = await call(svc.urls.sandbox, "/wallet/generate", {
+        headers: m.headers,
+        json: { currencyType: TRC },
+      });
+      expect(wallet.status, wallet.text).toBe(201);
+      const { id, address } = wallet.body.data as { id: string; address: string };
+      await asApi(db, (trx) => trx.updateTable("deposit_wallets").set(change).where("id", "=", id).execute());
+      const before = await allBalances(db);
+      const p = await call(svc.urls.sandbox, `/api/v1/sandbox/wallet/${address}/pay`, {
+        headers: m.headers,
+        json: { amount: 800, currencyType: TRC },
+      });
+      expect(p.status, p.text).toBe(202);
+      // The observation confirms; its hand-off is refused (it stays, retried), with the alert.
+      const alerted = () =>
+        logs.some((l) => l.alert === "deposit_record_mismatch" && String(l.msg).includes(id));
+      await waitFor(async () => alerted() || (await observedAt(address))[0]?.status === "handed_off", 30_000);
+      // Before the fix: handed off, and credited in the record's environment or currency type.
+      expect(await allBalances(db)).toEqual(before);
+      expect(alerted()).toBe(true);
+      const [obs] = await observedAt(address);
+      expect(obs?.status).toBe("observed");
+    }, 120_000);
+  }
 });
+
+/** The attacker's deposit wallet for `address` at `index`: both rows, as the api's role. */
+async function forgeWallet(db: Db, address: string, index: number): Promise<void> {
+  const walletId = newId("wal");
+  await asApi(db, async (trx) => {
+    await trx
+      .insertInto("watched_addresses")
+      .values({
+        network: TRC,
+        environment: "sandbox",
+        address,
+        derivation_index: index,
+        merchant_id: m.merchant.id,
+        purpose: "wallet",
+        reference_id: walletId,
+        watch_until: null,
+      })
+      .execute();
+    await trx
+      .insertInto("deposit_wallets")
+      .values({
+        id: walletId,
+        merchant_id: m.merchant.id,
+        environment: "sandbox",
+        network: TRC,
+        address,
+        label: null,
+        external_user_id: null,
+        created_at: new Date(),
+      })
+      .execute();
+  });
+}
+
+/** Pays a real wallet of the merchant 1 USDT and waits for it: the watcher scanned past what came before. */
+async function creditedAfterOneMorePayment(before: number): Promise<void> {
+  const w = await call(svc.urls.sandbox, "/wallet/generate", {
+    headers: m.headers,
+    json: { currencyType: TRC },
+  });
+  expect(w.status, w.text).toBe(201);
+  await call(svc.urls.sandbox, `/api/v1/sandbox/wallet/${w.body.data.address}/pay`, {
+    headers: m.headers,
+    json: { amount: 1, currencyType: TRC },
+  });
+  await waitFor(
+    async () => ((await balanceOf(svc, m.headers, TRC)).available === before + 1 ? true : null),
+    30_000,
+  );
+}
+
+function observedAt(address: string) {
+  return svc.database.db
+    .selectFrom("chain_observations")
+    .select(["address", "status"])
+    .where("address", "=", address)
+    .execute();
+}
+
+/** Every ledger balance of the merchant, both environments and every currency type. */
+async function allBalances(db: Db) {
+  const rows = await db
+    .selectFrom("ledger_accounts")
+    .select(["environment", "currency_type", "kind", "balance"])
+    .where("owner", "=", m.merchant.id)
+    .orderBy(["environment", "currency_type", "kind"])
+    .execute();
+  return rows.map((r) => [r.environment, r.currency_type, r.kind, String(r.balance)]);
+}
