@@ -238,11 +238,7 @@ async function broadcastSigned(c: SenderContext, writer: SignedChainWriter, sign
   await c.fault?.("after-broadcast", ids);
 }
 
-/**
- * Why a withdrawal's or payout's destination may not be paid now (`destination_blocked: …`), or
- * null; other kinds (sweeps, top-ups: to our own addresses) are not asked. A check that cannot be
- * made (the chain or provider is down) throws: the transfer stays queued and is tried again.
- */
+/** The sweeps of `rows` whose delegated energy is taken back or being taken back, with the reason. */
 async function energyTakenBack(c: SenderContext, rows: TransferRow[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const r of rows) {
@@ -256,6 +252,11 @@ async function energyTakenBack(c: SenderContext, rows: TransferRow[]): Promise<M
   return out;
 }
 
+/**
+ * Why a withdrawal's or payout's destination may not be paid now (`destination_blocked: …`), or
+ * null; other kinds (sweeps, top-ups: to our own addresses) are not asked. A check that cannot be
+ * made (the chain or provider is down) throws: the transfer stays queued and is tried again.
+ */
 async function blockedDestination(c: SenderContext, r: TransferRow): Promise<string | null> {
   if (!c.destinationCheck || (r.kind !== "withdrawal" && r.kind !== "payout")) return null;
   const reason = await c.destinationCheck(r.to_address, r.intent_id);
