@@ -67,11 +67,13 @@ export async function hasOpenStake(db: Db, scope: SenderScope): Promise<boolean>
  * it can then no longer be paid for by it.
  */
 export async function delegationTakenBack(db: Db, delegationIntentId: string): Promise<boolean> {
+  // Its reclaims' ids, first and retried: a primary-key lookup.
+  const ids = Array.from({ length: RECLAIM_RETRIES + 1 }, (_, n) => reclaimIntentId(delegationIntentId, n));
   const row = await db
     .selectFrom("outgoing_transfers")
     .select("intent_id")
+    .where("intent_id", "in", ids)
     .where("kind", "=", "resource_reclaim")
-    .where(sql<boolean>`starts_with(intent_id, ${`rcl_${delegationIntentId}`})`)
     .where("status", "<>", "failed")
     .limit(1)
     .executeTakeFirst();

@@ -242,7 +242,8 @@ async function broadcastSigned(c: SenderContext, writer: SignedChainWriter, sign
 async function energyTakenBack(c: SenderContext, rows: TransferRow[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const r of rows) {
-    if (r.kind !== "sweep" || !r.after_intent_id) continue;
+    // Only a sweep waiting for a delegation (the energy engine's `dlg_…`; others wait for a top-up).
+    if (r.kind !== "sweep" || !r.after_intent_id?.startsWith("dlg_")) continue;
     if (await delegationTakenBack(c.db, r.after_intent_id))
       out.set(
         r.intent_id,
