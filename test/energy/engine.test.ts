@@ -89,7 +89,8 @@ afterAll(async () => {
   await database?.close();
 });
 
-function parts() {
+/** The engine, sender and sweeper; the sender reads and writes the chain through `senderWriter`. */
+function parts(senderWriter: TronChainWriter = writer) {
   const outcomes = new TransferOutcomes();
   registerSweepOutcomes(outcomes);
   registerEnergyOutcomes(outcomes, logger);
@@ -108,7 +109,7 @@ function parts() {
     db: database.db,
     network,
     environment,
-    writer,
+    writer: senderWriter,
     signer: localSigner(database.db, emulator.tokenAddress),
     address,
     outcomes,
@@ -473,8 +474,6 @@ describe("the energy engine on the TRON emulator", () => {
   it("a sweep mined but never seen: once its attempt expired, the re-sign would revert, so it fails and nothing is planned again (the coins are in the hot wallet)", async () => {
     // Found with the helper's repro of a starved bench run (issue #38): the re-sign's dry-run
     // reverted for ever and the sweep stayed `broadcast`.
-    const p = parts();
-    await settle(p);
     const hidden = new Set<string>();
     let hide = false;
     const blind = Object.create(writer) as TronChainWriter;
@@ -488,24 +487,9 @@ describe("the energy engine on the TRON emulator", () => {
     };
     blind.check = (hash, expected) =>
       hidden.has(hash) ? Promise.resolve({ state: "missing" as const }) : writer.check(hash, expected);
-    const outcomes = new TransferOutcomes();
-    registerSweepOutcomes(outcomes);
-    registerEnergyOutcomes(outcomes, logger);
-    outcomes.register("withdrawal", async () => {});
-    const sender = new Sender({
-      db: database.db,
-      network,
-      environment,
-      writer: blind,
-      signer: localSigner(database.db, emulator.tokenAddress),
-      address,
-      outcomes,
-      confirmations: 1,
-      logger,
-      clock,
-      recheckMs: 0,
-      energy: p.engine,
-    });
+    const p = parts(blind);
+    const sender = p.sender;
+    await settle(p);
     const a = await deposit(5, USDT(12));
     const hotBefore = await writer.tokenBalance(hot);
     expect(await p.sweeper.tick()).toBe(1);

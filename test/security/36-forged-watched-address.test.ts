@@ -78,35 +78,7 @@ describe("attack: a watched address the gateway holds no key for", () => {
     const index = FIRST_DEPOSIT_INDEX + 50_000;
     const forged = attacker.address(TRC, "sandbox", index);
     // Both records a real allocation writes: the watched row and the deposit wallet it credits.
-    const walletId = newId("wal");
-    await asApi(db, async (trx) => {
-      await trx
-        .insertInto("watched_addresses")
-        .values({
-          network: TRC,
-          environment: "sandbox",
-          address: forged,
-          derivation_index: index,
-          merchant_id: m.merchant.id,
-          purpose: "wallet",
-          reference_id: walletId,
-          watch_until: null,
-        })
-        .execute();
-      await trx
-        .insertInto("deposit_wallets")
-        .values({
-          id: walletId,
-          merchant_id: m.merchant.id,
-          environment: "sandbox",
-          network: TRC,
-          address: forged,
-          label: null,
-          external_user_id: null,
-          created_at: new Date(),
-        })
-        .execute();
-    });
+    await forgeWallet(db, forged, index);
 
     for (const [address, amount] of [
       [forged, 900],
