@@ -6,6 +6,7 @@ import { parseConfig } from "../../src/config/config.js";
 import { devOutboxKey } from "../../src/mail/index.js";
 import { runOperatorCommand } from "../../src/operator/commands.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
+import { waitFor } from "../webhooks/support.js";
 
 // Issue 35, item 4: no dead end in local mail. A merchant made with `merchant create` gets an owner
 // who can reach the dashboard (a single-use link sets the first password, or --password-stdin),
@@ -125,7 +126,12 @@ describe("the operator reads the whole development outbox", () => {
       })
       .execute();
 
-    const listed = (await runOperatorCommand(ctx(), "mail.list", { limit: "10" })) as Outbox;
+    // The reset mail is sent in the background after the answer: wait until the outbox holds it.
+    const listed = await waitFor(async () => {
+      const all = (await runOperatorCommand(ctx(), "mail.list", { limit: "10" })) as Outbox;
+      const reset = (m: Outbox["mails"][number]) => m.to === "given@example.com" && /Reset/.test(m.subject);
+      return all.mails.some(reset) ? all : undefined;
+    }, 30_000);
     expect(listed.mails[0]?.to).toBe("invitee@example.com"); // newest first, any recipient
     const reset = listed.mails.find((m) => m.to === "given@example.com");
     expect(reset?.subject).toBe("Reset your stablegate password");
