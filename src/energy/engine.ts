@@ -12,6 +12,7 @@ import {
   hasOpenStake,
   openDelegationTo,
   recordResourceAccount,
+  requestDelegationUnlessOpen,
   requestTransfer,
 } from "../sender/index.js";
 import { HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
@@ -159,18 +160,18 @@ export class EnergyEngine {
     if (choice.kind === "burn") return rows;
     const others = rows.filter((row) => row.asset !== "token");
     if (choice.kind === "wait") return others;
-    await db.transaction().execute(async (trx) => {
-      await requestTransfer(trx, {
-        intentId: `dlg_${base62(randomBytes(16))}`,
-        kind: "resource_delegation",
-        network: this.o.network,
-        environment: this.o.environment,
-        asset: "energy",
-        fromIndex: RESOURCE_ACCOUNT_INDEX,
-        to: address,
-        amount: choice.stake,
-      });
+    // One delegation for the batch, however many workers gate this wallet at once.
+    const queued = await requestDelegationUnlessOpen(db, this.scope, {
+      intentId: `dlg_${base62(randomBytes(16))}`,
+      kind: "resource_delegation",
+      network: this.o.network,
+      environment: this.o.environment,
+      asset: "energy",
+      fromIndex: RESOURCE_ACCOUNT_INDEX,
+      to: address,
+      amount: choice.stake,
     });
+    if (!queued) return others;
     this.o.logger.info(
       { network: this.o.network, to: address, stake: choice.stake.toString(), transfers: tokens.length },
       "energy delegated to the hot wallet for its queued transfers",

@@ -3,7 +3,7 @@ import type { Db } from "../db/database.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import {
-  deferForFunds,
+  deferQueued,
   markWaitingFunds,
   type SenderScope,
   sumInFlight,
@@ -68,7 +68,7 @@ export class Funding {
     const now = new Date(this.c.clock.now());
     const ids = rows.map((r) => r.intent_id);
     const fresh = await markWaitingFunds(this.c.db, ids, now);
-    await deferForFunds(
+    await deferQueued(
       this.c.db,
       ids,
       new Date(now.getTime() + FUNDS_RETRY_MS),

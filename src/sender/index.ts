@@ -33,6 +33,7 @@ export {
   hasOpenStake,
   openDelegationTo,
   reclaimIntentId,
+  requestDelegationUnlessOpen,
 } from "./resource-reads.js";
 export { type FaultPoint, Sender, type SenderOptions } from "./sender.js";
 export {

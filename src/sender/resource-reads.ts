@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.js";
+import { requestTransfer, type TransferIntent } from "./intents.js";
 import { OPEN_STATES } from "./transfer-states.js";
 import type { SenderScope } from "./transfer-store.js";
 
@@ -46,6 +47,26 @@ export async function openDelegationTo(db: Db, scope: SenderScope, to: string): 
     .where("status", "in", OPEN_STATES)
     .executeTakeFirst();
   return row?.latest ? new Date(row.latest as Date | string) : null;
+}
+
+/**
+ * Queues `intent` (a delegation to `to`) unless a delegation to `to` is open already, under a
+ * transaction-scoped lock on the receiver: two workers gating the same hot wallet at once queue one
+ * delegation, not two (the signer refuses a second one on its way, and each would then wait for
+ * the other: the cluster fault test of issue #38 found it). Returns whether it queued.
+ */
+export async function requestDelegationUnlessOpen(
+  db: Db,
+  scope: SenderScope,
+  intent: TransferIntent & { to: string },
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const key = `delegation:${scope.network}:${scope.environment}:${intent.to}`;
+    await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(trx);
+    if (await openDelegationTo(trx, scope, intent.to)) return false;
+    await requestTransfer(trx, intent);
+    return true;
+  });
 }
 
 /** Whether the resource account has a stake on its way (one at a time). */

@@ -8,7 +8,7 @@ import {
 import type { TransferKind } from "../db/tables/sending.js";
 import { type SenderContext, type SenderOptions, senderContext } from "./context.js";
 import { isRecordedFrozen } from "./frozen-addresses.js";
-import { executeBatch, signBatch } from "./signing.js";
+import { BatchRefusedError, executeBatch, signBatch } from "./signing.js";
 import {
   broadcastAttempt,
   type Disputed,
@@ -145,11 +145,10 @@ export class Sender {
         if (c.writer.kind === "database") await executeBatch(c, c.writer, index, batch);
         else await signBatch(c, c.writer, index, batch);
       } catch (err) {
-        await recordError(
-          c,
-          batch.map((r) => r.intent_id),
-          err,
-        );
+        // Only the refused intents of a batch wait; the rest go in the next round. Rows another
+        // worker signed meanwhile are left alone (queued only).
+        const ids = err instanceof BatchRefusedError ? [...err.refused] : batch.map((r) => r.intent_id);
+        await recordError(c, ids, err, { queuedOnly: true });
       }
     }
     return queued.length;

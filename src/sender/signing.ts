@@ -6,14 +6,15 @@ import {
   TransferWouldFailError,
 } from "../chains/index.js";
 import type { Db } from "../db/database.js";
-import type { Signer } from "../signer/index.js";
+import { type Signer, SignerRejectedError } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
 import { lockNextNonce, saveNextNonce } from "./nonce-store.js";
 import { delegationTakenBack } from "./resource-reads.js";
-import { broadcastAttempt, finishIn, later, transferSpec } from "./steps.js";
+import { broadcastAttempt, finishIn, transferSpec } from "./steps.js";
 import {
   claimOneQueued,
   claimQueued,
+  deferQueued,
   insertAttempt,
   insertExecutedAttempt,
   markExecuted,
@@ -28,6 +29,17 @@ const ENERGY_WAIT_MS = 3_000;
 interface Signed {
   intentId: string;
   raw: string;
+}
+
+/** The signer refused some intents of a batch (`refused`); the batch was not signed. */
+export class BatchRefusedError extends SignerRejectedError {
+  constructor(
+    readonly refused: readonly string[],
+    first: SignerRejectedError,
+  ) {
+    super(first.message);
+    this.name = "BatchRefusedError";
+  }
 }
 
 /** Simulator: mine each transfer inside the transaction that records it (queued → broadcast). */
@@ -89,7 +101,13 @@ export async function signBatch(
   // Energy (issue #38): what may be signed now; the rest waits for delegated energy a few seconds.
   const fundable = c.energy ? await c.energy.ready(index, from, funded) : funded;
   const waiting = funded.filter((r) => !fundable.includes(r));
-  for (const r of waiting) await later(c, r.intent_id, ENERGY_WAIT_MS);
+  if (waiting.length > 0)
+    await deferQueued(
+      c.db,
+      waiting.map((r) => r.intent_id),
+      new Date(c.clock.now() + ENERGY_WAIT_MS),
+      null,
+    );
   if (fundable.length === 0) return;
   // Asked before the nonce lock is taken (the provider may be slow), for each transfer of the batch.
   const blocked = new Map<string, string>();
@@ -151,8 +169,23 @@ async function signUnderNonceLock(
     });
     // Sign the whole batch concurrently (the signer may be another process). An in-process
     // signer's policy reads the intents through this transaction (signer/policy.ts).
-    const signatures = await Promise.all(
+    const settled = await Promise.allSettled(
       prepared.map(({ row, p }) => signer.sign(p.signRequest, { db: trx, intentId: row.intent_id })),
+    );
+    // Nothing of the batch is kept unless all of it was signed (the nonces run on). A refusal names
+    // its intents: only they wait (an intent the signer refuses must not hold up the address's
+    // other transfers: the cluster fault test of issue #38 found one stalling every delegation).
+    const failed = settled.flatMap((r, i) => (r.status === "rejected" ? [{ i, reason: r.reason }] : []));
+    if (failed.length > 0) {
+      const other = failed.find((f) => !(f.reason instanceof SignerRejectedError));
+      if (other) throw other.reason;
+      throw new BatchRefusedError(
+        failed.map((f) => prepared[f.i]!.row.intent_id),
+        failed[0]!.reason as SignerRejectedError,
+      );
+    }
+    const signatures = settled.map(
+      (r) => (r as PromiseFulfilledResult<Awaited<ReturnType<Signer["sign"]>>>).value,
     );
     const now = new Date(c.clock.now());
     for (let i = 0; i < prepared.length; i++) {

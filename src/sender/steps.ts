@@ -159,7 +159,12 @@ export async function later(c: SenderContext, intentId: string, ms = c.recheckMs
 }
 
 /** A failed step: logged (a signer refusal as an alert), and the intents retried with backoff. */
-export async function recordError(c: SenderContext, intentIds: string[], err: unknown): Promise<void> {
+export async function recordError(
+  c: SenderContext,
+  intentIds: string[],
+  err: unknown,
+  options: { queuedOnly?: boolean } = {},
+): Promise<void> {
   const message = err instanceof Error ? err.message : String(err);
   const level = err instanceof ChainUnavailableError ? "warn" : retriedFailureLevel(err);
   c.logger[level]({ err, intents: intentIds.slice(0, 10) }, "outgoing transfer step failed; will retry");
@@ -168,5 +173,5 @@ export async function recordError(c: SenderContext, intentIds: string[], err: un
     c.logger.error({ alert: "signer_rejected", intents: intentIds }, "ALERT: the signer refused a transfer");
   }
   if (intentIds.length === 0) return;
-  await recordStepError(c.db, intentIds, message);
+  await recordStepError(c.db, intentIds, message, options.queuedOnly ?? false);
 }

@@ -393,16 +393,24 @@ export async function noteBroadcastRefused(
 }
 
 /** A step failed: counted, noted, and retried with exponential backoff (1 s … 60 s). */
-export async function recordStepError(db: Db, intentIds: string[], message: string): Promise<void> {
-  await db
+export async function recordStepError(
+  db: Db,
+  intentIds: string[],
+  message: string,
+  queuedOnly = false,
+): Promise<void> {
+  let q = db
     .updateTable("outgoing_transfers")
     .set({
       errors: sql<number>`errors + 1`,
       last_error: message.slice(0, 500),
       next_attempt_at: sql<Date>`now() + least(interval '60 seconds', interval '1 second' * power(2, least(errors, 6)))`,
     })
-    .where("intent_id", "in", intentIds)
-    .execute();
+    .where("intent_id", "in", intentIds);
+  // A signing step's error concerns what is still queued: a row another worker signed meanwhile
+  // keeps its own schedule (its receipt is checked on time).
+  if (queuedOnly) q = q.where("status", "=", "queued");
+  await q.execute();
 }
 
 /** Marks queued transfers as waiting for funds since `now`; returns those not waiting before. */
@@ -411,17 +419,29 @@ export async function markWaitingFunds(db: Db, intentIds: string[], now: Date): 
     .updateTable("outgoing_transfers")
     .set({ waiting_funds_since: now })
     .where("intent_id", "in", intentIds)
+    .where("status", "=", "queued")
     .where("waiting_funds_since", "is", null)
     .returning("intent_id")
     .execute();
   return fresh.map((f) => f.intent_id);
 }
 
-/** Queued transfers that cannot be paid yet are retried at `at`. */
-export async function deferForFunds(db: Db, intentIds: string[], at: Date, lastError: string): Promise<void> {
+/**
+ * Queued transfers that cannot be signed yet (funds, delegated energy) are retried at `at`. Only
+ * those still queued: a worker whose list is older than another's signing must not delay the
+ * signed row's receipt check (the cluster fault test of issue #38 found sweeps waiting for funds
+ * they had already spent).
+ */
+export async function deferQueued(
+  db: Db,
+  intentIds: string[],
+  at: Date,
+  lastError: string | null,
+): Promise<void> {
   await db
     .updateTable("outgoing_transfers")
-    .set({ next_attempt_at: at, last_error: lastError })
+    .set(lastError === null ? { next_attempt_at: at } : { next_attempt_at: at, last_error: lastError })
     .where("intent_id", "in", intentIds)
+    .where("status", "=", "queued")
     .execute();
 }

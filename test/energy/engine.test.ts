@@ -297,6 +297,43 @@ describe("the energy engine on the TRON emulator", () => {
     expect(emulator.resources.delegationsOf(tronAddressToEvm(resource))).toEqual([]);
   }, 180_000);
 
+  it("two workers gating the hot wallet at once queue one delegation, not one each", async () => {
+    // Found by the cluster fault test with the engine on: both workers saw no delegation on its
+    // way and each queued one; the signer refuses a second one on its way, so each waited for the
+    // other and the hot wallet's withdrawals stayed queued.
+    const [a, b] = [parts(), parts()];
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_energy_race",
+        kind: "withdrawal",
+        network,
+        environment,
+        to: address(902),
+        amount: USDT(1),
+      }),
+    );
+    const rows = [{ asset: "token", to_address: address(902), amount: USDT(1).toString() }];
+    const queuedToHot = async () =>
+      (await transfers("resource_delegation")).filter((d) => d.status === "queued" && d.to_address === hot);
+    try {
+      const answers = await Promise.all([
+        a.engine.ready(HOT_WALLET_INDEX, hot, rows),
+        b.engine.ready(HOT_WALLET_INDEX, hot, rows),
+        a.engine.ready(HOT_WALLET_INDEX, hot, rows),
+        b.engine.ready(HOT_WALLET_INDEX, hot, rows),
+      ]);
+      // Every gate holds the withdrawal back for the delegation…
+      expect(answers).toEqual([[], [], [], []]);
+      // …and exactly one was queued.
+      expect(await queuedToHot()).toHaveLength(1);
+    } finally {
+      await database.db
+        .deleteFrom("outgoing_transfers")
+        .where("intent_id", "in", ["tx_energy_race", ...(await queuedToHot()).map((d) => d.intent_id)])
+        .execute();
+    }
+  });
+
   it("with the resource account's energy used up, a sweep waits; past the policy's delay it burns", async () => {
     const p = parts();
     // Another network's worth of stake arrives: each TRX staked now gives less energy than needed.

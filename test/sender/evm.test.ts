@@ -327,13 +327,17 @@ describe("Sender on anvil", () => {
     await mintTestUsdt(node, token, hot, USDT(2));
     const { outcomes, calls } = recordingOutcomes();
     // Signs and commits, then dies before broadcasting.
+    const dead = new AbortController();
     const crashing = makeSender({
       db: database.db,
       network: "USDT-ERC20",
       writer,
       outcomes,
+      // A dead process does nothing more: this tick stops too (the signed row is not broadcast).
       fault: (point) => {
-        if (point === "after-commit") throw new Error("crash after commit");
+        if (point !== "after-commit") return;
+        dead.abort();
+        throw new Error("crash after commit");
       },
     });
     await database.db.transaction().execute((trx) =>
@@ -346,7 +350,7 @@ describe("Sender on anvil", () => {
         amount: USDT(1),
       }),
     );
-    await crashing.tick();
+    await crashing.tick(dead.signal);
     const row = await database.db
       .selectFrom("outgoing_transfers")
       .selectAll()

@@ -5,6 +5,7 @@ import { tronAddressToEvm } from "../../src/chains/tron/address.js";
 import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
 import { TransferWouldFailError, withBuffer } from "../../src/chains/writer.js";
 import type { Database } from "../../src/db/database.js";
+import { type Signer, SignerRejectedError } from "../../src/signer/index.js";
 import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 // Intents with the evidence the signer checks (issue #34): a backing transaction and its hold.
 import { requestTransfer } from "../support/backed-transfer.js";
@@ -257,13 +258,17 @@ describe("TRON write side on the emulator", () => {
   it("a transaction that expired unmined is provably dropped: a new one is signed, and exactly one transfer lands", async () => {
     const { outcomes, calls } = recordingOutcomes();
     // The first process signs and commits, then dies before broadcasting.
+    const dead = new AbortController();
     const crashing = makeSender({
       db: database.db,
       network: "USDT-TRC20",
       writer,
       outcomes,
+      // A dead process does nothing more: this tick stops too (the signed row is not broadcast).
       fault: (point) => {
-        if (point === "after-commit") throw new Error("crash after commit");
+        if (point !== "after-commit") return;
+        dead.abort();
+        throw new Error("crash after commit");
       },
     });
     await database.db.transaction().execute((trx) =>
@@ -276,7 +281,7 @@ describe("TRON write side on the emulator", () => {
         amount: USDT(3),
       }),
     );
-    await crashing.tick();
+    await crashing.tick(dead.signal);
     let row = await database.db
       .selectFrom("outgoing_transfers")
       .selectAll()
@@ -322,5 +327,65 @@ describe("TRON write side on the emulator", () => {
     expect(row.tx_hash).toBe(attempts[1]!.tx_hash);
     expect(await writer.tokenBalance(to(3))).toBe(USDT(3));
     expect(calls).toMatchObject([{ intentId: "tx_t1", status: "confirmed" }]);
+  });
+
+  it("the signer refusing one intent of a batch holds up that one only; the others are signed in the next round", async () => {
+    const { outcomes, calls } = recordingOutcomes();
+    const inner = localSigner(database.db, writer as unknown as { token?: unknown });
+    const asked: string[] = [];
+    // A signer whose policy refuses one intent (in the cluster fault test of issue #38: a second
+    // delegation to the hot wallet), signing the others as usual.
+    const refusing: Signer = {
+      sign: (request, context) => {
+        asked.push(context?.intentId ?? "?");
+        return context?.intentId === "tx_refused"
+          ? Promise.reject(new SignerRejectedError("policy: refused by this test"))
+          : inner.sign(request, context);
+      },
+    };
+    const sender = makeSender({ db: database.db, network: "USDT-TRC20", writer, outcomes, signer: refusing });
+    // TRX for the three transfers' fees at once (1 TRX = 10^18 wei on the emulator's anvil).
+    await node.testClient.setBalance({ address: tronAddressToEvm(hot), value: 10n ** 24n });
+    await database.db.transaction().execute(async (trx) => {
+      for (const [intentId, i] of [
+        ["tx_refused", 10],
+        ["tx_kept_1", 11],
+        ["tx_kept_2", 12],
+      ] as const)
+        await requestTransfer(trx, {
+          intentId,
+          kind: "withdrawal",
+          network: "USDT-TRC20",
+          environment: "sandbox",
+          to: to(i),
+          amount: USDT(1),
+        });
+    });
+    const row = (id: string) =>
+      database.db
+        .selectFrom("outgoing_transfers")
+        .select(["status", "errors", "last_error", "next_attempt_at"])
+        .where("intent_id", "=", id)
+        .executeTakeFirstOrThrow();
+    // Round one: the batch of three is refused as a whole (nothing signed: one database
+    // transaction), and only the refused intent backs off.
+    await sender.tick();
+    expect(new Set(asked)).toEqual(new Set(["tx_refused", "tx_kept_1", "tx_kept_2"]));
+    expect(await row("tx_refused")).toMatchObject({
+      status: "queued",
+      errors: 1,
+      last_error: /refused by this test/,
+    });
+    for (const id of ["tx_kept_1", "tx_kept_2"])
+      expect(await row(id)).toMatchObject({ status: "queued", errors: 0 });
+    // The next rounds: the two others are signed and paid; the refused one stays queued.
+    expect(await sender.drain(8_000)).toBe(1);
+    for (const id of ["tx_kept_1", "tx_kept_2"]) expect(await row(id)).toMatchObject({ status: "confirmed" });
+    expect(await writer.tokenBalance(to(11))).toBe(USDT(1));
+    expect(await writer.tokenBalance(to(12))).toBe(USDT(1));
+    expect(await writer.tokenBalance(to(10))).toBe(0n);
+    expect((await row("tx_refused")).status).toBe("queued");
+    expect(calls.map((c) => c.intentId).sort()).toEqual(["tx_kept_1", "tx_kept_2"]);
+    await database.db.deleteFrom("outgoing_transfers").where("intent_id", "=", "tx_refused").execute();
   });
 });
