@@ -3,6 +3,7 @@ import { type Config, ConfigError } from "../config/config.js";
 import { keyMaterialForRole } from "../config/key-custody.js";
 import { configForRole } from "../config/secrets.js";
 import { migrate, pendingMigrations } from "../db/migrate.js";
+import { type RetryPolicy, retryTransient } from "../db/transient.js";
 import { type BuildAppOptions, buildApp } from "../http/app.js";
 import type { App } from "../http/app-types.js";
 import { type Listeners, ListenPortError, listen } from "../http/listeners.js";
@@ -56,6 +57,9 @@ export interface StartOptions extends Omit<RuntimeOptions, "role"> {
   app?: BuildAppOptions;
 }
 
+/** Start-up statements: six attempts over about 15 s (long enough for a failover). */
+const STARTUP_RETRY_POLICY: RetryPolicy = { attempts: 6, baseDelayMs: 500 };
+
 /**
  * Starts a process role. `serve` = migrate + API + worker in one process (the default);
  * `api` and `worker` scale out on PostgreSQL and refuse an unmigrated schema; `migrate` applies
@@ -86,11 +90,17 @@ export async function startRole(
   const log = runtime.logger;
   try {
     const db = runtime.database.db;
+    // The start-up checks ride out a transient database fault (a failover, a terminated backend:
+    // the cluster fault test of issue #38 saw a worker die starting at that moment).
+    const retried = <T>(what: string, attempt: () => Promise<T>) =>
+      retryTransient(attempt, STARTUP_RETRY_POLICY, (err, next) =>
+        log.warn({ err, attempt: next }, `${what}: transient database fault, trying again`),
+      );
     if (role === "serve") {
       const { applied, functions } = await migrate(db);
       if (applied.length + functions.length > 0) log.info({ applied, functions }, "migrations applied");
     } else {
-      const pending = await pendingMigrations(db);
+      const pending = await retried("schema check", () => pendingMigrations(db));
       if (pending.length > 0) {
         throw new Error(
           `the database schema is behind this build (${pending.join(", ")}); run \`stablegate migrate\``,
@@ -98,7 +108,9 @@ export async function startRole(
       }
     }
     // Every process derives addresses from the same account keys, or it does not start.
-    const differ = await pinAccountKeys(db, accountXpubsOf(runtime.addressDeriver));
+    const differ = await retried("account keys check", () =>
+      pinAccountKeys(db, accountXpubsOf(runtime.addressDeriver)),
+    );
     if (differ.length > 0) {
       throw new ConfigError([
         {
