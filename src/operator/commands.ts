@@ -8,7 +8,7 @@ import { verifyLedger } from "../ledger/index.js";
 import type { Clock } from "../lib/clock.js";
 import { listOutbox, mailView } from "../mail/index.js";
 import { custodialChains, reconcileReserves, recordReserveCheck } from "../reserves/index.js";
-import { transferCosts } from "../sender/index.js";
+import { costsSince, transferCosts } from "../sender/index.js";
 import { rescanRange } from "../watcher/index.js";
 
 /**
@@ -63,9 +63,7 @@ export const operatorCommands = {
     const months = int(args.months ?? 3);
     if (!Number.isInteger(months) || months < 1 || months > 120)
       throw AppError.validation([{ field: "months", message: "must be a whole number from 1 to 120" }]);
-    const now = new Date(clock.now());
-    const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (months - 1), 1));
-    return transferCosts(db, since);
+    return transferCosts(db, costsSince(new Date(clock.now()), months));
   },
   /** Issue #22: every available chain's reserves against the ledger (and recorded, as the job does). */
   "reserves.reconcile": async (ctx: OperatorContext, args: Record<string, unknown>) => {

@@ -36,6 +36,16 @@ export interface CostRow {
   served: number;
 }
 
+/** The first instant of this month (`now`'s, UTC) and the `months - 1` before it. */
+export function costsSince(now: Date, months: number): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (months - 1), 1));
+}
+
+/** What one served transfer cost (`fee / served`, rounded down), or null when none was served. */
+export function feePerServed(row: Pick<CostRow, "fee" | "served">): bigint | null {
+  return row.served > 0 ? row.fee / BigInt(row.served) : null;
+}
+
 /** Finished transfers with a recorded cost since `since`, grouped as `CostRow`s. */
 export async function transferCosts(db: Db, since: Date): Promise<CostRow[]> {
   const rows = await sql<{
@@ -130,9 +140,10 @@ export function formatCostTable(rows: CostRow[]): string {
   ];
   const lines = rows.map((r) => {
     const unit = nativeUnit(r.network).name;
+    const perOne = feePerServed(r);
     const per =
-      r.served > 0
-        ? `${native(r.network, r.fee / BigInt(r.served))} ${unit}/${r.purpose === "collection" ? "deposit" : "payment"}`
+      perOne !== null
+        ? `${native(r.network, perOne)} ${unit}/${r.purpose === "collection" ? "deposit" : "payment"}`
         : "-";
     return [
       r.month,

@@ -7,6 +7,8 @@
 export {
   type CostPurpose,
   type CostRow,
+  costsSince,
+  feePerServed,
   formatCostTable,
   formatNative,
   nativeUnit,

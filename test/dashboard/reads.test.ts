@@ -6,6 +6,7 @@ import { UNIT } from "../../src/domain/money.js";
 import type { TransactionStatus, TransactionType } from "../../src/domain/transaction.js";
 import { creditDeposit, holdFunds } from "../../src/ledger/operations.js";
 import { insertTransaction } from "../../src/transactions/index.js";
+import { requestTransfer } from "../support/backed-transfer.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import { Browser } from "./support.js";
 
@@ -375,6 +376,71 @@ describe("GET /api/v1/admin/transactions", () => {
     expect(r.body.data).toMatchObject({ id: ids.bob, merchantId: bob.merchantId, orderId: "order-bob" });
     const missing = await admin.req("/api/v1/admin/transactions/tx_nope");
     expect(missing.status).toBe(404);
+  });
+
+  it("chain-costs: what the gateway's own transfers cost, per currency type, environment, month and purpose (issue #38)", async () => {
+    const db = svc.database.db;
+    const transfers: [string, "sweep" | "gas_topup" | "withdrawal", bigint, bigint][] = [
+      ["swp_cost_1", "sweep", 0n, 64_285n], // on delegated energy: burned nothing
+      ["gtp_cost_1", "gas_topup", 1_100_000n, 0n], // the fresh address's creation
+      ["tx_cost_1", "withdrawal", 345_000n, 130_285n], // its bandwidth
+    ];
+    await db.transaction().execute(async (trx) => {
+      for (const [intentId, kind, , ,] of transfers)
+        await requestTransfer(trx, {
+          intentId,
+          kind,
+          network: "USDT-TRC20",
+          environment: "production",
+          to: "TJCnKsPa7y5okkXvQAidZBzqx3QyQ6sxMW",
+          amount: 1_000_000n,
+          ...(kind === "sweep" ? { fromIndex: 100 } : {}),
+        });
+    });
+    for (const [intentId, , fee, used] of transfers)
+      await db
+        .updateTable("outgoing_transfers")
+        .set({ status: "confirmed", fee_paid: fee, resource_used: used, finished_at: new Date() })
+        .where("intent_id", "=", intentId)
+        .execute();
+    const r = await admin.req("/api/v1/admin/chain-costs");
+    expect(r.status, r.text).toBe(200);
+    const month = new Date().toISOString().slice(0, 7);
+    const mine = r.body.data.filter(
+      (c: { currencyType: string; environment: string }) =>
+        c.currencyType === "USDT-TRC20" && c.environment === "production",
+    );
+    const trx = { name: "TRX", decimals: 6 };
+    const base = { currencyType: "USDT-TRC20", environment: "production", month, nativeUnit: trx };
+    expect(mine).toEqual([
+      {
+        ...base,
+        purpose: "collection",
+        transfers: 2,
+        fee: "1100000",
+        used: "64285",
+        unburned: 1,
+        served: 1,
+        feePerServed: "1100000",
+      },
+      {
+        ...base,
+        purpose: "outgoing",
+        transfers: 1,
+        fee: "345000",
+        used: "130285",
+        unburned: 0,
+        served: 1,
+        feePerServed: "345000",
+      },
+    ]);
+    for (const q of ["months=0", "months=121", "months=three", "months=1.5"]) {
+      const bad = await admin.req(`/api/v1/admin/chain-costs?${q}`);
+      expect(bad.status, q).toBe(400);
+      expect(bad.body.error.code, q).toBe("VALIDATION_ERROR");
+    }
+    expect((await alice.b.req("/api/v1/admin/chain-costs")).status).toBe(403);
+    expect((await call(svc.urls.production, "/api/v1/admin/chain-costs")).status).toBe(401);
   });
 
   it("is refused to merchants (403), to anonymous callers (401), and read-only for admins (403 on writes)", async () => {

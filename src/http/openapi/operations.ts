@@ -80,6 +80,7 @@ const OPERATION_IDS: Record<string, string> = {
   "GET /api/v1/admin/merchants/{id}": "adminGetMerchant",
   "GET /api/v1/admin/transactions": "adminListTransactions",
   "GET /api/v1/admin/transactions/{id}": "adminGetTransaction",
+  "GET /api/v1/admin/chain-costs": "adminListChainCosts",
   "GET /pay/{id}": "getPaymentPage",
   "GET /pay/{id}/events": "streamPaymentPageEvents",
 };

@@ -2,12 +2,13 @@ import { Type } from "@sinclair/typebox";
 import { AppError } from "../../domain/errors.js";
 import { presentTransaction, type TransactionRecord } from "../../domain/transaction.js";
 import { type AdminMerchantView, getMerchantForAdmin, listMerchantsForAdmin } from "../../merchants/index.js";
+import { costsSince, feePerServed, nativeUnit, transferCosts } from "../../sender/index.js";
 import { getAnyTransaction, listTransactionsAcrossMerchants } from "../../transactions/index.js";
 import type { App, RouteDeps } from "../app-types.js";
 import { ListQuerySchema, listParams, pagination } from "../list.js";
 import { adminPrincipal } from "../plugins/dashboard-auth.js";
 import { commonErrors, list, ok } from "../schemas/common.js";
-import { TransactionSchema } from "../schemas/transaction.js";
+import { CurrencyTypeSchema, TransactionSchema } from "../schemas/transaction.js";
 import { TransactionFilterFields, transactionFilter } from "../transaction-query.js";
 
 const AdminMerchant = Type.Object(
@@ -44,6 +45,47 @@ const AdminTransactionSchema = Type.Composite(
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
+/** Native-coin base units as a decimal string (wei exceed a JSON number's exact range). */
+const baseUnits = (description: string) => Type.String({ pattern: "^[0-9]+$", description });
+
+const AdminChainCost = Type.Object(
+  {
+    currencyType: CurrencyTypeSchema,
+    environment: Type.Union([Type.Literal("production"), Type.Literal("sandbox")]),
+    month: Type.String({ pattern: "^[0-9]{4}-[0-9]{2}$", description: "UTC month the transfers finished" }),
+    purpose: Type.Union([Type.Literal("collection"), Type.Literal("outgoing"), Type.Literal("stake")], {
+      description:
+        "collection: top-ups, sweeps and the energy delegations they waited for; outgoing: withdrawals, " +
+        "payouts, returns, cold forwards and the hot wallet's delegations; stake: the resource account's stakes",
+    }),
+    transfers: Type.Integer({ description: "finished transfers with a recorded cost" }),
+    nativeUnit: Type.Object({ name: Type.String(), decimals: Type.Integer() }),
+    fee: baseUnits("native coin burned or paid (sun on TRON, wei on EVM networks)"),
+    used: baseUnits("resource consumed: TRON energy (delegated included), EVM gas"),
+    unburned: Type.Integer({ description: "of those transfers, the ones that burned nothing" }),
+    served: Type.Integer({ description: "confirmed sweeps (collection) or payments out (outgoing)" }),
+    feePerServed: Type.Union(
+      [baseUnits("fee / served, rounded down: per collected deposit or per payment"), Type.Null()],
+      { description: "null when nothing was served" },
+    ),
+  },
+  { title: "AdminChainCost" },
+);
+
+const ChainCostsQuery = Type.Object(
+  {
+    months: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 120,
+        default: 3,
+        description: "this month and the months - 1 before it",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 function adminTransactionView(r: TransactionRecord) {
   return { ...presentTransaction(r), merchantId: r.merchantId, environment: r.environment };
 }
@@ -59,7 +101,7 @@ function adminMerchantView(m: AdminMerchantView) {
  * handler asks again (`adminPrincipal`). Any write answers 403 (this catch-all makes every write
  * path exist so it does so even for paths without a read).
  */
-export function adminRoutes(app: App, { database }: RouteDeps) {
+export function adminRoutes(app: App, { database, clock }: RouteDeps) {
   const db = database.db;
   const cfg = { auth: "dashboard", audience: "admin", tier: "dashboard" } as const;
 
@@ -148,6 +190,41 @@ export function adminRoutes(app: App, { database }: RouteDeps) {
       adminPrincipal(request);
       const t = await getAnyTransaction(db, request.params.id);
       return { success: true as const, data: adminTransactionView(t) };
+    },
+  );
+
+  app.get(
+    "/api/v1/admin/chain-costs",
+    {
+      config: cfg,
+      schema: {
+        summary:
+          "Admin: what the gateway's own transfers cost, per currency type, environment, month and purpose " +
+          "(as `stablegate chain costs`)",
+        tags: ["Admin"],
+        querystring: ChainCostsQuery,
+        response: { 200: ok(Type.Array(AdminChainCost)), ...commonErrors },
+      },
+    },
+    async (request) => {
+      adminPrincipal(request);
+      const rows = await transferCosts(db, costsSince(new Date(clock.now()), request.query.months ?? 3));
+      return {
+        success: true as const,
+        data: rows.map((r) => ({
+          currencyType: r.network,
+          environment: r.environment,
+          month: r.month,
+          purpose: r.purpose,
+          transfers: r.transfers,
+          nativeUnit: nativeUnit(r.network),
+          fee: r.fee.toString(),
+          used: r.used.toString(),
+          unburned: r.unburned,
+          served: r.served,
+          feePerServed: feePerServed(r)?.toString() ?? null,
+        })),
+      };
     },
   );
 
