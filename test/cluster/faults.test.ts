@@ -11,6 +11,7 @@ import { type Database, openDatabase } from "../../src/db/database.js";
 import { verifyLedger } from "../../src/ledger/verify.js";
 import { createMerchantWithKeys, updateSettings } from "../../src/merchants/index.js";
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL, TEST_REDIS_URL } from "../support/db.js";
+import { freePort } from "../support/processes.js";
 import { type Receiver, startReceiver } from "../webhooks/support.js";
 import {
   answeredWinner,
@@ -37,6 +38,7 @@ import {
   withdrawalFlow,
 } from "./flows.js";
 import { Apis, sleep } from "./load.js";
+import { startTronStrand, type TronStrand } from "./tron-strand.js";
 
 /**
  * The cluster under faults (issue 25): `migrate`, then two `api` and two `worker` processes as
@@ -47,6 +49,11 @@ import { Apis, sleep } from "./load.js";
  * unit, one transaction per Idempotency-Key, one winner per approve/reject race, every final status
  * webhooked and signed, no 5xx (nor lost answer) outside the fault windows, every flow where its
  * inputs say. A one-line JSON summary of the figures is printed.
+ *
+ * With the energy engine on (issue #38): PRODUCTION USDT-TRC20 is the TRON emulator, a `signer`
+ * process signs, and the resource account is funded. Alongside the sandbox load, production
+ * deposits are paid on chain and hot-wallet withdrawals asked for, so the faults also hit
+ * activation → delegation → sweep → reclaim; `tron-strand.ts` checks the chain and the books.
  */
 
 const LOAD_MS = 70_000;
@@ -54,11 +61,16 @@ const LOAD_MS = 70_000;
 const VUS = 8;
 /** After a fault ends (the process restarted and ready), answers are still attributed to it this long. */
 const GRACE_MS = 3_000;
-const SETTLE_MS = 45_000;
+/** The production TRON pipeline (confirm, activate, delegate, sweep, reclaim) needs longer than the simulator. */
+const SETTLE_MS = 120_000;
 const START_MS = 90_000;
 const MERCHANTS = 2;
 /** Each merchant starts with this much per currency (USDT), deposited through the same flow. */
 const FUNDING = 200_000n * 1_000_000n;
+/** The TRON strand (production): its network, its concurrent integrations, each merchant's first deposit. */
+const TRON: Currency = "USDT-TRC20";
+const TRON_VUS = 2;
+const PROD_FUNDING = 5_000n * 1_000_000n;
 
 interface FaultWindow {
   name: string;
@@ -77,10 +89,12 @@ describe.skipIf(!TEST_DATABASE_URL)(
     let database: Database | undefined;
     const processes: ClusterProcess[] = [];
     let settings: ClusterSettings;
+    let strand: TronStrand | undefined;
     let passed = false;
 
     afterAll(async () => {
       await Promise.all(processes.map((p) => p.stop(10_000)));
+      await strand?.stop();
       await database?.close();
       await empty?.drop();
       await receiver?.close();
@@ -98,11 +112,13 @@ describe.skipIf(!TEST_DATABASE_URL)(
       if (passed && root) await rm(root, { recursive: true, force: true });
     }, 60_000);
 
-    it("keeps the books exact and every flow where its inputs say", { timeout: 200_000 }, async () => {
+    it("keeps the books exact and every flow where its inputs say", { timeout: 360_000 }, async () => {
       const wallStart = Date.now();
       root = await mkdtemp(path.join(tmpdir(), "sg-cluster-"));
       await mkdir(path.join(root, "logs"));
       receiver = await startReceiver();
+      strand = await startTronStrand();
+      const signerPort = await freePort();
       empty = await createEmptyPostgresDatabase();
       const dbName = new URL(empty.url).pathname.slice(1);
       settings = {
@@ -119,6 +135,12 @@ describe.skipIf(!TEST_DATABASE_URL)(
         internalSharedSecret: randomBytes(32).toString("hex"),
         feeSchedule: feeScheduleJson(),
         rateLimit: 1_000_000,
+        extraEnv: {
+          ...strand.env,
+          SIGNER_HOST: "127.0.0.1",
+          SIGNER_PORT: String(signerPort),
+          SIGNER_URL: `http://127.0.0.1:${signerPort}`,
+        },
       };
 
       // What the signer host's operator prints for the api and worker hosts (the mnemonic stays there).
@@ -128,12 +150,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
       const launch = (role: ClusterRole, slot: string): Proc => {
         const n = (launches.get(slot) ?? 0) + 1;
         launches.set(slot, n);
-        const p = new ClusterProcess(
-          `${slot}#${n}`,
-          role,
-          roleEnv(role, slot, settings),
-          path.join(root, "logs", `${slot}.${n}.log`),
-        );
+        const env = roleEnv(role, slot, settings);
+        // Workers send through the signer; no other role is handed its URL.
+        if (role !== "worker") delete env.SIGNER_URL;
+        const p = new ClusterProcess(`${slot}#${n}`, role, env, path.join(root, "logs", `${slot}.${n}.log`));
         processes.push(p);
         return p;
       };
@@ -152,9 +172,12 @@ describe.skipIf(!TEST_DATABASE_URL)(
       const ready = (p: Proc) => {
         startups[p.name] = Math.round((Date.now() - p.startedAt) / 100) / 10;
       };
-      const apiReady = async (p: Proc) => {
+      /** Production listeners of the apis (the TRON strand's calls), beside `apis` (sandbox). */
+      const prodApis = new Apis();
+      const apiReady = async (p: Proc, slot: number) => {
         const ports = await p.listening(START_MS);
         ready(p);
+        prodApis.set(slot, ports.production);
         return ports.sandbox;
       };
       const workerReady = async (p: Proc) => {
@@ -172,17 +195,26 @@ describe.skipIf(!TEST_DATABASE_URL)(
           await sleep(200);
         }
       };
+      const signer = launch("signer", "signer");
       const apiProcs = [launch("api", "api-1"), launch("api", "api-2")];
       const workerProcs = [launch("worker", "worker-1"), launch("worker", "worker-2")];
       const apis = new Apis();
       await Promise.all([
-        ...apiProcs.map(async (p, i) => apis.set(i, await apiReady(p))),
+        signer
+          .waitForLine((l) => l.includes("stablegate signer listening"), START_MS)
+          .then(() => ready(signer)),
+        ...apiProcs.map(async (p, i) => apis.set(i, await apiReady(p, i))),
         ...workerProcs.map(workerReady),
       ]);
+      // The operator funds the production wallets; the engine stakes the resource account's TRX
+      // in its first rounds (before that, a transfer short of energy burns, as without an engine).
+      await strand.fund(settings.mnemonic);
+      await strand.staked(db, 60_000);
 
       // Merchants: created with the service functions; settings as a merchant sets them; webhook URL
       // and secret through the API (the secret in full once, from the rotation).
       const merchants: MerchantKeys[] = [];
+      const prodMerchants: MerchantKeys[] = [];
       const secrets: string[] = [];
       for (let i = 0; i < MERCHANTS; i++) {
         const m = await createMerchantWithKeys(db, {
@@ -192,16 +224,20 @@ describe.skipIf(!TEST_DATABASE_URL)(
         const pair = m.keys.find((k) => k.environment === "sandbox");
         if (!pair) throw new Error("no sandbox key pair");
         const keys: MerchantKeys = { id: m.id, api: { apikey: pair.apiKey, "x-api-secret": pair.apiSecret } };
-        await updateSettings(
-          db,
-          m.id,
-          "sandbox",
-          {
-            autoWithdraw: true,
-            autoApproveThreshold: Object.fromEntries(CURRENCIES.map((c) => [c, AUTO_APPROVE_THRESHOLD])),
-          },
-          new Date(),
-        );
+        const prod = m.keys.find((k) => k.environment === "production");
+        if (!prod) throw new Error("no production key pair");
+        prodMerchants.push({ id: m.id, api: { apikey: prod.apiKey, "x-api-secret": prod.apiSecret } });
+        for (const environment of ["sandbox", "production"] as const)
+          await updateSettings(
+            db,
+            m.id,
+            environment,
+            {
+              autoWithdraw: true,
+              autoApproveThreshold: Object.fromEntries(CURRENCIES.map((c) => [c, AUTO_APPROVE_THRESHOLD])),
+            },
+            new Date(),
+          );
         const url = await apis.retrying("webhook url", "/api/v1/webhook/url", {
           headers: keys.api,
           json: { webhookUrl: receiver.url(`/hook/${i}`) },
@@ -224,6 +260,15 @@ describe.skipIf(!TEST_DATABASE_URL)(
         replays: [],
         unexpected: [],
       };
+      /** The TRON strand's flows (production, USDT-TRC20 on the emulator), books of their own. */
+      const prodCtx: LoadContext = {
+        apis: prodApis,
+        merchants: prodMerchants,
+        flows: [],
+        idsByKey: new Map(),
+        replays: [],
+        unexpected: [],
+      };
       const statusOf = async (ids: string[]) => {
         const rows =
           ids.length === 0
@@ -237,9 +282,16 @@ describe.skipIf(!TEST_DATABASE_URL)(
       };
 
       // Funding: one large paid session per merchant and currency (in the books like every other).
-      const funding = await Promise.all(
-        merchants.flatMap((_, i) => CURRENCIES.map((c) => depositFlow(ctx, i, c, { amount: FUNDING }))),
-      );
+      const funding = await Promise.all([
+        ...merchants.flatMap((_, i) => CURRENCIES.map((c) => depositFlow(ctx, i, c, { amount: FUNDING }))),
+        // Production: paid on the emulator, collected by the engine's pipeline like every later one.
+        ...prodMerchants.map((_, i) =>
+          depositFlow(prodCtx, i, TRON, {
+            amount: PROD_FUNDING,
+            pay: (a, n) => (strand as TronStrand).pay(a, n),
+          }),
+        ),
+      ]);
       const fundingIds = funding.map((f) => f.sessionId as string);
       {
         const until = Date.now() + 30_000;
@@ -265,7 +317,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
         await at(atMs);
         const start = Date.now();
         const victim = workerProcs[slot] as Proc;
+        // What of the engine's pipeline the kill interrupts (printed with the figures).
+        const tronInFlight = await (strand as TronStrand).inFlight(db);
         victim.kill("SIGKILL");
+        faultNotes.push({ fault: `SIGKILL ${victim.name}`, tronInFlight });
         await victim.exited;
         await sleep(3_000);
         const next = launch("worker", `worker-${slot + 1}`);
@@ -281,11 +336,12 @@ describe.skipIf(!TEST_DATABASE_URL)(
         // A load balancer notices a dead backend after a moment; calls in the meantime are refused.
         await sleep(500);
         apis.set(slot, undefined);
+        prodApis.set(slot, undefined);
         await victim.exited;
         await sleep(2_500);
         const next = launch("api", `api-${slot + 1}`);
         apiProcs[slot] = next;
-        apis.set(slot, await apiReady(next));
+        apis.set(slot, await apiReady(next, slot));
         windows.push({ name: `SIGKILL ${victim.name}`, start, end: Date.now() });
       };
       const terminateBackends = async (atMs: number) => {
@@ -356,7 +412,21 @@ describe.skipIf(!TEST_DATABASE_URL)(
           await sleep(Math.random() * 150);
         }
       };
-      await Promise.all([faults, ...Array.from({ length: VUS }, vu)]);
+      // The TRON strand: production deposits paid on chain, auto withdrawals from the hot wallet.
+      const tronVu = async () => {
+        while (Date.now() < loadEnd) {
+          const merchant = Math.floor(Math.random() * MERCHANTS);
+          if (Math.random() < 0.6)
+            await depositFlow(prodCtx, merchant, TRON, { pay: (a, n) => (strand as TronStrand).pay(a, n) });
+          else await withdrawalFlow(prodCtx, merchant, TRON, { manual: false, failing: false });
+          await sleep(300 + Math.random() * 700);
+        }
+      };
+      await Promise.all([
+        faults,
+        ...Array.from({ length: VUS }, vu),
+        ...Array.from({ length: TRON_VUS }, tronVu),
+      ]);
       const loadStopped = Date.now();
 
       // ---- Settle --------------------------------------------------------------------------------
@@ -367,7 +437,18 @@ describe.skipIf(!TEST_DATABASE_URL)(
         ...withdrawals.flatMap((w) => (w.id ? [w.id] : [])),
         ...deposits.flatMap((d) => (d.sessionId ? [d.sessionId] : [])),
       ];
-      let rows = await statusOf(txIds);
+      const prodWithdrawals = prodCtx.flows.filter((f): f is WithdrawalFlow => f.kind === "withdrawal");
+      const prodDeposits = prodCtx.flows.filter((f): f is DepositFlow => f.kind === "deposit");
+      const prodIds = prodCtx.flows.flatMap((f) => {
+        const id = f.kind === "deposit" ? f.sessionId : f.id;
+        return id ? [id] : [];
+      });
+      const paidProd = prodDeposits.filter((d) => d.paid === "yes").length;
+      let rows = await statusOf([...txIds, ...prodIds]);
+      const prodSettled = async (r: typeof rows) =>
+        prodWithdrawals.every((w) => !w.id || FINAL.has(r.get(w.id)?.status ?? "")) &&
+        prodDeposits.every((d) => d.paid !== "yes" || r.get(d.sessionId as string)?.status === "confirmed") &&
+        (await (strand as TronStrand).idle(db, paidProd));
       const settled = (r: typeof rows) => {
         const report = readDeliveries(receiver?.received ?? [], secrets);
         return (
@@ -383,16 +464,18 @@ describe.skipIf(!TEST_DATABASE_URL)(
       };
       const settleUntil = Date.now() + SETTLE_MS;
       while (Date.now() < settleUntil) {
-        rows = await statusOf(txIds);
+        rows = await statusOf([...txIds, ...prodIds]);
         // A payment whose answer was lost may still be on its way to the watcher: a few seconds more.
-        if (settled(rows) && Date.now() > loadStopped + 5_000) break;
+        if (settled(rows) && (await prodSettled(rows)) && Date.now() > loadStopped + 5_000) break;
         await sleep(500);
       }
-      rows = await statusOf(txIds);
+      rows = await statusOf([...txIds, ...prodIds]);
       const settleMs = Date.now() - loadStopped;
 
       // ---- Checks --------------------------------------------------------------------------------
-      const failures: string[] = [...ctx.unexpected.map((u) => `unexpected answer: ${u}`)];
+      const failures: string[] = [...ctx.unexpected, ...prodCtx.unexpected].map(
+        (u) => `unexpected answer: ${u}`,
+      );
       const fail = (s: string) => failures.push(s);
 
       // Each flow ended where its inputs say.
@@ -487,6 +570,49 @@ describe.skipIf(!TEST_DATABASE_URL)(
         }
       }
 
+      // The TRON strand (production, engine on): each flow where its inputs say, balances against its
+      // own books, then the chain (tron-strand.ts).
+      for (const d of prodDeposits) {
+        if (!d.sessionId) continue;
+        const r = rows.get(d.sessionId);
+        if (d.paid === "yes") {
+          if (r?.status !== "confirmed" || BigInt(r.actual_balance ?? -1) !== d.amount)
+            fail(
+              `production deposit ${d.sessionId}: ${r?.status} received ${r?.actual_balance}, paid ${d.amount}`,
+            );
+        } else if (r?.status !== "pending") fail(`unpaid production deposit ${d.sessionId} is ${r?.status}`);
+      }
+      for (const w of prodWithdrawals)
+        if (w.id && rows.get(w.id)?.status !== "completed")
+          fail(`production withdrawal ${w.id}: ${rows.get(w.id)?.status}, expected completed`);
+      const prodBooks = expectedBalances(
+        prodCtx.flows,
+        MERCHANTS,
+        (d) => d.paid === "yes",
+        () => undefined,
+      );
+      for (let i = 0; i < MERCHANTS; i++) {
+        const { answer } = await prodApis.retrying("balance", "/api/v1/public/balance", {
+          headers: (prodMerchants[i] as MerchantKeys).api,
+        });
+        const line = (
+          (answer?.body?.data ?? []) as { currencyType: string; available: number; held: number }[]
+        ).find((b) => b.currencyType === TRON);
+        const available = toUnits(line?.available ?? 0);
+        const book = (prodBooks[i] as Record<Currency, bigint>)[TRON];
+        if (available !== book || toUnits(line?.held ?? 0) !== 0n)
+          fail(
+            `production merchant ${i} ${TRON}: available ${available} held ${line?.held}, books say ${book} and 0`,
+          );
+      }
+      const tron = await (strand as TronStrand).check(
+        db,
+        settings.mnemonic,
+        prodDeposits,
+        prodWithdrawals.map((flow) => ({ flow, status: flow.id ? rows.get(flow.id)?.status : undefined })),
+      );
+      failures.push(...tron.failures);
+
       // ledger verify.
       const ledger = await verifyLedger(db);
       if (!ledger.ok) fail(`ledger verify: ${JSON.stringify(ledger.problems.slice(0, 10))}`);
@@ -507,7 +633,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         perKey.map((r) => [r.type === "deposit" ? r.order_id : r.reference, Number(r.n)]),
       );
       let duplicateTransactions = 0;
-      for (const f of ctx.flows) {
+      for (const f of [...ctx.flows, ...prodCtx.flows]) {
         const n = countOf.get(f.key) ?? 0;
         const answered = f.kind === "deposit" ? f.sessionId : f.id;
         if (answered && n !== 1) {
@@ -515,7 +641,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
           fail(`Idempotency-Key ${f.key}: ${n} transactions`);
         }
       }
-      for (const [key, ids] of ctx.idsByKey)
+      for (const [key, ids] of [...ctx.idsByKey, ...prodCtx.idsByKey])
         if (ids.size !== 1) fail(`Idempotency-Key ${key}: answered ids ${[...ids].join(", ")}`);
       for (const r of ctx.replays) if (!r.ok) fail(`replay of ${r.key}: ${r.detail}`);
 
@@ -542,7 +668,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
       const inWindow = (a: { start: number; end: number }) =>
         windows.some((w) => a.start <= w.end + GRACE_MS && a.end >= w.start);
       const rel = (ms: number) => Math.round((ms - t0) / 100) / 10;
-      const bad = apis.attempts.filter((a) => a.status === "error" || a.status >= 500);
+      const bad = [...apis.attempts, ...prodApis.attempts].filter(
+        (a) => a.status === "error" || a.status >= 500,
+      );
       for (const a of bad.filter((x) => !inWindow(x)).slice(0, 20))
         fail(
           `${a.status} outside the fault windows at ${rel(a.start)}–${rel(a.end)} s: ${a.label} on api ${a.api + 1}: ${a.detail}`,
@@ -603,6 +731,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
           keysSentToBothApis: ctx.replays.length,
         },
         transactions,
+        tronEngine: tron.figures,
         wrongFinalStatus: wrongStatus.length,
         ordinaryWithdrawalsFailed: wronglyFailed.length,
         failedReasons,
