@@ -431,6 +431,23 @@ describe("CORS and Origin check", () => {
     expect(evil.headers.get("access-control-allow-origin")).toBeNull();
     const api = await call(svc.urls.production, "/api/v1/public/account", { headers: { origin: ORIGIN } });
     expect(api.headers.get("access-control-allow-origin")).toBeNull();
+    // An OPTIONS that is no preflight: a 400 in the contract's envelope, never plain text.
+    const bareHeaders: Record<string, string>[] = [
+      {},
+      { origin: ORIGIN },
+      { "access-control-request-method": "GET" },
+    ];
+    for (const headers of bareHeaders) {
+      const bare = await call(svc.urls.production, "/api/v1/admin/chain-costs", {
+        method: "OPTIONS",
+        headers,
+      });
+      expect(bare.status, JSON.stringify(headers)).toBe(400);
+      expect(bare.body, JSON.stringify(headers)).toMatchObject({
+        success: false,
+        error: { code: "VALIDATION_ERROR", requestId: expect.any(String) },
+      });
+    }
   });
 });
 

@@ -74,6 +74,17 @@ export function allowedOrigins(config: Config): ReadonlySet<string> {
 
 export async function registerCors(app: FastifyInstance, config: Config) {
   const origins = allowedOrigins(config);
+  // An OPTIONS to a browser route that is no preflight (no Origin or no requested method) is a bad
+  // request in the contract's envelope (@fastify/cors's strict mode answers it in plain text; an
+  // outside review found it). Runs before the plugin's own hook, added next.
+  app.addHook("onRequest", async (request) => {
+    if (request.method !== "OPTIONS" || !isBrowserRoute(request)) return;
+    const missing = ["origin", "access-control-request-method"].filter((h) => !request.headers[h]);
+    if (missing.length > 0)
+      throw AppError.validation(
+        missing.map((h) => ({ field: h, message: "is required in a CORS preflight (an OPTIONS request)" })),
+      );
+  });
   await app.register(cors, {
     hook: "onRequest",
     delegator: (request, callback) => {
