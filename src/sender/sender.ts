@@ -193,7 +193,13 @@ export class Sender {
     const attempts = await listAttempts(c.db, r.intent_id);
     const latest = attempts[0];
     if (!latest) throw new Error(`open transfer ${r.intent_id} has no attempt`);
-    if (r.status === "signed" && writer.kind === "signed") {
+    // TRON: an expired attempt is refused by every node, so it is never sent (again): its broadcast
+    // would fail for ever. It is checked like any other (a crashed process may have sent it);
+    // unmined past the grace, a new one is signed below. (The 1,000-deposit bench found sweeps
+    // stuck "signed" once their first broadcast had failed on a loaded node.)
+    const expired =
+      r.nonce === null && latest.expires_at !== null && c.clock.now() > latest.expires_at.getTime();
+    if (r.status === "signed" && writer.kind === "signed" && !expired) {
       await broadcastAttempt(c, writer, r.intent_id, latest.seq, latest.raw);
       await c.fault?.("after-broadcast", [r.intent_id]);
     }
@@ -252,7 +258,7 @@ export class Sender {
       );
       return this.resign(writer, r, from, latest, latest.fee);
     }
-    if (!anyPending) {
+    if (!anyPending && !expired) {
       // Unknown to the node (dropped from its mempool, or never arrived): the same bytes again.
       await broadcastAttempt(c, writer, r.intent_id, latest.seq, latest.raw);
     }

@@ -329,6 +329,72 @@ describe("TRON write side on the emulator", () => {
     expect(calls).toMatchObject([{ intentId: "tx_t1", status: "confirmed" }]);
   });
 
+  it("a transfer signed but never broadcast whose attempt expired is not sent: a new one is signed, and only that one lands", async () => {
+    // Found by the 1,000-deposit bench: a sweep whose first broadcast failed (a loaded node) stayed
+    // "signed", and every later try broadcast the same expired bytes, which every node refuses.
+    const { outcomes, calls } = recordingOutcomes();
+    const dead = new AbortController();
+    const crashing = makeSender({
+      db: database.db,
+      network: "USDT-TRC20",
+      writer,
+      outcomes,
+      fault: (point) => {
+        if (point !== "after-commit") return;
+        dead.abort();
+        throw new Error("crash after commit");
+      },
+    });
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "tx_expired_unsent",
+        kind: "withdrawal",
+        network: "USDT-TRC20",
+        environment: "sandbox",
+        to: to(20),
+        amount: USDT(1),
+      }),
+    );
+    // TRX for both attempts' fees (1 TRX = 10^18 wei on the emulator's anvil).
+    await node.testClient.setBalance({ address: tronAddressToEvm(hot), value: 10n ** 24n });
+    await crashing.tick(dead.signal);
+    const status = async () =>
+      await database.db
+        .selectFrom("outgoing_transfers")
+        .select(["status", "tx_hash"])
+        .where("intent_id", "=", "tx_expired_unsent")
+        .executeTakeFirstOrThrow();
+    expect((await status()).status).toBe("signed");
+    // Its expiration passed before anything sent it (as recorded; the emulator's own clock is real time).
+    await database.db
+      .updateTable("outgoing_transfer_attempts")
+      .set({ expires_at: new Date(Date.now() - 120_000) })
+      .where("intent_id", "=", "tx_expired_unsent")
+      .execute();
+    const sender = makeSender({
+      db: database.db,
+      network: "USDT-TRC20",
+      writer,
+      outcomes,
+      expiryGraceMs: 1_000,
+    });
+    expect(await sender.drain(20_000)).toBe(0);
+    const attempts = await database.db
+      .selectFrom("outgoing_transfer_attempts")
+      .select(["seq", "tx_hash"])
+      .where("intent_id", "=", "tx_expired_unsent")
+      .orderBy("seq")
+      .execute();
+    expect(attempts).toHaveLength(2);
+    // The expired bytes never reached the chain; the new attempt is the one mined.
+    expect(
+      await writer.check(attempts[0]!.tx_hash, { asset: "token", from: hot, to: to(20), amount: USDT(1) }),
+    ).toEqual({ state: "missing" });
+    expect(await status()).toEqual({ status: "confirmed", tx_hash: attempts[1]!.tx_hash });
+    expect(await writer.tokenBalance(to(20))).toBe(USDT(1));
+    expect(calls).toMatchObject([{ intentId: "tx_expired_unsent", status: "confirmed" }]);
+  });
+
   it("the signer refusing one intent of a batch holds up that one only; the others are signed in the next round", async () => {
     const { outcomes, calls } = recordingOutcomes();
     const inner = localSigner(database.db, writer as unknown as { token?: unknown });
