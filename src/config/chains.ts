@@ -36,6 +36,18 @@ export interface NetworkEnvironmentSettings {
   contracts: Readonly<Record<string, string | undefined>>;
   /** Cold-wallet forwarding (issue #22); undefined: none. */
   cold: ColdWallet | undefined;
+  /** An energy rental provider (TRON, decision 21 of docs/decisions/tron-resources.md); undefined: none. */
+  rental?: RentalSettings | undefined;
+}
+
+/** `<NETWORK>_RENTAL_*`: an itrx.io-compatible energy rental API and the operator's price cap. */
+export interface RentalSettings {
+  url: string;
+  apiKey: string;
+  /** Signs orders: a secret, held only by the roles that order (serve, worker). */
+  apiSecret: string;
+  /** The most one unit of energy may cost (sun). */
+  maxSunPerEnergy: number;
 }
 
 export interface NetworkSettings {
@@ -68,6 +80,8 @@ export function networkVariables(definition: NetworkDefinition, environment: Env
     sweepThreshold: `SWEEP_THRESHOLD_${definition.network}`,
     hotWalletMax: `${p}HOT_WALLET_MAX_${definition.network}`,
     coldWallet: `${p}COLD_WALLET_${definition.network}`,
+    rental: (part: "URL" | "API_KEY" | "API_SECRET" | "MAX_SUN_PER_ENERGY") =>
+      `${p}${definition.network}_RENTAL_${part}`,
   };
 }
 
@@ -179,7 +193,56 @@ function parseEnvironment(
       env[names.contract(listing.token)] ??
       (environment === "production" ? listing.defaultContract : undefined);
   }
-  return { urls, contracts, cold: parseCold(env, definition, names, problems) };
+  return {
+    urls,
+    contracts,
+    cold: parseCold(env, definition, names, problems),
+    rental: parseRental(env, definition, names, problems),
+  };
+}
+
+/** The rental provider's four variables: all or none, and only on a network with TRON's resources. */
+function parseRental(
+  env: Readonly<Record<string, string>>,
+  definition: NetworkDefinition,
+  names: ReturnType<typeof networkVariables>,
+  problems: Problem[],
+): RentalSettings | undefined {
+  const parts = ["URL", "API_KEY", "API_SECRET", "MAX_SUN_PER_ENERGY"] as const;
+  const given = parts.filter((part) => env[names.rental(part)] !== undefined);
+  if (given.length === 0) return undefined;
+  if (definition.family !== "tron") {
+    problems.push({
+      variable: names.rental(given[0]!),
+      message: "energy rental exists on TRON networks only",
+    });
+    return undefined;
+  }
+  const missing = parts.filter((part) => !env[names.rental(part)]);
+  if (missing.length > 0) {
+    for (const part of missing)
+      problems.push({ variable: names.rental(part), message: `set with ${names.rental(given[0]!)}` });
+    return undefined;
+  }
+  const endpoint = env[names.rental("URL")]!;
+  if (!/^https?:\/\//.test(endpoint) || !url.safeParse(endpoint).success) {
+    problems.push({ variable: names.rental("URL"), message: "must be an http(s) URL" });
+    return undefined;
+  }
+  const max = z.coerce.number().positive().max(10_000).safeParse(env[names.rental("MAX_SUN_PER_ENERGY")]);
+  if (!max.success) {
+    problems.push({
+      variable: names.rental("MAX_SUN_PER_ENERGY"),
+      message: "must be a positive number of sun (at most 10000)",
+    });
+    return undefined;
+  }
+  return {
+    url: endpoint,
+    apiKey: env[names.rental("API_KEY")]!,
+    apiSecret: env[names.rental("API_SECRET")]!,
+    maxSunPerEnergy: max.data,
+  };
 }
 
 function parseCold(

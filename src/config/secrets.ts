@@ -55,7 +55,8 @@ function missingServiceSecrets(config: Config, role: string): { variable: string
  * with it in production mode (whoever takes over an api process must not be able to ask the signer
  * for anything) and drops it otherwise (`ignored`: the caller logs it); other non-holders drop it.
  */
-export function configForRole(config: Config, role: string): { config: Config; ignored: boolean } {
+export function configForRole(configured_: Config, role: string): { config: Config; ignored: boolean } {
+  const config = ordersRentals(role) ? configured_ : withoutRentalCredentials(configured_);
   const configured = config.secrets.INTERNAL_SHARED_SECRET !== undefined;
   const missing = missingServiceSecrets(config, role);
   if (holdsInternalSecret(role)) {
@@ -82,6 +83,26 @@ export function configForRole(config: Config, role: string): { config: Config; i
     config: { ...config, secrets: { ...config.secrets, INTERNAL_SHARED_SECRET: undefined } },
     ignored: role === "api",
   };
+}
+
+/** The roles whose energy engine orders rented energy (decision 21): only they hold the provider's key. */
+function ordersRentals(role: string): boolean {
+  return role === "serve" || role === "worker";
+}
+
+/** The configuration without any energy rental provider (its API key and secret dropped). */
+function withoutRentalCredentials(config: Config): Config {
+  const networks = Object.fromEntries(
+    Object.entries(config.chains.networks).map(([name, n]) => [
+      name,
+      {
+        ...n,
+        production: { ...n.production, rental: undefined },
+        sandbox: { ...n.sandbox, rental: undefined },
+      },
+    ]),
+  );
+  return { ...config, chains: { ...config.chains, networks } };
 }
 
 /**

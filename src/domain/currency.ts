@@ -120,6 +120,8 @@ const BUILT_IN_NETWORKS = [
       { key: "burnCeilingSun", variable: "TRC20_BURN_CEILING_SUN", default: 1 },
       { key: "resourceReserveSun", variable: "TRC20_RESOURCE_RESERVE_SUN", default: 10_000_000 },
       { key: "bandwidthStakePercent", variable: "TRC20_BANDWIDTH_STAKE_PERCENT", default: 6 },
+      // Energy rental (decision 21): how long a transfer waits for rented energy to arrive.
+      { key: "rentalWaitSeconds", variable: "TRC20_RENTAL_WAIT_SECONDS", default: 600 },
     ],
     tokens: [
       {

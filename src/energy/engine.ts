@@ -6,17 +6,33 @@ import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
+import type { GateRow } from "../sender/context.js";
 import {
+  claimRental,
   delegationsInFlight,
   dueReclaims,
   hasOpenStake,
+  markRentalOrdered,
   openDelegationTo,
+  openRentalTo,
   recordResourceAccount,
+  rentalFailedSince,
+  rentalServing,
+  rentalsToOrder,
   requestDelegationUnlessOpen,
+  requestRental,
   requestTransfer,
+  settleRental,
+  staleRentalClaims,
 } from "../sender/index.js";
 import { HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
 import { chooseEnergy, ENERGY_MARGIN_PERCENT, type EnergyPolicy, nextStake } from "./policy.js";
+import { type EnergyRental, RentalRefusedError } from "./rental.js";
+
+/** After a rental to an address failed (refused, never delivered), none is asked for it this long. */
+const RENTAL_RETRY_AFTER_MS = 3_600_000;
+/** A claim this old without the provider's answer: its worker died mid-order (`unknown`, an alert). */
+const RENTAL_CLAIM_STALE_MS = 120_000;
 
 export interface EnergyEngineOptions {
   db: Db;
@@ -26,6 +42,8 @@ export interface EnergyEngineOptions {
   writer: SignedChainWriter & { resources: ResourceReads };
   address: (index: number) => string;
   policy: EnergyPolicy;
+  /** An energy rental provider (decision 21): energy bought when the stake cannot give it. */
+  rental?: EnergyRental;
   logger: Logger;
   clock: Clock;
 }
@@ -36,6 +54,8 @@ export type SweepPlan =
   | { kind: "burn" }
   /** Delegate `stake` (sun) of the resource account's energy; top up `topUp` sun first (0: none). */
   | { kind: "delegate"; stake: bigint; topUp: bigint }
+  /** Rent `energy` units from the provider (decision 21); top up `topUp` sun first (0: none). */
+  | { kind: "rent"; energy: bigint; topUp: bigint }
   /** Wait for the resource account's energy to recover. */
   | { kind: "wait"; reason: string };
 
@@ -74,28 +94,33 @@ export class EnergyEngine {
     const { needed, available } = await r.transferEnergy(from, this.hotWallet, amount);
     const shortfall = withBuffer(needed, ENERGY_MARGIN_PERCENT) - available;
     if (shortfall <= 0n) return { kind: "burn" };
-    const choice = await this.choose(db, shortfall, waitingSince, () =>
+    const choice = await this.choose(db, from, shortfall, waitingSince, () =>
       this.o.writer.tokenTransferCost(from, this.hotWallet, amount),
     );
-    if (choice.kind !== "delegate") return choice;
-    // An address without an account cannot receive a delegation: created by a top-up of 1 sun (its
-    // creation fee is the gas tank's). One that exists gets what its bandwidth burn lacks.
+    if (choice.kind === "burn" || choice.kind === "wait") return choice;
+    // An address without an account cannot receive a delegation (ours or a provider's): created by
+    // a top-up of 1 sun (its creation fee is the gas tank's). One that exists gets what its
+    // bandwidth burn lacks.
     const [exists, native] = await Promise.all([r.accountExists(from), this.o.writer.nativeBalance(from)]);
     let topUp = 1n;
     if (exists) {
       const burn = await r.bandwidthBurn(from);
       topUp = burn > native ? burn - native : 0n;
     }
+    if (choice.kind === "rent") return { kind: "rent", energy: shortfall, topUp };
     return { kind: "delegate", stake: choice.stake, topUp };
   }
 
-  /** Delegate, wait or burn for `shortfall` energy (policy.ts). */
+  /** Delegate, rent, wait or burn for `shortfall` energy of `receiver` (policy.ts). */
   private async choose(
     db: Db,
+    receiver: string,
     shortfall: bigint,
     waitingSince: Date | null,
     burnCost: () => Promise<bigint>,
-  ): Promise<(SweepPlan & { kind: "burn" | "wait" }) | { kind: "delegate"; stake: bigint }> {
+  ): Promise<
+    (SweepPlan & { kind: "burn" | "wait" }) | { kind: "delegate"; stake: bigint } | { kind: "rent" }
+  > {
     const r = this.o.writer.resources;
     const [stake, delegatable, inFlight, staked] = await Promise.all([
       r.stakeFor(this.resourceAccount, "energy", shortfall),
@@ -105,13 +130,22 @@ export class EnergyEngine {
     ]);
     const canDelegate = delegatable - inFlight >= stake;
     const waitedMs = waitingSince ? this.o.clock.now() - waitingSince.getTime() : 0;
+    const hasStake = staked.energy > 0n;
+    // The burn is priced only when it matters (each price is a dry run at a provider).
+    const burnSun = canDelegate || (!hasStake && !this.o.rental) ? 0n : await burnCost();
+    const mayRent =
+      !canDelegate &&
+      burnSun > this.o.policy.burnCeilingSun &&
+      (!hasStake || waitedMs >= this.o.policy.maxWaitMs);
     const choice = chooseEnergy(this.o.policy, {
       canDelegate,
-      staked: staked.energy > 0n,
-      burnSun: canDelegate || staked.energy === 0n ? 0n : await burnCost(),
+      staked: hasStake,
+      burnSun,
       waitedMs,
+      rentSun: mayRent ? await this.rentalPrice(db, receiver, shortfall) : null,
     });
     if (choice === "delegate") return { kind: "delegate", stake };
+    if (choice === "rent") return { kind: "rent" };
     if (choice === "burn") return { kind: "burn" };
     return {
       kind: "wait",
@@ -136,6 +170,18 @@ export class EnergyEngine {
     // signer keeps refusing it, say) they go on and burn, and no other delegation is asked for.
     const pending = await openDelegationTo(db, this.scope, address);
     if (pending) return this.o.clock.now() - pending.getTime() < this.o.policy.maxWaitMs ? [] : rows;
+    // Rented energy on its way (decision 21): the transfers wait until the chain shows it (past the
+    // rental's wait, `failing` closes it first).
+    const rental = await openRentalTo(db, this.scope, address);
+    if (rental) {
+      if (!(await this.covered(address, rows))) return [];
+      await settleRental(db, rental.id, "delivered", null, new Date(this.o.clock.now()));
+      this.o.logger.info(
+        { network: this.o.network, to: address, rental: rental.id, energy: rental.energy.toString() },
+        "rented energy arrived",
+      );
+      return rows;
+    }
     if (index !== HOT_WALLET_INDEX) return rows;
     const tokens = rows.filter((r) => r.asset === "token");
     if (tokens.length === 0) return rows;
@@ -153,13 +199,29 @@ export class EnergyEngine {
       (a, row) => (row.created_at && (!a || row.created_at < a) ? row.created_at : a),
       null,
     );
-    const choice = await this.choose(db, shortfall, oldest, async () => {
+    const choice = await this.choose(db, address, shortfall, oldest, async () => {
       const one = tokens[0]!;
       return this.o.writer.tokenTransferCost(address, one.to_address, BigInt(one.amount));
     });
     if (choice.kind === "burn") return rows;
     const others = rows.filter((row) => row.asset !== "token");
     if (choice.kind === "wait") return others;
+    if (choice.kind === "rent") {
+      // One rental for the batch (the open-rental index decides between workers).
+      const now = new Date(this.o.clock.now());
+      const asked = await requestRental(
+        db,
+        this.scope,
+        { id: `rnt_${base62(randomBytes(16))}`, receiver: address, energy: shortfall },
+        now,
+      );
+      if (asked)
+        this.o.logger.info(
+          { network: this.o.network, to: address, energy: shortfall.toString(), transfers: tokens.length },
+          "energy rented for the hot wallet's queued transfers",
+        );
+      return others;
+    }
     // One delegation for the batch, however many workers gate this wallet at once.
     const queued = await requestDelegationUnlessOpen(db, this.scope, {
       intentId: `dlg_${base62(randomBytes(16))}`,
@@ -180,13 +242,171 @@ export class EnergyEngine {
   }
 
   /**
-   * One round of the engine's own work: take back the delegations whose use is over, and stake the
-   * resource account's TRX above its reserve (one stake at a time). Returns whether it queued any.
+   * The sender's other gate (`EnergyGate.failing`): a rental to `from` open past its wait is closed
+   * (`expired`, unless the chain shows its energy after all), and the sweeps whose rental was refused
+   * or expired are named, to be failed unsigned and planned again (their address holds 1 sun, not
+   * the burn: they could only wait for funds nobody sends). The hot wallet's transfers then burn.
+   */
+  async failing(index: number, from: string, rows: GateRow[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (!this.o.rental) return out;
+    const db = this.o.db;
+    const address = normalizeAddress(this.o.network, from);
+    const now = this.o.clock.now();
+    const open = await openRentalTo(db, this.scope, address);
+    const waitMs = this.o.policy.rentalWaitMs ?? 600_000;
+    if (open && now - open.createdAt.getTime() >= waitMs) {
+      const came = await this.covered(address, rows);
+      await settleRental(
+        db,
+        open.id,
+        came ? "delivered" : "expired",
+        came ? null : `no energy on chain after ${waitMs / 1_000} s`,
+        new Date(now),
+      );
+      if (!came)
+        this.o.logger.error(
+          { alert: "energy_rental_not_delivered", network: this.o.network, to: address, rental: open.id },
+          "ALERT: rented energy did not arrive within the wait; the transfers burn or are planned again",
+        );
+    }
+    if (index === HOT_WALLET_INDEX) return out;
+    for (const row of rows) {
+      if (row.kind !== "sweep") continue;
+      const rental = await rentalServing(db, row.intent_id);
+      if (rental && (rental.status === "refused" || rental.status === "expired"))
+        out.set(
+          row.intent_id,
+          `energy_rental_${rental.status}: ${rental.reason ?? "no reason given"}; the sweeper plans it again`,
+        );
+    }
+    return out;
+  }
+
+  /** Whether `address` has the energy its queued token transfers need (what a rental must deliver). */
+  private async covered(
+    address: string,
+    rows: readonly Pick<GateRow, "asset" | "to_address" | "amount">[],
+  ): Promise<boolean> {
+    let needed = 0n;
+    let available = 0n;
+    for (const row of rows) {
+      if (row.asset !== "token") continue;
+      const e = await this.o.writer.resources.transferEnergy(address, row.to_address, BigInt(row.amount));
+      needed += e.needed;
+      available = e.available;
+    }
+    return available >= needed;
+  }
+
+  /**
+   * What renting `energy` units for `receiver` costs now (sun), or null: no provider, an open or
+   * recently failed rental to it, or no price (the provider's fault is logged, the fee burns).
+   */
+  private async rentalPrice(db: Db, receiver: string, energy: bigint): Promise<bigint | null> {
+    const rental = this.o.rental;
+    if (!rental) return null;
+    const since = new Date(this.o.clock.now() - RENTAL_RETRY_AFTER_MS);
+    if (await openRentalTo(db, this.scope, receiver)) return null;
+    if (await rentalFailedSince(db, this.scope, receiver, since)) return null;
+    try {
+      return await rental.quote(Number(energy));
+    } catch (err) {
+      this.o.logger.warn({ err, network: this.o.network, provider: rental.name }, "energy rental: no price");
+      return null;
+    }
+  }
+
+  /**
+   * One round of the engine's own work: take back the delegations whose use is over, order the
+   * rentals asked for, and stake the resource account's TRX above its reserve (one stake at a
+   * time). Returns whether it queued or ordered any.
    */
   async tick(): Promise<boolean> {
     const reclaims = await this.reclaim();
+    const rented = await this.orderRentals();
     const staked = await this.stake();
-    return reclaims > 0 || staked;
+    return reclaims > 0 || rented > 0 || staked;
+  }
+
+  /**
+   * Orders the requested rentals whose receiver is activated. Each is claimed (committed) before
+   * the provider is called: a worker dying after the claim leaves it `ordering`, which becomes
+   * `unknown` (an alert) — never ordered twice. A refusal closes it; no answer leaves its fate
+   * `unknown`: the chain decides whether the energy came, within the rental's wait.
+   */
+  private async orderRentals(): Promise<number> {
+    const rental = this.o.rental;
+    if (!rental) return 0;
+    const db = this.o.db;
+    const now = () => new Date(this.o.clock.now());
+    for (const id of await staleRentalClaims(
+      db,
+      this.scope,
+      new Date(this.o.clock.now() - RENTAL_CLAIM_STALE_MS),
+    )) {
+      await settleRental(db, id, "unknown", "its order was interrupted before the provider answered", now());
+      this.o.logger.error(
+        { alert: "energy_rental_unknown", network: this.o.network, rental: id, provider: rental.name },
+        "ALERT: an energy rental order was interrupted; whether the provider took it is unknown (see its account)",
+      );
+    }
+    let ordered = 0;
+    for (const r of await rentalsToOrder(db, this.scope, 10)) {
+      if (!(await claimRental(db, r.id, now()))) continue;
+      try {
+        const receipt = await rental.rent({
+          receiver: r.receiver,
+          energy: Number(r.energy),
+          reference: r.id,
+        });
+        await markRentalOrdered(db, r.id, {
+          provider: rental.name,
+          serial: receipt.serial,
+          paidSun: receipt.paidSun,
+        });
+        ordered++;
+        this.o.logger.info(
+          {
+            network: this.o.network,
+            to: r.receiver,
+            rental: r.id,
+            provider: rental.name,
+            energy: r.energy.toString(),
+            paidSun: receipt.paidSun.toString(),
+            balanceSun: receipt.balanceSun?.toString() ?? null,
+          },
+          "energy rented",
+        );
+      } catch (err) {
+        const refused = err instanceof RentalRefusedError;
+        await settleRental(
+          db,
+          r.id,
+          refused ? "refused" : "unknown",
+          (err as Error).message,
+          now(),
+          rental.name,
+        );
+        if (refused)
+          this.o.logger.warn(
+            { err, network: this.o.network, rental: r.id },
+            "energy rental refused; the fee burns",
+          );
+        else
+          this.o.logger.error(
+            {
+              alert: "energy_rental_unknown",
+              err,
+              network: this.o.network,
+              rental: r.id,
+              provider: rental.name,
+            },
+            "ALERT: an energy rental order got no answer; the chain decides whether it came",
+          );
+      }
+    }
+    return ordered;
   }
 
   private async reclaim(): Promise<number> {

@@ -15,6 +15,7 @@ import type { Signer } from "../signer/index.js";
 import { HOT_WALLET_INDEX } from "../wallet/index.js";
 import type { Job } from "../worker/runner.js";
 import { EnergyEngine } from "./engine.js";
+import { ItrxRental } from "./itrx-rental.js";
 import { energyPolicyOf } from "./policy.js";
 
 /** What the energy engine's jobs use (a process's runtime has all of it). */
@@ -36,13 +37,16 @@ export function energyEngineOf(
 ): EnergyEngine | undefined {
   if (writer.kind !== "signed" || !writer.resources) return undefined;
   const { network, environment } = chain;
+  const settings = networkSettingsOf(deps.config.chains, network);
+  const rental = settings[environment].rental;
   return new EnergyEngine({
     db: deps.database.db,
     network,
     environment,
     writer: writer as typeof writer & { resources: NonNullable<typeof writer.resources> },
     address: (index) => deps.addressDeriver.address(network, environment, index),
-    policy: energyPolicyOf(networkSettingsOf(deps.config.chains, network).options),
+    policy: energyPolicyOf(settings.options),
+    ...(rental ? { rental: new ItrxRental(rental) } : {}),
     logger: deps.logger,
     clock: deps.clock,
   });
@@ -65,8 +69,13 @@ export function energyJobs(deps: EnergyJobDeps, _instanceId: string): Job[] {
     const engine = energyEngineOf(deps, chain, writer);
     if (!engine) continue;
     deps.logger.info(
-      { network, environment, resourceAccount: engine.resourceAccount },
-      "energy engine: send TRX to the resource account to stake it (without it, TRON fees are burned)",
+      {
+        network,
+        environment,
+        resourceAccount: engine.resourceAccount,
+        rental: networkSettingsOf(deps.config.chains, network)[environment].rental?.url ?? null,
+      },
+      "energy engine: send TRX to the resource account to stake it (without it, TRON fees are burned or rented)",
     );
     jobs.push({
       name: `energy:${network}:${environment}`,

@@ -13,6 +13,8 @@ export interface EnergyPolicy {
   reserveSun: bigint;
   /** Share of the resource account's stake kept for bandwidth (its delegations' own fees). */
   bandwidthStakePercent: number;
+  /** A transfer waits at most this long for rented energy to arrive on chain (decision 21). Default 10 min. */
+  rentalWaitMs?: number;
 }
 
 /** Delegated energy is sized with this margin over the estimate (weights move between blocks). */
@@ -27,24 +29,28 @@ export function energyPolicyOf(options: Readonly<Record<string, number>>): Energ
     burnCeilingSun: BigInt(options.burnCeilingSun ?? 1),
     reserveSun: BigInt(options.resourceReserveSun ?? 10_000_000),
     bandwidthStakePercent: Math.min(100, options.bandwidthStakePercent ?? 6),
+    rentalWaitMs: (options.rentalWaitSeconds ?? 600) * 1_000,
   };
 }
 
 /** What a transfer short of energy does. */
-export type EnergyChoice = "delegate" | "wait" | "burn";
+export type EnergyChoice = "delegate" | "rent" | "wait" | "burn";
 
 /**
- * Delegate when the resource account can; without any stake there is no engine (burn, as before
- * it); otherwise wait, unless the burn is under the ceiling or the transfer has waited long enough.
+ * Delegate when the resource account can. Otherwise a burn under the ceiling is paid at once; with
+ * a stake of its own the transfer waits for it (free) up to the policy's delay; then (or at once
+ * without a stake) energy is rented when a provider is configured and its price (`rentSun`, null:
+ * no rental) is below the burn; else it burns.
  */
 export function chooseEnergy(
   policy: EnergyPolicy,
-  s: { canDelegate: boolean; staked: boolean; burnSun: bigint; waitedMs: number },
+  s: { canDelegate: boolean; staked: boolean; burnSun: bigint; waitedMs: number; rentSun?: bigint | null },
 ): EnergyChoice {
   if (s.canDelegate) return "delegate";
-  if (!s.staked) return "burn";
   if (s.burnSun <= policy.burnCeilingSun) return "burn";
-  return s.waitedMs >= policy.maxWaitMs ? "burn" : "wait";
+  if (s.staked && s.waitedMs < policy.maxWaitMs) return "wait";
+  if (s.rentSun !== undefined && s.rentSun !== null && s.rentSun < s.burnSun) return "rent";
+  return "burn";
 }
 
 /**

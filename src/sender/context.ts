@@ -60,6 +60,11 @@ export interface GateRow {
 
 export interface EnergyGate {
   ready<R extends GateRow>(index: number, from: string, rows: R[]): Promise<R[]>;
+  /**
+   * Of a batch from `from`, the transfers that can no longer be paid for by the energy they waited
+   * for (a rental refused or never delivered), with the reason: failed unsigned, planned again.
+   */
+  failing?(index: number, from: string, rows: GateRow[]): Promise<Map<string, string>>;
 }
 
 /** A sender's options with their defaults, and its funds checks: what its steps share. */

@@ -14,7 +14,9 @@ import type { Environment } from "../domain/environment.js";
  *   the hot wallet (and reclaims) that served them;
  * - `stake`: the resource account's stakes.
  * The native coin burned or paid (TRON: sun burned; EVM: wei of gas) is the cost; energy a transfer
- * used from stake or delegation is shown beside it (`used`), paid for by capital, not burned.
+ * used from stake or delegation is shown beside it (`used`), paid for by capital, not burned. What
+ * energy rental providers charged (migration 0035, by the month it was ordered) is a cost too
+ * (`rental`, part of `fee`): a sweep's rental is collection, the hot wallet's outgoing.
  */
 
 export type CostPurpose = "collection" | "outgoing" | "stake";
@@ -26,8 +28,10 @@ export interface CostRow {
   month: string;
   purpose: CostPurpose;
   transfers: number;
-  /** Native coin burned or paid, base units (sun, wei). */
+  /** Native coin burned or paid, base units (sun, wei); energy rentals included. */
   fee: bigint;
+  /** Of `fee`, what energy rental providers charged ("paid by rental"). */
+  rental: bigint;
   /** Resource consumed (TRON energy, EVM gas). */
   used: bigint;
   /** Of those transfers, the ones that burned nothing. */
@@ -89,19 +93,63 @@ export async function transferCosts(db: Db, since: Date): Promise<CostRow[]> {
     from t
     group by network, environment, month, purpose
     order by month, network, environment, purpose`.execute(db);
-  return rows.rows
-    .filter((r) => Number(r.transfers) > 0)
-    .map((r) => ({
+  const out = new Map<string, CostRow>();
+  const key = (r: { network: string; environment: string; month: string; purpose: string }) =>
+    `${r.month}|${r.network}|${r.environment}|${r.purpose}`;
+  for (const r of rows.rows) {
+    if (Number(r.transfers) === 0) continue;
+    out.set(key(r), {
       network: r.network,
       environment: r.environment,
       month: r.month,
       purpose: r.purpose,
       transfers: Number(r.transfers),
       fee: BigInt(r.fee ?? 0),
+      rental: 0n,
       used: BigInt(r.used ?? 0),
       unburned: Number(r.unburned),
       served: Number(r.served),
-    }));
+    });
+  }
+  for (const r of await rentalCosts(db, since)) {
+    const row = out.get(key(r)) ?? {
+      ...r,
+      transfers: 0,
+      fee: 0n,
+      rental: 0n,
+      used: 0n,
+      unburned: 0,
+      served: 0,
+    };
+    row.fee += r.paid;
+    row.rental += r.paid;
+    out.set(key(r), row);
+  }
+  return [...out.values()].sort(
+    (a, b) =>
+      a.month.localeCompare(b.month) ||
+      a.network.localeCompare(b.network) ||
+      a.environment.localeCompare(b.environment) ||
+      a.purpose.localeCompare(b.purpose),
+  );
+}
+
+/** What rental providers charged since `since`, by the month ordered and what it served. */
+async function rentalCosts(db: Db, since: Date) {
+  const rows = await sql<{
+    network: CurrencyType;
+    environment: Environment;
+    month: string;
+    purpose: CostPurpose;
+    paid: string;
+  }>`
+    select network, environment, to_char(date_trunc('month', ordered_at), 'YYYY-MM') as month,
+      case when serves_intent_id is null then 'outgoing' else 'collection' end as purpose,
+      sum(paid_sun)::text as paid
+    from energy_rentals
+    where ordered_at >= ${since} and paid_sun is not null
+    group by 1, 2, 3, 4`.execute(db);
+  return rows.rows.map((r) => ({ ...r, paid: BigInt(r.paid) }));
 }
 
 /** The native coin's decimals and name of a network (TRON: TRX in sun; EVM: 18 decimals). */
@@ -134,6 +182,7 @@ export function formatCostTable(rows: CostRow[]): string {
     "purpose",
     "transfers",
     "burned",
+    "rented",
     "per one",
     "used",
     "burned nothing",
@@ -151,7 +200,8 @@ export function formatCostTable(rows: CostRow[]): string {
       r.environment,
       r.purpose,
       String(r.transfers),
-      `${native(r.network, r.fee)} ${unit}`,
+      `${native(r.network, r.fee - r.rental)} ${unit}`,
+      r.rental > 0n ? `${native(r.network, r.rental)} ${unit}` : "-",
       per,
       r.used.toString(),
       String(r.unburned),

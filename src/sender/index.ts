@@ -29,6 +29,20 @@ export {
   TransferOutcomes,
 } from "./outcomes.js";
 export {
+  claimRental,
+  markRentalOrdered,
+  OPEN_RENTAL_STATES,
+  openRentalTo,
+  type Rental,
+  type RentalRequest,
+  rentalFailedSince,
+  rentalServing,
+  rentalsToOrder,
+  requestRental,
+  settleRental,
+  staleRentalClaims,
+} from "./rentals.js";
+export {
   type DueReclaim,
   delegationsInFlight,
   dueReclaims,

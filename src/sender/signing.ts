@@ -84,6 +84,9 @@ export async function signBatch(
   // can no longer be paid for: failed unsigned, so that the sweeper plans it again (no waiting for
   // funds that will never come).
   const takenBack = await energyTakenBack(c, queued);
+  // A sweep whose rented energy was refused or never came (decision 21): likewise.
+  for (const [id, reason] of (await c.energy?.failing?.(index, from, queued)) ?? [])
+    takenBack.set(id, reason);
   if (takenBack.size > 0)
     await signUnderNonceLock(
       c,

@@ -13,6 +13,7 @@ import {
   isRecordedFrozen,
   openSweepsFrom,
   recordFreezeCheck,
+  requestRental,
   requestTransfer,
   type TransferOutcomes,
 } from "../sender/index.js";
@@ -169,7 +170,7 @@ export class Sweeper {
         return { waiting: plan.reason };
       }
       let topUp = 0n;
-      if (plan.kind === "delegate") topUp = plan.topUp;
+      if (plan.kind === "delegate" || plan.kind === "rent") topUp = plan.topUp;
       else if (swept && writer.kind === "signed") {
         const [cost, native] = await Promise.all([
           writer.tokenTransferCost(address, hot, balance),
@@ -206,9 +207,28 @@ export class Sweeper {
         });
         afterIntentId = delegation;
       }
+      const sweepId = `swp_${base62(randomBytes(16))}`;
+      if (swept && plan.kind === "rent") {
+        // Rented energy (decision 21): ordered by the engine once the top-up activated the address;
+        // the sweep waits at the energy gate until the chain shows it.
+        const asked = await requestRental(
+          trx,
+          { network, environment },
+          {
+            id: `rnt_${base62(randomBytes(16))}`,
+            receiver: address,
+            energy: plan.energy,
+            servesIntentId: sweepId,
+            ...(afterIntentId ? { afterIntentId } : {}),
+          },
+          checkedAt,
+        );
+        // Another rental to it is open (planSweep saw none: a race): nothing queued, looked at again.
+        if (!asked) throw new Error("an energy rental to this address is open; looked at again");
+      }
       if (swept) {
         await requestTransfer(trx, {
-          intentId: `swp_${base62(randomBytes(16))}`,
+          intentId: sweepId,
           kind: "sweep",
           network,
           environment,
@@ -225,7 +245,14 @@ export class Sweeper {
         .where("environment", "=", environment)
         .where("address", "=", address)
         .execute();
-      return swept ? { balance, topUp, delegated: plan.kind === "delegate" ? plan.stake : null } : null;
+      return swept
+        ? {
+            balance,
+            topUp,
+            delegated: plan.kind === "delegate" ? plan.stake : null,
+            rented: plan.kind === "rent" ? plan.energy : null,
+          }
+        : null;
     });
     if (queued && "waiting" in queued) {
       this.o.logger.info({ network, environment, address, reason: queued.waiting }, "sweep waits for energy");
@@ -240,6 +267,7 @@ export class Sweeper {
           amount: queued.balance.toString(),
           topUp: queued.topUp.toString(),
           delegatedStake: queued.delegated?.toString() ?? null,
+          rentedEnergy: queued.rented?.toString() ?? null,
         },
         "sweep queued",
       );

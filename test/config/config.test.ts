@@ -98,6 +98,57 @@ describe("configuration", () => {
     expect(configForRole(ok, "api").config.production).toBe(true);
   });
 
+  it("an energy rental provider (TRON): all four variables or none; only the ordering roles keep its key", () => {
+    const rental = {
+      TRC20_RENTAL_URL: "https://itrx.example",
+      TRC20_RENTAL_API_KEY: "key",
+      TRC20_RENTAL_API_SECRET: "rental-secret",
+      TRC20_RENTAL_MAX_SUN_PER_ENERGY: "80.5",
+    };
+    const c = parseConfig(rental);
+    expect(c.chains.networks.TRC20!.production.rental).toEqual({
+      url: "https://itrx.example",
+      apiKey: "key",
+      apiSecret: "rental-secret",
+      maxSunPerEnergy: 80.5,
+    });
+    expect(c.chains.networks.TRC20!.sandbox.rental).toBeUndefined();
+    expect(
+      parseConfig({
+        SANDBOX_TRC20_RENTAL_URL: "http://127.0.0.1:9",
+        SANDBOX_TRC20_RENTAL_API_KEY: "k",
+        SANDBOX_TRC20_RENTAL_API_SECRET: "s",
+        SANDBOX_TRC20_RENTAL_MAX_SUN_PER_ENERGY: "60",
+      }).chains.networks.TRC20!.sandbox.rental?.maxSunPerEnergy,
+    ).toBe(60);
+    // Half a provider, a bad URL or cap, or a network without TRON's resources: named, not ignored.
+    expect(problemsOf({ TRC20_RENTAL_URL: "https://itrx.example" }).map((p) => p.variable)).toEqual([
+      "TRC20_RENTAL_API_KEY",
+      "TRC20_RENTAL_API_SECRET",
+      "TRC20_RENTAL_MAX_SUN_PER_ENERGY",
+    ]);
+    expect(problemsOf({ ...rental, TRC20_RENTAL_URL: "ftp://itrx.example" })[0]?.variable).toBe(
+      "TRC20_RENTAL_URL",
+    );
+    expect(problemsOf({ ...rental, TRC20_RENTAL_MAX_SUN_PER_ENERGY: "-1" })[0]?.variable).toBe(
+      "TRC20_RENTAL_MAX_SUN_PER_ENERGY",
+    );
+    expect(problemsOf({ ...rental, TRC20_RENTAL_MAX_SUN_PER_ENERGY: "cheap" })[0]?.variable).toBe(
+      "TRC20_RENTAL_MAX_SUN_PER_ENERGY",
+    );
+    expect(problemsOf({ ERC20_RENTAL_URL: "https://itrx.example" })[0]).toEqual({
+      variable: "ERC20_RENTAL_URL",
+      message: "energy rental exists on TRON networks only",
+    });
+    // The api (internet-facing), the signer and migrate never order: the key and secret are dropped.
+    for (const role of ["api", "signer", "migrate"])
+      expect(configForRole(c, role).config.chains.networks.TRC20!.production.rental).toBeUndefined();
+    for (const role of ["serve", "worker"])
+      expect(configForRole(c, role).config.chains.networks.TRC20!.production.rental?.apiSecret).toBe(
+        "rental-secret",
+      );
+  });
+
   it("generates missing secrets outside production, once, into DATA_DIR with mode 0600", async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), "sg-cfg-"));
     const c = parseConfig({ DATA_DIR: dataDir, JWT_SECRET: "configured-jwt-secret-0123456789abcdef" });

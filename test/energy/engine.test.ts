@@ -382,8 +382,8 @@ describe("the energy engine on the TRON emulator", () => {
     expect(outgoing.fee).toBe(0n);
     expect(outgoing.used).toBe(130_285n);
     const table = formatCostTable(rows);
-    expect(table).toMatch(/collection\s+\d+\s+3\.300 TRX\s+1\.100 TRX\/deposit/);
-    expect(table).toMatch(/outgoing\s+\d+\s+0\.000 TRX\s+0\.000 TRX\/payment\s+130285/);
+    expect(table).toMatch(/collection\s+\d+\s+3\.300 TRX\s+-\s+1\.100 TRX\/deposit/);
+    expect(table).toMatch(/outgoing\s+\d+\s+0\.000 TRX\s+-\s+0\.000 TRX\/payment\s+130285/);
 
     // The same month's figures on /metrics (read from the books at scrape time).
     const metrics = createMetrics(false);

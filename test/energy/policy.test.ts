@@ -40,6 +40,43 @@ describe("chooseEnergy", () => {
       { canDelegate: false, staked: true, burnSun: TRX(2), waitedMs: 0 },
       "burn",
     ],
+    // Energy rental (decision 21): rented at once without a stake, after the wait with one, and
+    // only when it costs less than the burn.
+    [
+      "no stake, a rental cheaper than the burn: rent",
+      { canDelegate: false, staked: false, burnSun: TRX(20), waitedMs: 0, rentSun: TRX(4) },
+      "rent",
+    ],
+    [
+      "no stake, a rental dearer than the burn: burn",
+      { canDelegate: false, staked: false, burnSun: TRX(20), waitedMs: 0, rentSun: TRX(21) },
+      "burn",
+    ],
+    [
+      "no stake, no rental price (none configured, or no answer): burn",
+      { canDelegate: false, staked: false, burnSun: TRX(20), waitedMs: 0, rentSun: null },
+      "burn",
+    ],
+    [
+      "a stake of its own: waiting for it is free, no rental within the delay",
+      { canDelegate: false, staked: true, burnSun: TRX(20), waitedMs: 0, rentSun: TRX(4) },
+      "wait",
+    ],
+    [
+      "a stake past the delay: rent rather than burn",
+      { canDelegate: false, staked: true, burnSun: TRX(20), waitedMs: 3_600_000, rentSun: TRX(4) },
+      "rent",
+    ],
+    [
+      "the resource account can delegate: no rental",
+      { canDelegate: true, staked: true, burnSun: TRX(20), waitedMs: 0, rentSun: TRX(1) },
+      "delegate",
+    ],
+    [
+      "a burn under the ceiling: no rental",
+      { canDelegate: false, staked: false, burnSun: TRX(2), waitedMs: 0, rentSun: TRX(1) },
+      "burn",
+    ],
   ] as const)("%s", (_what, s, expected) => {
     expect(chooseEnergy(policy, s)).toBe(expected);
   });

@@ -25,7 +25,8 @@ export interface ItrxFake {
 }
 
 export async function startItrxFake(
-  deliver: (receiver: string, energy: number) => Promise<void> | void = () => {},
+  /** Delivers an order; false: the receiver has no account (the provider refuses, as itrx does). */
+  deliver: (receiver: string, energy: number) => Promise<boolean | void> | boolean | void = () => {},
 ): Promise<ItrxFake> {
   const fake: Omit<ItrxFake, "url" | "stop"> = {
     apiKey: "FAKEKEY0123456789",
@@ -98,7 +99,8 @@ export async function startItrxFake(
       const energy = Number(params.energy_amount);
       const paid = total(energy);
       if (paid > fake.balance) return send(200, { errno: 30001, message: "balance not enough" });
-      await deliver(String(params.receive_address), energy);
+      if ((await deliver(String(params.receive_address), energy)) === false)
+        return send(200, { errno: 40001, message: "receive_address is not activated" });
       fake.balance -= paid;
       fake.orders.push({
         receiver: String(params.receive_address),

@@ -116,7 +116,35 @@ export interface FreezeWatchCursorsTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** Migration 0035: energy rented from an outside provider (src/sender/rentals.ts). */
+export type RentalStatus =
+  | "requested"
+  | "ordering"
+  | "ordered"
+  | "unknown"
+  | "delivered"
+  | "refused"
+  | "expired";
+export interface EnergyRentalsTable {
+  id: string;
+  network: CurrencyType;
+  environment: Environment;
+  receiver: string;
+  energy: ColumnType<string, bigint | string, bigint | string>;
+  status: RentalStatus;
+  after_intent_id: string | null;
+  serves_intent_id: string | null;
+  provider: ColumnType<string | null, string | null | undefined, string | null>;
+  serial: ColumnType<string | null, string | null | undefined, string | null>;
+  paid_sun: ColumnType<string | null, bigint | string | null | undefined, bigint | string | null>;
+  reason: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: ColumnType<Date, Date | undefined, Date>;
+  ordered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface SendingTables {
+  energy_rentals: EnergyRentalsTable;
   freeze_watch_cursors: FreezeWatchCursorsTable;
   frozen_addresses: FrozenAddressesTable;
   outgoing_transfers: OutgoingTransfersTable;

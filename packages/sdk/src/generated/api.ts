@@ -1568,8 +1568,10 @@ export type components = {
                 name: string;
                 decimals: number;
             };
-            /** @description native coin burned or paid (sun on TRON, wei on EVM networks) */
+            /** @description native coin burned or paid (sun on TRON, wei on EVM networks), energy rentals included */
             fee: string;
+            /** @description of fee, what energy rental providers charged (paid by rental) */
+            rental: string;
             /** @description resource consumed: TRON energy (delegated included), EVM gas */
             used: string;
             /** @description of those transfers, the ones that burned nothing */
