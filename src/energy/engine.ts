@@ -33,6 +33,12 @@ import { type EnergyRental, RentalRefusedError } from "./rental.js";
 const RENTAL_RETRY_AFTER_MS = 3_600_000;
 /** A claim this old without the provider's answer: its worker died mid-order (`unknown`, an alert). */
 const RENTAL_CLAIM_STALE_MS = 120_000;
+/**
+ * The provider's price per unit is asked at most this often. A sweep is planned inside its
+ * database transaction: a slow or hanging provider must not hold it (on the embedded database, the
+ * whole service) once per address; a failed quote likewise means "no rental" for this long.
+ */
+const RENTAL_PRICE_TTL_MS = 60_000;
 
 export interface EnergyEngineOptions {
   db: Db;
@@ -75,6 +81,8 @@ export class EnergyEngine {
   /** The resource account's address (HD index 2): the operator sends it the TRX to stake. */
   readonly resourceAccount: string;
   private readonly hotWallet: string;
+  /** The provider's last quote, as milli-sun per unit (null: it failed), and until when it holds. */
+  private rentalQuote: { milliSunPerUnit: bigint | null; until: number } | null = null;
 
   constructor(private readonly o: EnergyEngineOptions) {
     this.resourceAccount = normalizeAddress(o.network, o.address(RESOURCE_ACCOUNT_INDEX));
@@ -301,7 +309,8 @@ export class EnergyEngine {
 
   /**
    * What renting `energy` units for `receiver` costs now (sun), or null: no provider, an open or
-   * recently failed rental to it, or no price (the provider's fault is logged, the fee burns).
+   * recently failed rental to it, or no price (the provider's fault is logged, the fee burns). The
+   * provider is asked at most once a minute (`RENTAL_PRICE_TTL_MS`).
    */
   private async rentalPrice(db: Db, receiver: string, energy: bigint): Promise<bigint | null> {
     const rental = this.o.rental;
@@ -309,12 +318,23 @@ export class EnergyEngine {
     const since = new Date(this.o.clock.now() - RENTAL_RETRY_AFTER_MS);
     if (await openRentalTo(db, this.scope, receiver)) return null;
     if (await rentalFailedSince(db, this.scope, receiver, since)) return null;
-    try {
-      return await rental.quote(Number(energy));
-    } catch (err) {
-      this.o.logger.warn({ err, network: this.o.network, provider: rental.name }, "energy rental: no price");
-      return null;
+    const now = this.o.clock.now();
+    if (!this.rentalQuote || this.rentalQuote.until <= now) {
+      let milliSunPerUnit: bigint | null = null;
+      try {
+        milliSunPerUnit = ((await rental.quote(Number(energy))) * 1_000n) / energy;
+      } catch (err) {
+        this.o.logger.warn(
+          { err, network: this.o.network, provider: rental.name },
+          "energy rental: no price",
+        );
+      }
+      this.rentalQuote = { milliSunPerUnit, until: now + RENTAL_PRICE_TTL_MS };
     }
+    const perUnit = this.rentalQuote.milliSunPerUnit;
+    // Rounded up: the comparison with the burn never favours the rental by rounding. The order
+    // itself is checked against the operator's cap on a fresh quote (itrx-rental.ts).
+    return perUnit === null ? null : (perUnit * energy + 999n) / 1_000n;
   }
 
   /**

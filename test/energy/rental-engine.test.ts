@@ -108,7 +108,7 @@ beforeEach(() => {
   logs.length = 0;
 });
 
-function parts(maxSunPerEnergy = 80) {
+function parts(maxSunPerEnergy = 80, timeoutMs = 2_000) {
   const outcomes = new TransferOutcomes();
   registerSweepOutcomes(outcomes);
   registerEnergyOutcomes(outcomes, logger);
@@ -125,7 +125,7 @@ function parts(maxSunPerEnergy = 80) {
       apiKey: fake.apiKey,
       apiSecret: fake.apiSecret,
       maxSunPerEnergy,
-      timeoutMs: 2_000,
+      timeoutMs,
     }),
     logger,
     clock,
@@ -409,5 +409,18 @@ describe("energy rental wired into the engine (operator without stake)", () => {
     expect(fake.orders).toHaveLength(orders);
     expect((await rentals()).filter((r) => r.receiver === a)).toEqual([]);
     expect(await writer.tokenBalance(a)).toBe(0n);
+  }, 180_000);
+
+  it("a hanging provider is asked once, not once per address: the sweeps burn, nothing is ordered", async () => {
+    const p = parts(80, 300);
+    const addresses = [await deposit(6, USDT(13)), await deposit(7, USDT(14)), await deposit(8, USDT(15))];
+    fake.mode = "hang";
+    const before = fake.requests.length;
+    expect(await p.sweeper.tick()).toBe(3);
+    expect(fake.requests.slice(before)).toEqual(["GET price"]);
+    fake.mode = "normal";
+    await settle(p);
+    for (const a of addresses) expect(await writer.tokenBalance(a)).toBe(0n);
+    expect((await rentals()).filter((r) => addresses.includes(r.receiver))).toEqual([]);
   }, 180_000);
 });

@@ -21,6 +21,8 @@ export interface ItrxFake {
   orders: { receiver: string; energy: number; reference: string; paid: bigint }[];
   /** Requests refused for their signature or key. */
   refused: string[];
+  /** Every request received, answered or not (`GET price`, `POST order`). */
+  requests: string[];
   stop(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export async function startItrxFake(
     mode: "normal",
     orders: [],
     refused: [],
+    requests: [],
   };
   let serial = 0;
   const body = (req: IncomingMessage) =>
@@ -52,6 +55,9 @@ export async function startItrxFake(
       res.end(typeof payload === "string" ? payload : JSON.stringify(payload));
     };
     const text = await body(req);
+    fake.requests.push(
+      `${req.method} ${req.url?.startsWith("/api/v1/frontend/order/price") ? "price" : "order"}`,
+    );
     if (fake.mode === "hang") return; // never answers
     if (fake.mode === "server-error") return send(502, "<html>bad gateway</html>");
     if (fake.mode === "garbage") return send(200, "not json");
