@@ -50,11 +50,24 @@ export interface RentalSettings {
   maxSunPerEnergy: number;
 }
 
+export interface SweepMaxCost {
+  /** The share, in basis points (1 % = 100). */
+  basisPoints: number;
+  /** What one whole native coin (1 TRX, 1 ETH) is worth, in token base units. */
+  nativePrice: bigint;
+}
+
 export interface NetworkSettings {
   /** `CONFIRMATIONS_<NETWORK>`; undefined: the definition's default. */
   confirmations: number | undefined;
   /** Deposit balances at or above this (token base units) are swept. */
   sweepThreshold: bigint;
+  /**
+   * `SWEEP_MAX_COST_PERCENT_<NETWORK>` with `NATIVE_PRICE_<NETWORK>`: a sweep whose own fee (the
+   * native coin it burns, or the energy rented for it) is worth more than this share of its amount
+   * waits for more deposits; undefined: no limit.
+   */
+  sweepMaxCost: SweepMaxCost | undefined;
   production: NetworkEnvironmentSettings;
   sandbox: NetworkEnvironmentSettings;
   /** The network's declared options (`NetworkDefinition.options`), by key. */
@@ -78,6 +91,8 @@ export function networkVariables(definition: NetworkDefinition, environment: Env
     contract: (token: string) => `${p}${token}_${definition.network}_CONTRACT`,
     confirmations: `CONFIRMATIONS_${definition.network}`,
     sweepThreshold: `SWEEP_THRESHOLD_${definition.network}`,
+    sweepMaxCostPercent: `SWEEP_MAX_COST_PERCENT_${definition.network}`,
+    nativePrice: `NATIVE_PRICE_${definition.network}`,
     hotWalletMax: `${p}HOT_WALLET_MAX_${definition.network}`,
     coldWallet: `${p}COLD_WALLET_${definition.network}`,
     rental: (part: "URL" | "API_KEY" | "API_SECRET" | "MAX_SUN_PER_ENERGY") =>
@@ -140,6 +155,7 @@ function parseNetwork(
   const threshold = parseAmount(env[names.sweepThreshold] ?? definition.defaultSweepThreshold);
   if (threshold.ok) sweepThreshold = threshold.units;
   else problems.push({ variable: names.sweepThreshold, message: `${threshold.message} (token units)` });
+  const sweepMaxCost = parseSweepMaxCost(env, names, problems);
   const options: Record<string, number> = {};
   for (const option of definition.options ?? []) {
     const text = env[option.variable];
@@ -154,10 +170,45 @@ function parseNetwork(
   return {
     confirmations,
     sweepThreshold,
+    sweepMaxCost,
     production: parseEnvironment(env, definition, "production", problems),
     sandbox: parseEnvironment(env, definition, "sandbox", problems),
     options,
   };
+}
+
+function parseSweepMaxCost(
+  env: Readonly<Record<string, string>>,
+  names: ReturnType<typeof networkVariables>,
+  problems: Problem[],
+): SweepMaxCost | undefined {
+  const percentText = env[names.sweepMaxCostPercent];
+  const priceText = env[names.nativePrice];
+  if (percentText === undefined) return undefined;
+  const percent = z.coerce.number().positive().max(100).safeParse(percentText);
+  if (!percent.success || Math.round(percent.data * 100) < 1) {
+    problems.push({
+      variable: names.sweepMaxCostPercent,
+      message: "must be a share in percent, above 0 and at most 100 (e.g. 2.5)",
+    });
+    return undefined;
+  }
+  if (priceText === undefined) {
+    problems.push({
+      variable: names.nativePrice,
+      message: `set with ${names.sweepMaxCostPercent}: what one native coin is worth in token units (e.g. 0.25)`,
+    });
+    return undefined;
+  }
+  const price = parseAmount(priceText);
+  if (!price.ok || price.units === 0n) {
+    problems.push({
+      variable: names.nativePrice,
+      message: `${price.ok ? "must be above 0" : price.message} (token units per native coin)`,
+    });
+    return undefined;
+  }
+  return { basisPoints: Math.round(percent.data * 100), nativePrice: price.units };
 }
 
 function parseEnvironment(

@@ -60,8 +60,11 @@ export type SweepPlan =
   | { kind: "burn" }
   /** Delegate `stake` (sun) of the resource account's energy; top up `topUp` sun first (0: none). */
   | { kind: "delegate"; stake: bigint; topUp: bigint }
-  /** Rent `energy` units from the provider (decision 21); top up `topUp` sun first (0: none). */
-  | { kind: "rent"; energy: bigint; topUp: bigint }
+  /**
+   * Rent `energy` units from the provider (decision 21) for about `price` sun; top up `topUp` sun
+   * first (0: none).
+   */
+  | { kind: "rent"; energy: bigint; price: bigint; topUp: bigint }
   /** Wait for the resource account's energy to recover. */
   | { kind: "wait"; reason: string };
 
@@ -115,7 +118,7 @@ export class EnergyEngine {
       const burn = await r.bandwidthBurn(from);
       topUp = burn > native ? burn - native : 0n;
     }
-    if (choice.kind === "rent") return { kind: "rent", energy: shortfall, topUp };
+    if (choice.kind === "rent") return { kind: "rent", energy: shortfall, price: choice.price, topUp };
     return { kind: "delegate", stake: choice.stake, topUp };
   }
 
@@ -127,7 +130,9 @@ export class EnergyEngine {
     waitingSince: Date | null,
     burnCost: () => Promise<bigint>,
   ): Promise<
-    (SweepPlan & { kind: "burn" | "wait" }) | { kind: "delegate"; stake: bigint } | { kind: "rent" }
+    | (SweepPlan & { kind: "burn" | "wait" })
+    | { kind: "delegate"; stake: bigint }
+    | { kind: "rent"; price: bigint }
   > {
     const r = this.o.writer.resources;
     const [stake, delegatable, inFlight, staked] = await Promise.all([
@@ -145,15 +150,10 @@ export class EnergyEngine {
       !canDelegate &&
       burnSun > this.o.policy.burnCeilingSun &&
       (!hasStake || waitedMs >= this.o.policy.maxWaitMs);
-    const choice = chooseEnergy(this.o.policy, {
-      canDelegate,
-      staked: hasStake,
-      burnSun,
-      waitedMs,
-      rentSun: mayRent ? await this.rentalPrice(db, receiver, shortfall) : null,
-    });
+    const rentSun = mayRent ? await this.rentalPrice(db, receiver, shortfall) : null;
+    const choice = chooseEnergy(this.o.policy, { canDelegate, staked: hasStake, burnSun, waitedMs, rentSun });
     if (choice === "delegate") return { kind: "delegate", stake };
-    if (choice === "rent") return { kind: "rent" };
+    if (choice === "rent" && rentSun !== null) return { kind: "rent", price: rentSun };
     if (choice === "burn") return { kind: "burn" };
     return {
       kind: "wait",

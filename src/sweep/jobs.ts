@@ -5,7 +5,7 @@ import {
   validateAddress,
   type WriterConfig,
 } from "../chains/index.js";
-import { coldWalletOf, networkSettingsOf, networkVariables } from "../config/chains.js";
+import { coldWalletOf, networkSettingsOf, networkVariables, type SweepMaxCost } from "../config/chains.js";
 import { ConfigError } from "../config/config.js";
 import type { Db } from "../db/database.js";
 import { type CurrencyType, currencyOf } from "../domain/currency.js";
@@ -98,6 +98,7 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
       writer,
       address,
       threshold: networkSettingsOf(deps.config.chains, network).sweepThreshold,
+      ...maxCostOption(networkSettingsOf(deps.config.chains, network).sweepMaxCost),
       isFrozen: (a) => chain.adapter.isFrozen(a),
       ...energyOption(energyEngineOf(deps, chain, writer)),
       logger: deps.logger,
@@ -135,4 +136,8 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
 
 function energyOption(engine: EnergyEngine | undefined): { energy?: EnergyEngine } {
   return engine ? { energy: engine } : {};
+}
+
+function maxCostOption(maxCost: SweepMaxCost | undefined): { maxCost?: SweepMaxCost } {
+  return maxCost ? { maxCost } : {};
 }

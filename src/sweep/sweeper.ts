@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { ChainWriter } from "../chains/index.js";
+import type { SweepMaxCost } from "../config/chains.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -11,6 +12,7 @@ import {
   findTransferSource,
   hasOpenSweep,
   isRecordedFrozen,
+  nativeUnit,
   openSweepsFrom,
   recordFreezeCheck,
   requestRental,
@@ -42,6 +44,11 @@ export interface SweeperOptions {
   isFrozen?: (address: string) => Promise<boolean>;
   /** TRON's energy engine (issue #38): the sweep's energy delegated instead of burned. */
   energy?: Pick<EnergyEngine, "planSweep">;
+  /**
+   * Sweep policy (issue #38): a sweep whose own fee is worth more than this share of its amount
+   * waits for more deposits to the address (`SWEEP_MAX_COST_PERCENT_<NETWORK>`).
+   */
+  maxCost?: SweepMaxCost;
 }
 
 /**
@@ -170,13 +177,25 @@ export class Sweeper {
         return { waiting: plan.reason };
       }
       let topUp = 0n;
+      // The sweep's own fee (native base units): what it burns, or what its energy's rental costs;
+      // delegated energy costs nothing.
+      let ownFee = 0n;
       if (plan.kind === "delegate" || plan.kind === "rent") topUp = plan.topUp;
-      else if (swept && writer.kind === "signed") {
+      if (plan.kind === "rent") ownFee = plan.price;
+      else if (plan.kind === "burn" && swept && writer.kind === "signed") {
         const [cost, native] = await Promise.all([
           writer.tokenTransferCost(address, hot, balance),
           writer.nativeBalance(address),
         ]);
         topUp = cost > native ? cost - native : 0n;
+        ownFee = cost;
+      }
+      // Too dear for its amount: nothing queued; a new deposit to the address makes it a candidate
+      // again (its balance then pays for the fee better), as a balance under the threshold does.
+      let deferred: bigint | null = null;
+      if (swept && this.tooDear(ownFee, balance)) {
+        deferred = ownFee;
+        swept = false;
       }
       let afterIntentId: string | undefined;
       if (swept && topUp > 0n) {
@@ -245,6 +264,7 @@ export class Sweeper {
         .where("environment", "=", environment)
         .where("address", "=", address)
         .execute();
+      if (deferred !== null) return { deferred, balance };
       return swept
         ? {
             balance,
@@ -256,6 +276,13 @@ export class Sweeper {
     });
     if (queued && "waiting" in queued) {
       this.o.logger.info({ network, environment, address, reason: queued.waiting }, "sweep waits for energy");
+      return false;
+    }
+    if (queued && "deferred" in queued && queued.deferred !== undefined) {
+      this.o.logger.info(
+        { network, environment, address, amount: queued.balance.toString(), fee: queued.deferred.toString() },
+        "sweep deferred: its fee is above the network's share of the amount (SWEEP_MAX_COST_PERCENT); waits for more deposits",
+      );
       return false;
     }
     if (queued)
@@ -272,6 +299,17 @@ export class Sweeper {
         "sweep queued",
       );
     return queued !== null;
+  }
+
+  /**
+   * Whether a fee of `fee` (native base units) is worth more than the policy's share of `amount`
+   * (token base units): fee × price / 10^decimals > amount × basisPoints / 10,000, in integers.
+   */
+  private tooDear(fee: bigint, amount: bigint): boolean {
+    const m = this.o.maxCost;
+    if (!m || fee === 0n) return false;
+    const scale = 10n ** BigInt(nativeUnit(this.o.network).decimals);
+    return fee * m.nativePrice * 10_000n > amount * BigInt(m.basisPoints) * scale;
   }
 
   /** Since when the address's sweep waits for delegated energy (null: it does not wait). */
