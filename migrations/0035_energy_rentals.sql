@@ -15,8 +15,12 @@ create table energy_rentals (
                     ('requested', 'ordering', 'ordered', 'unknown', 'delivered', 'refused', 'expired')),
   -- The top-up that activates the receiver first (a non-activated address receives no delegation).
   after_intent_id text,
-  -- The sweep the energy is for (null: the hot wallet's outgoing transfers).
+  -- The transfer the energy is for: a sweep, or the oldest of the hot wallet's batch (one rental
+  -- per transfer: a transfer still queued after its rental does not get another one).
   serves_intent_id text unique,
+  -- The most the order may cost (sun): the burn it replaces, as priced when it was planned. A
+  -- fresher quote above it is not ordered.
+  max_sun         numeric(38,0) check (max_sun >= 0),
   provider        text,
   serial          text,
   -- What the provider charged (sun), from its answer: the cost in the books (`paid by rental`).

@@ -248,7 +248,7 @@ function parseEnvironment(
     urls,
     contracts,
     cold: parseCold(env, definition, names, problems),
-    rental: parseRental(env, definition, names, problems),
+    rental: parseRental(env, definition, environment, names, problems),
   };
 }
 
@@ -256,6 +256,7 @@ function parseEnvironment(
 function parseRental(
   env: Readonly<Record<string, string>>,
   definition: NetworkDefinition,
+  environment: Environment,
   names: ReturnType<typeof networkVariables>,
   problems: Problem[],
 ): RentalSettings | undefined {
@@ -276,15 +277,22 @@ function parseRental(
     return undefined;
   }
   const endpoint = env[names.rental("URL")]!;
-  if (!/^https?:\/\//.test(endpoint) || !url.safeParse(endpoint).success) {
-    problems.push({ variable: names.rental("URL"), message: "must be an http(s) URL" });
+  // Production orders carry the API key and spend the prepaid balance: TLS only. The sandbox's
+  // may be a local fake.
+  const scheme = environment === "production" ? /^https:\/\// : /^https?:\/\//;
+  if (!scheme.test(endpoint) || !url.safeParse(endpoint).success) {
+    problems.push({
+      variable: names.rental("URL"),
+      message: environment === "production" ? "must be an https URL" : "must be an http(s) URL",
+    });
     return undefined;
   }
-  const max = z.coerce.number().positive().max(10_000).safeParse(env[names.rental("MAX_SUN_PER_ENERGY")]);
+  // TRON's energy has never cost more than 420 sun to burn: a cap above 1,000 is a typo.
+  const max = z.coerce.number().positive().max(1_000).safeParse(env[names.rental("MAX_SUN_PER_ENERGY")]);
   if (!max.success) {
     problems.push({
       variable: names.rental("MAX_SUN_PER_ENERGY"),
-      message: "must be a positive number of sun (at most 10000)",
+      message: "must be a positive number of sun (at most 1000)",
     });
     return undefined;
   }

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { NETWORKS } from "../domain/currency.js";
 import { ensurePrivateDir, readKeyFile, UnsafeFileError, writeKeyFile } from "../lib/private-files.js";
+import { networkVariables } from "./chains.js";
 import { type Config, ConfigError, GENERATED_SECRET_NAMES, type GeneratedSecretName } from "./config.js";
 
 /** `INTERNAL_SHARED_SECRET` is absent in the roles that never call the signer (docs/decisions/security.md). */
@@ -56,6 +58,16 @@ function missingServiceSecrets(config: Config, role: string): { variable: string
  * for anything) and drops it otherwise (`ignored`: the caller logs it); other non-holders drop it.
  */
 export function configForRole(configured_: Config, role: string): { config: Config; ignored: boolean } {
+  // A role that never orders energy must not hold the rental provider's secret: refused in
+  // production mode (the api is internet-facing, the signer holds the keys), dropped otherwise.
+  const rentalSecrets = rentalSecretVariables(configured_);
+  if (configured_.production && rentalSecrets.length > 0 && !ordersRentals(role))
+    throw new ConfigError(
+      rentalSecrets.map((variable) => ({
+        variable,
+        message: `only serve and worker order rented energy: remove it from the ${role} role's environment`,
+      })),
+    );
   const config = ordersRentals(role) ? configured_ : withoutRentalCredentials(configured_);
   const configured = config.secrets.INTERNAL_SHARED_SECRET !== undefined;
   const missing = missingServiceSecrets(config, role);
@@ -88,6 +100,17 @@ export function configForRole(configured_: Config, role: string): { config: Conf
 /** The roles whose energy engine orders rented energy (decision 21): only they hold the provider's key. */
 function ordersRentals(role: string): boolean {
   return role === "serve" || role === "worker";
+}
+
+/** The `<NETWORK>_RENTAL_API_SECRET` variables (with their `SANDBOX_` prefix) that are set. */
+function rentalSecretVariables(config: Config): string[] {
+  const out: string[] = [];
+  for (const definition of NETWORKS) {
+    const n = config.chains.networks[definition.network];
+    for (const environment of ["production", "sandbox"] as const)
+      if (n?.[environment].rental) out.push(networkVariables(definition, environment).rental("API_SECRET"));
+  }
+  return out;
 }
 
 /** The configuration without any energy rental provider (its API key and secret dropped). */

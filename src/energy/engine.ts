@@ -61,10 +61,10 @@ export type SweepPlan =
   /** Delegate `stake` (sun) of the resource account's energy; top up `topUp` sun first (0: none). */
   | { kind: "delegate"; stake: bigint; topUp: bigint }
   /**
-   * Rent `energy` units from the provider (decision 21) for about `price` sun; top up `topUp` sun
-   * first (0: none).
+   * Rent `energy` units from the provider (decision 21) for about `price` sun, never above `maxSun`
+   * (the burn it replaces); top up `topUp` sun first (0: none).
    */
-  | { kind: "rent"; energy: bigint; price: bigint; topUp: bigint }
+  | { kind: "rent"; energy: bigint; price: bigint; maxSun: bigint; topUp: bigint }
   /** Wait for the resource account's energy to recover. */
   | { kind: "wait"; reason: string };
 
@@ -105,7 +105,7 @@ export class EnergyEngine {
     const { needed, available } = await r.transferEnergy(from, this.hotWallet, amount);
     const shortfall = withBuffer(needed, ENERGY_MARGIN_PERCENT) - available;
     if (shortfall <= 0n) return { kind: "burn" };
-    const choice = await this.choose(db, from, shortfall, waitingSince, () =>
+    const choice = await this.choose(db, from, shortfall, waitingSince, null, () =>
       this.o.writer.tokenTransferCost(from, this.hotWallet, amount),
     );
     if (choice.kind === "burn" || choice.kind === "wait") return choice;
@@ -118,21 +118,26 @@ export class EnergyEngine {
       const burn = await r.bandwidthBurn(from);
       topUp = burn > native ? burn - native : 0n;
     }
-    if (choice.kind === "rent") return { kind: "rent", energy: shortfall, price: choice.price, topUp };
+    if (choice.kind === "rent")
+      return { kind: "rent", energy: shortfall, price: choice.price, maxSun: choice.burn, topUp };
     return { kind: "delegate", stake: choice.stake, topUp };
   }
 
-  /** Delegate, rent, wait or burn for `shortfall` energy of `receiver` (policy.ts). */
+  /**
+   * Delegate, rent, wait or burn for `shortfall` energy of `receiver` (policy.ts). `rentFor`: the
+   * hot wallet's transfer a rental would serve (one that had a rental already gets none).
+   */
   private async choose(
     db: Db,
     receiver: string,
     shortfall: bigint,
     waitingSince: Date | null,
+    rentFor: string | null,
     burnCost: () => Promise<bigint>,
   ): Promise<
     | (SweepPlan & { kind: "burn" | "wait" })
     | { kind: "delegate"; stake: bigint }
-    | { kind: "rent"; price: bigint }
+    | { kind: "rent"; price: bigint; burn: bigint }
   > {
     const r = this.o.writer.resources;
     const [stake, delegatable, inFlight, staked] = await Promise.all([
@@ -150,10 +155,10 @@ export class EnergyEngine {
       !canDelegate &&
       burnSun > this.o.policy.burnCeilingSun &&
       (!hasStake || waitedMs >= this.o.policy.maxWaitMs);
-    const rentSun = mayRent ? await this.rentalPrice(db, receiver, shortfall) : null;
+    const rentSun = mayRent ? await this.rentalPrice(db, receiver, shortfall, rentFor) : null;
     const choice = chooseEnergy(this.o.policy, { canDelegate, staked: hasStake, burnSun, waitedMs, rentSun });
     if (choice === "delegate") return { kind: "delegate", stake };
-    if (choice === "rent" && rentSun !== null) return { kind: "rent", price: rentSun };
+    if (choice === "rent" && rentSun !== null) return { kind: "rent", price: rentSun, burn: burnSun };
     if (choice === "burn") return { kind: "burn" };
     return {
       kind: "wait",
@@ -167,11 +172,9 @@ export class EnergyEngine {
    * one delegation for the batch and wait for it (or for the resource account to recover, within
    * the policy); other sources are served by their sweep's own delegation (`planSweep`).
    */
-  async ready<R extends { asset: string; to_address: string; amount: string; created_at?: Date }>(
-    index: number,
-    from: string,
-    rows: R[],
-  ): Promise<R[]> {
+  async ready<
+    R extends { intent_id?: string; asset: string; to_address: string; amount: string; created_at?: Date },
+  >(index: number, from: string, rows: R[]): Promise<R[]> {
     const db = this.o.db;
     const address = normalizeAddress(this.o.network, from);
     // A delegation on its way holds the transfers up, for at most the policy's wait; past it (the
@@ -207,9 +210,18 @@ export class EnergyEngine {
       (a, row) => (row.created_at && (!a || row.created_at < a) ? row.created_at : a),
       null,
     );
-    const choice = await this.choose(db, address, shortfall, oldest, async () => {
-      const one = tokens[0]!;
-      return this.o.writer.tokenTransferCost(address, one.to_address, BigInt(one.amount));
+    // A rental serves the batch's oldest transfer: one still queued after its rental (the signer
+    // refuses it, say) gets no other, however many provider terms pass.
+    const first = tokens.reduce((a, row) =>
+      row.created_at && (!a.created_at || row.created_at < a.created_at) ? row : a,
+    );
+    const rentalId = `rnt_${base62(randomBytes(16))}`;
+    const rentFor = first.intent_id ?? rentalId;
+    const choice = await this.choose(db, address, shortfall, oldest, rentFor, async () => {
+      let burn = 0n;
+      for (const row of tokens)
+        burn += await this.o.writer.tokenTransferCost(address, row.to_address, BigInt(row.amount));
+      return burn;
     });
     if (choice.kind === "burn") return rows;
     const others = rows.filter((row) => row.asset !== "token");
@@ -220,7 +232,7 @@ export class EnergyEngine {
       const asked = await requestRental(
         db,
         this.scope,
-        { id: `rnt_${base62(randomBytes(16))}`, receiver: address, energy: shortfall },
+        { id: rentalId, receiver: address, energy: shortfall, servesIntentId: rentFor, maxSun: choice.burn },
         now,
       );
       if (asked)
@@ -263,7 +275,8 @@ export class EnergyEngine {
     const now = this.o.clock.now();
     const open = await openRentalTo(db, this.scope, address);
     const waitMs = this.o.policy.rentalWaitMs ?? 600_000;
-    if (open && now - open.createdAt.getTime() >= waitMs) {
+    // The wait counts from the order (an activation may take long before it).
+    if (open?.orderedAt && now - open.orderedAt.getTime() >= waitMs) {
       const came = await this.covered(address, rows);
       await settleRental(
         db,
@@ -312,11 +325,17 @@ export class EnergyEngine {
    * recently failed rental to it, or no price (the provider's fault is logged, the fee burns). The
    * provider is asked at most once a minute (`RENTAL_PRICE_TTL_MS`).
    */
-  private async rentalPrice(db: Db, receiver: string, energy: bigint): Promise<bigint | null> {
+  private async rentalPrice(
+    db: Db,
+    receiver: string,
+    energy: bigint,
+    rentFor: string | null,
+  ): Promise<bigint | null> {
     const rental = this.o.rental;
     if (!rental) return null;
     const since = new Date(this.o.clock.now() - RENTAL_RETRY_AFTER_MS);
     if (await openRentalTo(db, this.scope, receiver)) return null;
+    if (rentFor && (await rentalServing(db, rentFor))) return null;
     if (await rentalFailedSince(db, this.scope, receiver, since)) return null;
     const now = this.o.clock.now();
     if (!this.rentalQuote || this.rentalQuote.until <= now) {
@@ -379,12 +398,31 @@ export class EnergyEngine {
           receiver: r.receiver,
           energy: Number(r.energy),
           reference: r.id,
+          ...(r.maxSun !== null ? { maxSun: r.maxSun } : {}),
         });
+        // A charge above the quote the order was placed on is not believed: the quote is booked,
+        // the claim is kept in the reason and raised as an alert (the provider's account tells).
+        const over = receipt.paidSun > receipt.quotedSun;
         await markRentalOrdered(db, r.id, {
           provider: rental.name,
           serial: receipt.serial,
-          paidSun: receipt.paidSun,
+          paidSun: over ? receipt.quotedSun : receipt.paidSun,
+          reason: over
+            ? `the provider says it charged ${receipt.paidSun} sun on a ${receipt.quotedSun} sun quote`
+            : null,
         });
+        if (over)
+          this.o.logger.error(
+            {
+              alert: "energy_rental_overcharged",
+              network: this.o.network,
+              rental: r.id,
+              provider: rental.name,
+              quotedSun: receipt.quotedSun.toString(),
+              chargedSun: receipt.paidSun.toString(),
+            },
+            "ALERT: an energy rental provider says it charged more than its quote; the quote is booked",
+          );
         ordered++;
         this.o.logger.info(
           {

@@ -48,6 +48,35 @@ export function itrxSignature(apiSecret: string, timestamp: string, body: string
   return createHmac("sha256", apiSecret).update(`${timestamp}&${body}`).digest("hex");
 }
 
+/** The largest answer read (its documented answers are a few hundred bytes); the rest is dropped. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * The body's text, at most `limit` bytes (a longer one is cut off: unreadable JSON, then
+ * unavailability), so that a hostile or broken provider cannot fill the worker's memory.
+ */
+async function readLimited(response: Response, limit: number): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        return "";
+      }
+      chunks.push(value);
+    }
+  } catch {
+    return "";
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
 /** The shortest term the API sells (one hour): a sweep uses the energy within minutes. */
 const PERIOD = "1H";
 
@@ -81,6 +110,11 @@ export class ItrxRental implements EnergyRental {
         this.name,
         `${order.energy} energy costs ${quoted} sun, above the cap of ${this.o.maxSunPerEnergy} sun per unit`,
       );
+    if (order.maxSun !== undefined && quoted > order.maxSun)
+      throw new RentalRefusedError(
+        this.name,
+        `${order.energy} energy costs ${quoted} sun now, above the ${order.maxSun} sun burn it was to replace`,
+      );
     // Keys in dictionary order: the signature covers exactly these bytes.
     const params = {
       energy_amount: order.energy,
@@ -94,6 +128,7 @@ export class ItrxRental implements EnergyRental {
     return {
       serial: parsed.data.serial,
       paidSun: BigInt(parsed.data.amount),
+      quotedSun: quoted,
       balanceSun: parsed.data.balance === undefined ? null : BigInt(parsed.data.balance),
     };
   }
@@ -119,7 +154,7 @@ export class ItrxRental implements EnergyRental {
     } catch (err) {
       throw new RentalUnavailableError(this.name, `no answer (${(err as Error).message})`, { cause: err });
     }
-    const text = await response.text().catch(() => "");
+    const text = await readLimited(response, MAX_ANSWER_BYTES);
     let body: unknown;
     try {
       body = JSON.parse(text);

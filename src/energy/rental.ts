@@ -12,12 +12,17 @@ export interface RentalOrder {
   energy: number;
   /** Our reference (idempotency at providers that support it; the provider's callbacks carry it). */
   reference: string;
+  /** The most the order may cost (sun): a fresh quote above it is refused, nothing ordered. */
+  maxSun?: bigint;
 }
 
 /** What the provider charged (sun) and its order id. */
 export interface RentalReceipt {
   serial: string;
+  /** What the provider says it charged (sun): believed only up to `quotedSun`. */
   paidSun: bigint;
+  /** The fresh quote the order was placed on (sun). */
+  quotedSun: bigint;
   /** The prepaid balance left at the provider (sun), when it says. */
   balanceSun: bigint | null;
 }

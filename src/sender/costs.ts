@@ -144,9 +144,11 @@ async function rentalCosts(db: Db, since: Date) {
     paid: string;
   }>`
     select network, environment, to_char(date_trunc('month', ordered_at), 'YYYY-MM') as month,
-      case when serves_intent_id is null then 'outgoing' else 'collection' end as purpose,
+      case when exists (
+        select from outgoing_transfers s where s.intent_id = r.serves_intent_id and s.kind = 'sweep'
+      ) then 'collection' else 'outgoing' end as purpose,
       sum(paid_sun)::text as paid
-    from energy_rentals
+    from energy_rentals r
     where ordered_at >= ${since} and paid_sun is not null
     group by 1, 2, 3, 4`.execute(db);
   return rows.rows.map((r) => ({ ...r, paid: BigInt(r.paid) }));

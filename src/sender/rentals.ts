@@ -21,8 +21,11 @@ export interface Rental {
   status: RentalStatus;
   afterIntentId: string | null;
   servesIntentId: string | null;
+  maxSun: bigint | null;
   reason: string | null;
   createdAt: Date;
+  /** When it was claimed for ordering (null: not yet): its wait for the energy counts from here. */
+  orderedAt: Date | null;
 }
 
 export interface RentalRequest {
@@ -31,8 +34,10 @@ export interface RentalRequest {
   energy: bigint;
   /** The activation (top-up) the order waits for. */
   afterIntentId?: string;
-  /** The sweep the energy is for (none: the hot wallet's transfers). */
-  servesIntentId?: string;
+  /** The transfer the energy is for: a sweep, or the oldest of the hot wallet's batch. */
+  servesIntentId: string;
+  /** The most the order may cost (sun): the burn it replaces. */
+  maxSun: bigint;
 }
 
 const COLUMNS = [
@@ -42,8 +47,10 @@ const COLUMNS = [
   "status",
   "after_intent_id",
   "serves_intent_id",
+  "max_sun",
   "reason",
   "created_at",
+  "ordered_at",
 ] as const;
 
 function toRental(r: {
@@ -53,8 +60,10 @@ function toRental(r: {
   status: RentalStatus;
   after_intent_id: string | null;
   serves_intent_id: string | null;
+  max_sun: string | null;
   reason: string | null;
   created_at: Date;
+  ordered_at: Date | null;
 }): Rental {
   return {
     id: r.id,
@@ -63,8 +72,10 @@ function toRental(r: {
     status: r.status,
     afterIntentId: r.after_intent_id,
     servesIntentId: r.serves_intent_id,
+    maxSun: r.max_sun === null ? null : BigInt(r.max_sun),
     reason: r.reason,
     createdAt: new Date(r.created_at),
+    orderedAt: r.ordered_at ? new Date(r.ordered_at) : null,
   };
 }
 
@@ -88,7 +99,8 @@ export async function requestRental(
       energy: r.energy,
       status: "requested",
       after_intent_id: r.afterIntentId ?? null,
-      serves_intent_id: r.servesIntentId ?? null,
+      serves_intent_id: r.servesIntentId,
+      max_sun: r.maxSun,
       created_at: now,
     })
     .onConflict((oc) =>
@@ -115,7 +127,7 @@ export async function openRentalTo(db: Db, scope: SenderScope, receiver: string)
   return row ? toRental(row) : null;
 }
 
-/** The rental asked for the sweep `intentId`, if any. */
+/** The rental asked for the transfer `intentId` (a sweep, or a hot-wallet batch's oldest), if any. */
 export async function rentalServing(db: Db, intentId: string): Promise<Rental | null> {
   const row = await db
     .selectFrom("energy_rentals")
@@ -205,17 +217,31 @@ export async function claimRental(db: Db, id: string, now: Date): Promise<boolea
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** The provider took the order: what it charged. */
+/**
+ * The provider took the order: what it charged, recorded whatever the rental's status by now (a
+ * gate may have seen the energy arrive before the answer: `delivered` stays, the cost is booked).
+ */
 export async function markRentalOrdered(
   db: Db,
   id: string,
-  o: { provider: string; serial: string; paidSun: bigint },
+  o: { provider: string; serial: string; paidSun: bigint; reason: string | null },
 ): Promise<void> {
   await db
     .updateTable("energy_rentals")
-    .set({ status: "ordered", provider: o.provider, serial: o.serial, paid_sun: o.paidSun })
+    .set((eb) => ({
+      status: eb
+        .case()
+        .when("status", "=", "ordering")
+        .then(sql.lit<RentalStatus>("ordered"))
+        .else(eb.ref("status"))
+        .end(),
+      provider: o.provider,
+      serial: o.serial,
+      paid_sun: o.paidSun,
+      ...(o.reason ? { reason: o.reason } : {}),
+    }))
     .where("id", "=", id)
-    .where("status", "=", "ordering")
+    .where("paid_sun", "is", null)
     .execute();
 }
 

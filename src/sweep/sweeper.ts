@@ -238,6 +238,7 @@ export class Sweeper {
             receiver: address,
             energy: plan.energy,
             servesIntentId: sweepId,
+            maxSun: plan.maxSun,
             ...(afterIntentId ? { afterIntentId } : {}),
           },
           checkedAt,

@@ -82,6 +82,7 @@ describe("energy rental through itrx.io's API (local fake)", () => {
     expect(receipt).toEqual({
       serial: "fake1",
       paidSun: 3_900_000n,
+      quotedSun: 3_900_000n,
       balanceSun: 1_000_000_000n - 3_900_000n,
     });
     expect(fake.orders).toEqual([{ receiver, energy: 65_000, reference: "swp_rent_1", paid: 3_900_000n }]);

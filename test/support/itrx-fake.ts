@@ -28,7 +28,7 @@ export interface ItrxFake {
 
 export async function startItrxFake(
   /** Delivers an order; false: the receiver has no account (the provider refuses, as itrx does). */
-  deliver: (receiver: string, energy: number) => Promise<boolean | void> | boolean | void = () => {},
+  deliver: (receiver: string, energy: number) => unknown = () => undefined,
 ): Promise<ItrxFake> {
   const fake: Omit<ItrxFake, "url" | "stop"> = {
     apiKey: "FAKEKEY0123456789",

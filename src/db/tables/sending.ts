@@ -134,6 +134,7 @@ export interface EnergyRentalsTable {
   status: RentalStatus;
   after_intent_id: string | null;
   serves_intent_id: string | null;
+  max_sun: ColumnType<string | null, bigint | string | null | undefined, bigint | string | null>;
   provider: ColumnType<string | null, string | null | undefined, string | null>;
   serial: ColumnType<string | null, string | null | undefined, string | null>;
   paid_sun: ColumnType<string | null, bigint | string | null | undefined, bigint | string | null>;

@@ -1,8 +1,8 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tronAddressToEvm } from "../../src/chains/tron/address.js";
-import { USDT } from "../sender/support.js";
-import { deposit, gasTank, parts, rentals, settle, startWorld, transfers, TRX, type World } from "./setup.js";
+import { tronAddressToEvm } from "../../../src/chains/tron/address.js";
+import { USDT } from "../../sender/support.js";
+import { deposit, gasTank, parts, rentals, settle, startWorld, TRX, transfers, type World } from "./setup.js";
 
 // Attack / fault: the rental's wait (TRC20_RENTAL_WAIT_SECONDS, 600 s) is counted from when the sweep
 // was planned (`created_at`), not from the order. When the activation top-up takes longer than that
@@ -10,6 +10,7 @@ import { deposit, gasTank, parts, rentals, settle, startWorld, transfers, TRX, t
 // still orders — the provider is paid — and the very next sender round finds the rental "past its
 // wait" before the provider's delegation (a few seconds on mainnet) shows: `expired`, the alert
 // `energy_rental_not_delivered`, the sweep failed and planned again to burn. Paid twice: rental + burn.
+// Now refused: the wait counts from the order (`ordered_at`).
 
 let w: World;
 beforeAll(async () => {
@@ -40,7 +41,11 @@ describe("attack: the activation outlives the rental's wait", () => {
     await w.node.testClient.setBalance({ address: tank, value: TRX(1_000) * WEI_PER_SUN });
     for (let i = 0; i < 20; i++) {
       await p.sender.tick();
-      if ((await transfers(w, "gas_topup")).find((t) => t.intent_id === topUp!.intent_id)!.status === "confirmed") break;
+      if (
+        (await transfers(w, "gas_topup")).find((t) => t.intent_id === topUp!.intent_id)!.status ===
+        "confirmed"
+      )
+        break;
       w.advance(3_000);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -54,7 +59,12 @@ describe("attack: the activation outlives the rental's wait", () => {
     const sweeps = (await transfers(w, "sweep")).filter((s) => Number(s.from_index) === 100);
     const alerted = w.logs.some((l) => l.alert === "energy_rental_not_delivered");
     expect(
-      { orders: w.provider.orders.length, statuses: mine.map((r) => r.status), sweeps: sweeps.map((s) => s.status), alerted },
+      {
+        orders: w.provider.orders.length,
+        statuses: mine.map((r) => r.status),
+        sweeps: sweeps.map((s) => s.status),
+        alerted,
+      },
       `sweep reasons: ${sweeps.map((s) => s.reason)}`,
     ).toSatisfy(
       (x: { orders: number; statuses: string[]; alerted: boolean }) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig } from "../../src/config/config.js";
-import { configForRole } from "../../src/config/secrets.js";
+import { ConfigError, parseConfig } from "../../../src/config/config.js";
+import { configForRole } from "../../../src/config/secrets.js";
 
 // Config accepted but dangerous.
 // (a) The api role (internet-facing), the signer and migrate START in production mode with
@@ -12,6 +12,8 @@ import { configForRole } from "../../src/config/secrets.js";
 // (b) A production TRC20_RENTAL_URL over plain http:// is accepted: the API-KEY and signed orders
 //     travel in clear text, and whoever is on the path answers the quotes and orders (the cost in
 //     the books, the "price" compared with the burn).
+// Now refused: (a) api, signer and migrate refuse to start in production mode, naming the variable;
+// (b) a production rental URL must be https.
 
 const production = {
   NODE_ENV: "production",
@@ -44,12 +46,13 @@ describe("attack: rental configuration accepted but dangerous", () => {
     const results = Object.fromEntries(
       ["api", "signer", "migrate"].map((role) => [role, outcome(() => configForRole(c, role))]),
     );
-    for (const [role, r] of Object.entries(results)) expect(r, role).toMatch(/refused: .*TRC20_RENTAL_API_SECRET/);
+    for (const [role, r] of Object.entries(results))
+      expect(r, role).toMatch(/refused: .*TRC20_RENTAL_API_SECRET/s);
   });
 
   it("(b) a production rental URL over plain http is refused", () => {
-    expect(outcome(() => parseConfig({ ...production, ...rental, TRC20_RENTAL_URL: "http://itrx.example" }))).toMatch(
-      /refused: .*TRC20_RENTAL_URL/,
-    );
+    expect(
+      outcome(() => parseConfig({ ...production, ...rental, TRC20_RENTAL_URL: "http://itrx.example" })),
+    ).toMatch(/refused: .*TRC20_RENTAL_URL: must be an https URL/s);
   });
 });

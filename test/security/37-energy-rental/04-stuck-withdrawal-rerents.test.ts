@@ -1,8 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SignerRejectedError, type Signer } from "../../src/signer/protocol.js";
-import { localSigner, USDT } from "../sender/support.js";
-import { requestTransfer } from "../support/backed-transfer.js";
-import { address, environment, hot, network, parts, rentals, startWorld, transfers, type World } from "./setup.js";
+import { type Signer, SignerRejectedError } from "../../../src/signer/protocol.js";
+import { localSigner, USDT } from "../../sender/support.js";
+import { requestTransfer } from "../../support/backed-transfer.js";
+import {
+  address,
+  environment,
+  hot,
+  network,
+  parts,
+  rentals,
+  startWorld,
+  transfers,
+  type World,
+} from "./setup.js";
 
 // Attack (drain the prepaid balance): a hot-wallet withdrawal the signer keeps refusing (its outflow
 // cap reached by a merchant's withdrawals, say — decision 10: "a sweep or payment the signer refuses
@@ -10,6 +20,8 @@ import { address, environment, hot, network, parts, rentals, startWorld, transfe
 // the end of the provider's 1-hour term, the gate finds the batch short again and orders another
 // rental: `delivered` rentals never count as failures, so nothing bounds it. One stuck withdrawal
 // costs a rental (~8.6 TRX at 60 sun for 143k energy) every hour, for ever, with no alert.
+// Now refused: a hot-wallet rental serves the batch's oldest transfer; one still queued after its
+// rental gets no other (it burns, or here stays refused by the signer, at no cost).
 
 let w: World;
 beforeAll(async () => {

@@ -1,24 +1,24 @@
 import { createServer, type Server } from "node:http";
 import type { Hex } from "viem";
-import { tronAddressToEvm } from "../../src/chains/tron/address.js";
-import { TronChainWriter } from "../../src/chains/tron/tron-writer.js";
-import type { Database } from "../../src/db/database.js";
-import { EnergyEngine, type EnergyPolicy } from "../../src/energy/index.js";
-import { ItrxRental } from "../../src/energy/itrx-rental.js";
-import { registerEnergyOutcomes } from "../../src/energy/jobs.js";
-import type { Clock } from "../../src/lib/clock.js";
-import { createMerchantWithKeys } from "../../src/merchants/index.js";
-import { createLogger } from "../../src/observability/logger.js";
-import { TransferOutcomes } from "../../src/sender/outcomes.js";
-import { Sender } from "../../src/sender/sender.js";
-import type { Signer } from "../../src/signer/index.js";
-import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
-import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
-import { localSigner, USDT, wallet } from "../sender/support.js";
-import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
-import { startTronEmulator, type TronEmulator } from "../support/chain/tron-emulator.js";
-import { confirmedDeposit } from "../support/confirmed-deposit.js";
-import { openTestDatabase } from "../support/db.js";
+import { tronAddressToEvm } from "../../../src/chains/tron/address.js";
+import { TronChainWriter } from "../../../src/chains/tron/tron-writer.js";
+import type { Database } from "../../../src/db/database.js";
+import { EnergyEngine, type EnergyPolicy } from "../../../src/energy/index.js";
+import { ItrxRental } from "../../../src/energy/itrx-rental.js";
+import { registerEnergyOutcomes } from "../../../src/energy/jobs.js";
+import type { Clock } from "../../../src/lib/clock.js";
+import { createMerchantWithKeys } from "../../../src/merchants/index.js";
+import { createLogger } from "../../../src/observability/logger.js";
+import { TransferOutcomes } from "../../../src/sender/outcomes.js";
+import { Sender } from "../../../src/sender/sender.js";
+import type { Signer } from "../../../src/signer/index.js";
+import { registerSweepOutcomes, Sweeper } from "../../../src/sweep/sweeper.js";
+import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../../src/wallet/derivation-path.js";
+import { localSigner, USDT, wallet } from "../../sender/support.js";
+import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../../support/chain/anvil.js";
+import { startTronEmulator, type TronEmulator } from "../../support/chain/tron-emulator.js";
+import { confirmedDeposit } from "../../support/confirmed-deposit.js";
+import { openTestDatabase } from "../../support/db.js";
 
 // Shared setup of the attack tests on energy rental (decision 21), after
 // test/energy/rental-engine.test.ts, with a provider whose every answer the test controls.
@@ -91,23 +91,29 @@ export async function startWorld(): Promise<World> {
   ).id;
   await mintTestUsdt(node, token, tronAddressToEvm(hot) as Hex, USDT(1_000));
   for (const a of [hot, gasTank])
-    await node.testClient.setBalance({ address: tronAddressToEvm(a) as Hex, value: TRX(1_000) * WEI_PER_SUN });
-  emulator.resources.freeze(
-    providerAccount,
-    10_000_000n * 1_000_000n,
-    "ENERGY",
-    10_000_000n * 1_000_000n,
-  );
+    await node.testClient.setBalance({
+      address: tronAddressToEvm(a) as Hex,
+      value: TRX(1_000) * WEI_PER_SUN,
+    });
+  emulator.resources.freeze(providerAccount, 10_000_000n * 1_000_000n, "ENERGY", 10_000_000n * 1_000_000n);
   const delegated: { to: string; sun: bigint }[] = [];
   const deliver = (to: string, energy: number) => {
     const r = tronAddressToEvm(to);
+    // As a real provider: about the energy ordered (whole TRX of stake), not a 1,000-TRX chunk.
     const target = emulator.resources.energyLeft(r) + energy;
+    const before = emulator.resources.energyLeft(r);
+    emulator.resources.delegate(providerAccount, r, TRX(1), "ENERGY", null);
+    delegated.push({ to: r, sun: TRX(1) });
+    const perTrx = Math.max(1, emulator.resources.energyLeft(r) - before);
     while (emulator.resources.energyLeft(r) < target) {
-      emulator.resources.delegate(providerAccount, r, TRX(1_000), "ENERGY", null);
-      delegated.push({ to: r, sun: TRX(1_000) });
+      const trx = Math.max(1, Math.ceil((target - emulator.resources.energyLeft(r)) / perTrx));
+      emulator.resources.delegate(providerAccount, r, TRX(trx), "ENERGY", null);
+      delegated.push({ to: r, sun: TRX(trx) });
     }
   };
-  const provider = await startHostileProvider(deliver, (to) => emulator.resources.exists(tronAddressToEvm(to)));
+  const provider = await startHostileProvider(deliver, (to) =>
+    emulator.resources.exists(tronAddressToEvm(to)),
+  );
   let offsetMs = 0;
   const clock: Clock = { now: () => Date.now() + offsetMs };
   const logs: Record<string, unknown>[] = [];
@@ -126,7 +132,8 @@ export async function startWorld(): Promise<World> {
     logs,
     delegated,
     endTerms() {
-      for (const d of delegated.splice(0)) emulator.resources.undelegate(providerAccount, d.to, d.sun, "ENERGY");
+      for (const d of delegated.splice(0))
+        emulator.resources.undelegate(providerAccount, d.to, d.sun, "ENERGY");
     },
     async stop() {
       await provider.stop();
@@ -215,10 +222,7 @@ async function startHostileProvider(
   }) as HostileProvider;
 }
 
-export function parts(
-  w: World,
-  o: { maxSunPerEnergy?: number; signer?: Signer; timeoutMs?: number } = {},
-) {
+export function parts(w: World, o: { maxSunPerEnergy?: number; signer?: Signer; timeoutMs?: number } = {}) {
   const logger = createLogger("info", {
     write(line: string) {
       w.logs.push(JSON.parse(line));
@@ -276,7 +280,17 @@ export function parts(
 export async function rentals(w: World) {
   return w.database.db
     .selectFrom("energy_rentals")
-    .select(["id", "receiver", "energy", "status", "after_intent_id", "serves_intent_id", "paid_sun", "serial", "reason"])
+    .select([
+      "id",
+      "receiver",
+      "energy",
+      "status",
+      "after_intent_id",
+      "serves_intent_id",
+      "paid_sun",
+      "serial",
+      "reason",
+    ])
     .orderBy("created_at")
     .execute();
 }
@@ -284,7 +298,17 @@ export async function rentals(w: World) {
 export async function transfers(w: World, kind: string) {
   return w.database.db
     .selectFrom("outgoing_transfers")
-    .select(["intent_id", "status", "to_address", "from_index", "amount", "tx_hash", "after_intent_id", "reason", "last_error"])
+    .select([
+      "intent_id",
+      "status",
+      "to_address",
+      "from_index",
+      "amount",
+      "tx_hash",
+      "after_intent_id",
+      "reason",
+      "last_error",
+    ])
     .where("kind", "=", kind as never)
     .orderBy("created_at")
     .execute();
@@ -312,7 +336,9 @@ export async function settle(w: World, p: ReturnType<typeof parts>, rounds = 60)
     await p.engine.tick();
     await p.sender.tick();
     await p.sweeper.tick();
-    const open = (await rentals(w)).some((r) => ["requested", "ordering", "ordered", "unknown"].includes(r.status));
+    const open = (await rentals(w)).some((r) =>
+      ["requested", "ordering", "ordered", "unknown"].includes(r.status),
+    );
     if ((await p.sender.openCount()) === 0 && !open) return true;
     w.advance(5_000);
     await new Promise((r) => setTimeout(r, 50));

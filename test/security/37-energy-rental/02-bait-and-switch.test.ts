@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { USDT } from "../sender/support.js";
+import { USDT } from "../../sender/support.js";
 import { deposit, parts, rentals, settle, startWorld, transfers, type World } from "./setup.js";
 
 // Attack: the provider quotes 1 sun/unit when the sweep is planned (the rent-vs-burn decision, on a
@@ -7,6 +7,8 @@ import { deposit, parts, rentals, settle, startWorld, transfers, type World } fr
 // order is only checked against the operator's cap (TRC20_RENTAL_MAX_SUN_PER_ENERGY, accepted up to
 // 10,000 sun), never against the burn again: README promises energy is rented "when the provider's
 // price is below the burn" (210 sun here), yet the gateway pays >4x the burn.
+// Now refused: each rental records the burn it replaces (`max_sun`); a fresher quote above it is
+// not ordered (the rental is refused, the sweep burns). The cap is limited to 1,000 sun.
 
 let w: World;
 beforeAll(async () => {
@@ -28,6 +30,9 @@ describe("attack: cheap quote at planning, dear quote at ordering (cap above the
     const [sweep] = (await transfers(w, "sweep")).filter((s) => Number(s.from_index) === 100);
     const burnPerUnit = 210;
     const paidPerUnit = w.provider.orders.map((o) => o.amount / o.energy);
-    expect(paidPerUnit.every((x) => x < burnPerUnit), `sweep ${sweep?.status}; paid per unit ${paidPerUnit}; rentals ${JSON.stringify(await rentals(w), (_k, v) => (typeof v === "bigint" ? v.toString() : v))}`).toBe(true);
+    expect(
+      paidPerUnit.every((x) => x < burnPerUnit),
+      `sweep ${sweep?.status}; paid per unit ${paidPerUnit}; rentals ${JSON.stringify(await rentals(w), (_k, v) => (typeof v === "bigint" ? v.toString() : v))}`,
+    ).toBe(true);
   }, 180_000);
 });

@@ -1,12 +1,13 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ItrxRental } from "../../src/energy/itrx-rental.js";
+import { ItrxRental } from "../../../src/energy/itrx-rental.js";
 
 // Attack: a hostile provider (or whoever answers at TRC20_RENTAL_URL) answers the price query with
 // an endless body. The adapter reads the whole body into one string (`response.text()`) with no
 // size limit, for as long as its 10 s timeout lets it: hundreds of MB held by the worker per quote
 // (and the quote runs inside the sweeper's database transaction). A JSON answer of a few hundred
 // bytes is expected; anything beyond a small limit should be cut off.
+// Now refused: at most 64 KB of an answer is read; more is unavailability.
 
 let server: Server;
 let url = "";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { transferCosts } from "../../src/sender/index.js";
-import { USDT } from "../sender/support.js";
+import { transferCosts } from "../../../src/sender/index.js";
+import { USDT } from "../../sender/support.js";
 import { deposit, parts, rentals, settle, startWorld, transfers, type World } from "./setup.js";
 
 // Attack (slow provider / ordinary race between the engine's round and the sender's): the provider
@@ -9,6 +9,7 @@ import { deposit, parts, rentals, settle, startWorld, transfers, type World } fr
 // `markRentalOrdered` (WHERE status = 'ordering') then updates nothing: what the provider charged,
 // its serial and name never reach the books. A provider that always answers after delivering makes
 // every rental free in `stablegate chain costs`, with no alert.
+// Now refused: the provider's answer is recorded whatever the rental's status by then.
 
 let w: World;
 beforeAll(async () => {
@@ -33,8 +34,15 @@ describe("attack: energy shows on chain before the provider answers the order", 
     expect(sweep!.status).toBe("confirmed");
     expect(w.provider.orders).toHaveLength(1);
     const charged = String(w.provider.orders[0]!.amount);
-    const collection = (await transferCosts(w.database.db, new Date(0))).find((c) => c.purpose === "collection")!;
-    expect({ status: r!.status, paid: r!.paid_sun, serial: r!.serial, booked: collection.rental.toString() }).toEqual({
+    const collection = (await transferCosts(w.database.db, new Date(0))).find(
+      (c) => c.purpose === "collection",
+    )!;
+    expect({
+      status: r!.status,
+      paid: r!.paid_sun,
+      serial: r!.serial,
+      booked: collection.rental.toString(),
+    }).toEqual({
       status: "delivered",
       paid: charged,
       serial: "hostile1",
