@@ -269,14 +269,16 @@ export class EnergyEngine {
    */
   async failing(index: number, from: string, rows: GateRow[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
-    if (!this.o.rental) return out;
     const db = this.o.db;
     const address = normalizeAddress(this.o.network, from);
     const now = this.o.clock.now();
     const open = await openRentalTo(db, this.scope, address);
     const waitMs = this.o.policy.rentalWaitMs ?? 600_000;
+    // The provider was taken out of the configuration before this rental was ordered: none will be.
+    if (open && !this.o.rental && open.status === "requested")
+      await settleRental(db, open.id, "refused", "no energy rental provider is configured", new Date(now));
     // The wait counts from the order (an activation may take long before it).
-    if (open?.orderedAt && now - open.orderedAt.getTime() >= waitMs) {
+    else if (open?.orderedAt && now - open.orderedAt.getTime() >= waitMs) {
       const came = await this.covered(address, rows);
       await settleRental(
         db,

@@ -108,7 +108,7 @@ beforeEach(() => {
   logs.length = 0;
 });
 
-function parts(maxSunPerEnergy = 80, timeoutMs = 2_000) {
+function parts(maxSunPerEnergy = 80, timeoutMs = 2_000, withRental = true) {
   const outcomes = new TransferOutcomes();
   registerSweepOutcomes(outcomes);
   registerEnergyOutcomes(outcomes, logger);
@@ -120,13 +120,17 @@ function parts(maxSunPerEnergy = 80, timeoutMs = 2_000) {
     writer,
     address,
     policy,
-    rental: new ItrxRental({
-      url: fake.url,
-      apiKey: fake.apiKey,
-      apiSecret: fake.apiSecret,
-      maxSunPerEnergy,
-      timeoutMs,
-    }),
+    ...(withRental
+      ? {
+          rental: new ItrxRental({
+            url: fake.url,
+            apiKey: fake.apiKey,
+            apiSecret: fake.apiSecret,
+            maxSunPerEnergy,
+            timeoutMs,
+          }),
+        }
+      : {}),
     logger,
     clock,
   });
@@ -423,5 +427,21 @@ describe("energy rental wired into the engine (operator without stake)", () => {
     await settle(p);
     for (const a of addresses) expect(await writer.tokenBalance(a)).toBe(0n);
     expect((await rentals()).filter((r) => addresses.includes(r.receiver))).toEqual([]);
+  }, 180_000);
+
+  it("the provider taken out of the configuration while a rental waits to be ordered: refused, the sweep burns", async () => {
+    const a = await deposit(9, USDT(16));
+    expect(await parts().sweeper.tick()).toBe(1);
+    expect((await rentals()).filter((r) => r.receiver === a).map((r) => r.status)).toEqual(["requested"]);
+    // The workers restart without TRC20_RENTAL_*: an engine without a provider.
+    const p = parts(80, 2_000, false);
+    const orders = fake.orders.length;
+    await settle(p);
+    expect(fake.orders).toHaveLength(orders);
+    const mine = (await rentals()).filter((r) => r.receiver === a);
+    expect(mine.map((r) => [r.status, r.reason])).toEqual([
+      ["refused", "no energy rental provider is configured"],
+    ]);
+    expect(await writer.tokenBalance(a)).toBe(0n);
   }, 180_000);
 });
