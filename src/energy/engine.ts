@@ -6,7 +6,7 @@ import type { Environment } from "../domain/environment.js";
 import { base62 } from "../domain/ids.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
-import type { GateRow } from "../sender/context.js";
+import type { GateRow } from "../sender/index.js";
 import {
   claimRental,
   delegationsInFlight,

@@ -4,6 +4,7 @@
  * jobs, and the status read by metrics and `/readyz`.
  */
 
+export type { EnergyGate, GateRow } from "./context.js";
 export {
   type CostPurpose,
   type CostRow,
