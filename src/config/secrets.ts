@@ -57,18 +57,18 @@ function missingServiceSecrets(config: Config, role: string): { variable: string
  * with it in production mode (whoever takes over an api process must not be able to ask the signer
  * for anything) and drops it otherwise (`ignored`: the caller logs it); other non-holders drop it.
  */
-export function configForRole(configured_: Config, role: string): { config: Config; ignored: boolean } {
+export function configForRole(given: Config, role: string): { config: Config; ignored: boolean } {
   // A role that never orders energy must not hold the rental provider's secret: refused in
   // production mode (the api is internet-facing, the signer holds the keys), dropped otherwise.
-  const rentalSecrets = rentalSecretVariables(configured_);
-  if (configured_.production && rentalSecrets.length > 0 && !ordersRentals(role))
+  const rentalSecrets = rentalSecretVariables(given);
+  if (given.production && rentalSecrets.length > 0 && !ordersRentals(role))
     throw new ConfigError(
       rentalSecrets.map((variable) => ({
         variable,
         message: `only serve and worker order rented energy: remove it from the ${role} role's environment`,
       })),
     );
-  const config = ordersRentals(role) ? configured_ : withoutRentalCredentials(configured_);
+  const config = ordersRentals(role) ? given : withoutRentalCredentials(given);
   const configured = config.secrets.INTERNAL_SHARED_SECRET !== undefined;
   const missing = missingServiceSecrets(config, role);
   if (holdsInternalSecret(role)) {
