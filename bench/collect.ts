@@ -264,14 +264,19 @@ for (const price of PRICES) {
 }
 const engineRuns = results.filter((r) => r.engine);
 const burnRuns = results.filter((r) => !r.engine);
-const worstDeposit = Math.max(...engineRuns.map((r) => r.perDeposit));
-const worstWithdrawal = Math.max(
-  ...engineRuns.map((r) => Math.max(r.perWithdrawalToHolder, r.perWithdrawalToFresh)),
-);
+// Without an engine run there is nothing to judge: the goals are NOT met (never "met" on no data).
+const ran = engineRuns.length > 0;
+const worstDeposit = ran ? Math.max(...engineRuns.map((r) => r.perDeposit)) : Number.NaN;
+const worstWithdrawal = ran
+  ? Math.max(...engineRuns.map((r) => Math.max(r.perWithdrawalToHolder, r.perWithdrawalToFresh)))
+  : Number.NaN;
 const burnDeposit = burnRuns.length > 0 ? Math.max(...burnRuns.map((r) => r.perDeposit)) : Number.NaN;
+const verdict = (worst: number, goal: number) => (ran && worst <= goal ? "met" : "NOT met");
+const figure = (worst: number, where: string) =>
+  ran ? `${worst.toFixed(3)} ${where}` : "the engine not run";
 console.log(
-  `goal: TRX per collected deposit ≤ ${GOAL_DEPOSIT_TRX} with the energy engine → ${worstDeposit <= GOAL_DEPOSIT_TRX ? "met" : "NOT met"} (${worstDeposit.toFixed(3)} at the worst price; ${Number.isNaN(burnDeposit) ? "burning not run" : `${burnDeposit.toFixed(3)} burning`})`,
+  `goal: TRX per collected deposit ≤ ${GOAL_DEPOSIT_TRX} with the energy engine → ${verdict(worstDeposit, GOAL_DEPOSIT_TRX)} (${figure(worstDeposit, "at the worst price")}; ${Number.isNaN(burnDeposit) ? "burning not run" : `${burnDeposit.toFixed(3)} burning`})`,
 );
 console.log(
-  `goal: TRX per withdrawal ≤ ${GOAL_WITHDRAWAL_TRX} with the energy engine → ${worstWithdrawal <= GOAL_WITHDRAWAL_TRX ? "met" : "NOT met"} (${worstWithdrawal.toFixed(3)} at the worst price and recipient)`,
+  `goal: TRX per withdrawal ≤ ${GOAL_WITHDRAWAL_TRX} with the energy engine → ${verdict(worstWithdrawal, GOAL_WITHDRAWAL_TRX)} (${figure(worstWithdrawal, "at the worst price and recipient")})`,
 );
