@@ -22,7 +22,17 @@ export {
 export { type ChainEndpoint, createChainAdapter } from "./create-adapter.js";
 export { type CurrencyListing, listCurrencies } from "./currencies.js";
 export { ChainTimeError, ChainUnavailableError, InvalidAddressError } from "./errors.js";
-export { evmAddress, evmChain, isEvmAddress } from "./evm/index.js";
+export {
+  batchGas,
+  CREATE2_DEPLOYER,
+  decodeSweepMany,
+  delegationCode,
+  evmAddress,
+  evmChain,
+  isEvmAddress,
+  sweeperAddress,
+  sweeperDeployData,
+} from "./evm/index.js";
 export type {
   AddressCodec,
   ChainBuildContext,
@@ -58,6 +68,7 @@ export {
   type UnavailableChain,
 } from "./registry.js";
 export type {
+  EvmAuthorizationRequest,
   EvmSignRequest,
   EvmTransactionFields,
   SignRequest,
@@ -78,6 +89,8 @@ export {
 } from "./tron/index.js";
 export {
   type Asset,
+  type BatchCall,
+  type BatchItem,
   type BroadcastResult,
   type ChainWriter,
   type DatabaseChainWriter,

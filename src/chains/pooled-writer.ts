@@ -51,6 +51,13 @@ export class PooledChainWriter implements SignedChainWriter {
     if (writers.length !== pool.names().length)
       throw new Error("a pooled writer needs one writer per provider of its pool");
     this.network = pool.network;
+    if (writers.every((w) => w.sweeperDeployed))
+      this.sweeperDeployed = async (hot) =>
+        (
+          await this.pool.firstAnswer("sweeper code", (i) =>
+            (this.writer(i).sweeperDeployed as (h: string) => Promise<boolean>)(hot),
+          )
+        ).value;
     if (writers.every((w) => w.resources)) {
       const first = <T>(what: string, fn: (r: ResourceReads) => Promise<T>) =>
         this.pool
@@ -67,6 +74,12 @@ export class PooledChainWriter implements SignedChainWriter {
       };
     }
   }
+
+  /**
+   * EVM (issue #39): from the best provider. It only decides whether a batch waits for a deployment;
+   * a wrong "deployed" mines a batch that moves nothing (its items fail and are planned again).
+   */
+  sweeperDeployed?(hotWallet: string): Promise<boolean>;
 
   private writer(index: number): SignedChainWriter {
     return this.writers[index] as SignedChainWriter;
@@ -242,7 +255,9 @@ function isMined(c: TransferCheck): c is Mined {
   return c.state === "success" || c.state === "failed";
 }
 
-const minedKey = (c: Mined) => `${c.state}@${c.blockNumber}`;
+// A batched sweep's answer includes which items it delivered (issue #39): providers must agree on it.
+const minedKey = (c: Mined) =>
+  `${c.state}@${c.blockNumber}${c.state === "success" && c.delivered ? `:${c.delivered.map(Number).join("")}` : ""}`;
 const answerKey = (c: TransferCheck) => (isMined(c) ? minedKey(c) : c.state);
 
 function describe(c: TransferCheck): string {

@@ -20,6 +20,18 @@ export interface EvmTransactionFields {
   gas: string;
   maxFeePerGas: string;
   maxPriorityFeePerGas: string;
+  /**
+   * EIP-7702 (issue #39): authorisations the signer signs with the keys of these indexes, each
+   * delegating its address to `address` (the sweeper contract) at the address's `nonce`, for
+   * `chainId`; then the transaction is type 4 (set code). Absent: EIP-1559.
+   */
+  authorizations?: EvmAuthorizationRequest[];
+}
+
+export interface EvmAuthorizationRequest {
+  index: number;
+  address: string;
+  nonce: number;
 }
 
 export interface EvmSignRequest {

@@ -38,7 +38,25 @@ export interface TransferSpec {
   amount: bigint;
   /** A resource asset's action (stake: `to` is `from` itself); none for coins. */
   action?: ResourceAction;
+  /**
+   * EVM batched sweeps (issue #39): the gas tank's transaction that is not a transfer of its own —
+   * `sweep_batch` moves each item's amount from its deposit address to `to` (the hot wallet) through
+   * the sweeper contract, authorising the addresses not yet delegated to it; `sweeper_deploy`
+   * deploys the sweeper contract of `hotWallet` (`amount` 0).
+   */
+  call?: BatchCall;
 }
+
+/** One deposit address of a batched sweep and the amount (token base units) it moves. */
+export interface BatchItem {
+  from: string;
+  fromIndex: number;
+  amount: bigint;
+}
+
+export type BatchCall =
+  | { kind: "sweep_batch"; items: readonly BatchItem[] }
+  | { kind: "sweeper_deploy"; hotWallet: string };
 
 /** What the recipient and amount of a mined transaction must be for it to count. */
 export interface ExpectedTransfer {
@@ -47,6 +65,10 @@ export interface ExpectedTransfer {
   to: string;
   amount: bigint;
   action?: ResourceAction;
+  /** A batched sweep's items: each one's Transfer log is looked for (`delivered`). */
+  batch?: readonly Pick<BatchItem, "from" | "amount">[];
+  /** A sweeper deployment: the contract's code must be at this address once mined. */
+  deploys?: string;
 }
 
 /**
@@ -54,6 +76,8 @@ export interface ExpectedTransfer {
  * - `success`: mined, receipt status success AND (token) a Transfer log of the token with the
  *   expected from, to and amount / (native) the expected recipient and value;
  * - `failed`: mined but reverted, or without the expected transfer (wrong amount, recipient…);
+ *   a batched sweep (issue #39) succeeds when mined, and `delivered` says, per item, whether its
+ *   Transfer log (from its address to the hot wallet, its amount) is in the receipt;
  * - `pending`: known to the node, not mined; `missing`: unknown to the node (no receipt);
  * - `disputed` (several providers, issue #34): the providers do not agree on it (one reports it
  *   mined and another not, or mined with another result or in another block). Nothing is decided
@@ -64,7 +88,7 @@ export type TransferCheck =
   | { state: "missing" }
   | { state: "pending" }
   | { state: "disputed"; reason: string; alert: boolean }
-  | { state: "success"; blockNumber: number; confirmations: number; paid?: Paid }
+  | { state: "success"; blockNumber: number; confirmations: number; paid?: Paid; delivered?: boolean[] }
   | { state: "failed"; blockNumber: number; confirmations: number; reason: string; paid?: Paid };
 
 /**
@@ -134,6 +158,8 @@ export interface SignedChainWriter {
   readonly network: CurrencyType;
   /** TRON: its Stake 2.0 reads (the energy engine); none on EVM. */
   readonly resources?: ResourceReads;
+  /** EVM (issue #39): whether the sweeper contract of `hotWallet` is deployed. */
+  sweeperDeployed?(hotWallet: string): Promise<boolean>;
   nativeBalance(address: string): Promise<bigint>;
   tokenBalance(address: string): Promise<bigint>;
   /** EVM: transactions of the address already mined (`eth_getTransactionCount latest`); TRON: null. */

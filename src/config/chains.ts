@@ -68,6 +68,11 @@ export interface NetworkSettings {
    * waits for more deposits; undefined: no limit.
    */
   sweepMaxCost: SweepMaxCost | undefined;
+  /**
+   * `SWEEP_EIP7702_<NETWORK>` (issue #39): sweep in batches through the EIP-7702 sweeper contract,
+   * without gas top-ups. Default: on where the network's definition runs EIP-7702.
+   */
+  sweepBatch: boolean;
   production: NetworkEnvironmentSettings;
   sandbox: NetworkEnvironmentSettings;
   /** The network's declared options (`NetworkDefinition.options`), by key. */
@@ -93,6 +98,7 @@ export function networkVariables(definition: NetworkDefinition, environment: Env
     sweepThreshold: `SWEEP_THRESHOLD_${definition.network}`,
     sweepMaxCostPercent: `SWEEP_MAX_COST_PERCENT_${definition.network}`,
     nativePrice: `NATIVE_PRICE_${definition.network}`,
+    sweepEip7702: `SWEEP_EIP7702_${definition.network}`,
     hotWalletMax: `${p}HOT_WALLET_MAX_${definition.network}`,
     coldWallet: `${p}COLD_WALLET_${definition.network}`,
     rental: (part: "URL" | "API_KEY" | "API_SECRET" | "MAX_SUN_PER_ENERGY") =>
@@ -156,6 +162,7 @@ function parseNetwork(
   if (threshold.ok) sweepThreshold = threshold.units;
   else problems.push({ variable: names.sweepThreshold, message: `${threshold.message} (token units)` });
   const sweepMaxCost = parseSweepMaxCost(env, names, problems);
+  const sweepBatch = parseSweepBatch(env[names.sweepEip7702], definition, names.sweepEip7702, problems);
   const options: Record<string, number> = {};
   for (const option of definition.options ?? []) {
     const text = env[option.variable];
@@ -171,10 +178,33 @@ function parseNetwork(
     confirmations,
     sweepThreshold,
     sweepMaxCost,
+    sweepBatch,
     production: parseEnvironment(env, definition, "production", problems),
     sandbox: parseEnvironment(env, definition, "sandbox", problems),
     options,
   };
+}
+
+function parseSweepBatch(
+  text: string | undefined,
+  definition: NetworkDefinition,
+  variable: string,
+  problems: Problem[],
+): boolean {
+  const supported = definition.eip7702 === true;
+  if (text === undefined) return supported;
+  if (text !== "true" && text !== "false") {
+    problems.push({ variable, message: "must be true or false" });
+    return false;
+  }
+  if (text === "true" && !supported) {
+    problems.push({
+      variable,
+      message: `${definition.name} does not run EIP-7702: its sweeps keep the gas top-ups`,
+    });
+    return false;
+  }
+  return text === "true";
 }
 
 function parseSweepMaxCost(

@@ -55,6 +55,11 @@ export interface NetworkDefinition {
   readonly label: string;
   /** EIP-155 chain id (EVM); null for TRON. */
   readonly chainId: number | null;
+  /**
+   * EVM: the network runs EIP-7702 (Ethereum's Pectra and its counterparts): deposit addresses
+   * delegate to the sweeper contract and are swept in batches without gas top-ups (issue #39).
+   */
+  readonly eip7702?: boolean;
   /** SLIP-44 coin type of its HD keys (60 for every EVM network: one key, one address everywhere). */
   readonly coinType: number;
   /** `CONFIRMATIONS_<NETWORK>` when unset. */
@@ -88,6 +93,9 @@ const evm = (
   name,
   label,
   chainId,
+  // Every built-in EVM network runs EIP-7702: Ethereum (Pectra), BNB Smart Chain (Pascal), Polygon
+  // (Bhilai), Arbitrum (ArbOS 40), Base (Isthmus).
+  eip7702: true,
   coinType: 60,
   defaultConfirmations,
   defaultSweepThreshold: costs.sweepThreshold,

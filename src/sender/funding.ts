@@ -36,7 +36,9 @@ export class Funding {
     from: string,
     rows: R[],
   ): Promise<R[]> {
-    const tokenRows = rows.filter((r) => r.asset === "token");
+    // A batch's tokens leave its deposit addresses, not the gas tank that sends it (issue #39).
+    const paysToken = (r: R) => r.asset === "token" && r.kind !== "sweep_batch";
+    const tokenRows = rows.filter(paysToken);
     let fundable = rows;
     if (tokenRows.length > 0) {
       const [balance, inFlight] = await Promise.all([
@@ -46,7 +48,7 @@ export class Funding {
       let left = balance - inFlight;
       fundable = [];
       for (const r of rows) {
-        if (r.asset === "token") {
+        if (paysToken(r)) {
           if (BigInt(r.amount) > left) continue;
           left -= BigInt(r.amount);
         }

@@ -4,6 +4,15 @@
  * jobs, and the status read by metrics and `/readyz`.
  */
 
+export {
+  assembleCarrier,
+  type CarriedSweep,
+  carriedSweeps,
+  openSweeperDeploy,
+  requestCarriedSweep,
+  requestSweeperDeploy,
+  uncarriedSweeps,
+} from "./batches.js";
 export type { EnergyGate, GateRow } from "./context.js";
 export {
   type CostPurpose,

@@ -42,7 +42,9 @@ export const TRANSFER_CHANNEL = "stablegate_transfers";
  * may write the table (the worker, the owner; PGlite's one user) get exactly the insert.
  */
 export async function requestTransfer(trx: Db, intent: TransferIntent): Promise<void> {
-  if (typeof intent.amount !== "bigint" || intent.amount <= 0n)
+  // A sweeper's deployment (issue #39) moves nothing: its amount is 0.
+  const least = intent.kind === "sweeper_deploy" ? 0n : 1n;
+  if (typeof intent.amount !== "bigint" || intent.amount < least)
     throw new RangeError("amount must be positive base units");
   const to = normalizeAddress(intent.network, intent.to);
   await sql`select request_transfer(${intent.intentId}, ${intent.kind}, ${intent.network}, ${intent.environment},

@@ -13,12 +13,12 @@ import {
   broadcastAttempt,
   type Disputed,
   disputeStep,
-  expectedOf,
+  expectedFor,
   finish,
   finishIn,
   later,
   recordError,
-  transferSpec,
+  specOf,
 } from "./steps.js";
 import {
   type AttemptRow,
@@ -40,6 +40,8 @@ const CUSTODY_KINDS: ReadonlySet<TransferKind> = new Set([
   "resource_stake",
   "resource_delegation",
   "resource_reclaim",
+  "sweep_batch",
+  "sweeper_deploy",
 ]);
 
 /** Open transfers checked on-chain concurrently. */
@@ -203,7 +205,7 @@ export class Sender {
       await broadcastAttempt(c, writer, r.intent_id, latest.seq, latest.raw);
       await c.fault?.("after-broadcast", [r.intent_id]);
     }
-    const expected = expectedOf(r, from);
+    const expected = await expectedFor(c, r, from);
     let anyPending = false;
     let disputed: Disputed | null = null;
     for (const a of attempts) {
@@ -224,6 +226,7 @@ export class Sender {
           check.state === "failed" ? check.reason : null,
           check.blockNumber,
           check.paid ?? null,
+          check.state === "success" ? (check.delivered ?? null) : null,
         );
       }
       if (check.state === "pending") anyPending = true;
@@ -283,7 +286,7 @@ export class Sender {
       if (!(await lockForNewAttempt(trx, r.intent_id, latest.seq))) return;
       let p: PreparedTransfer;
       try {
-        p = await writer.prepare(transferSpec(c, r, from), {
+        p = await writer.prepare(await specOf(c, trx, r, from), {
           nonce: r.nonce === null ? null : Number(r.nonce),
           ...(replacing ? { replacing } : {}),
         });

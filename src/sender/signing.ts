@@ -10,7 +10,7 @@ import { type Signer, SignerRejectedError } from "../signer/index.js";
 import type { SenderContext } from "./context.js";
 import { lockNextNonce, saveNextNonce } from "./nonce-store.js";
 import { delegationTakenBack } from "./resource-reads.js";
-import { broadcastAttempt, finishIn, transferSpec } from "./steps.js";
+import { broadcastAttempt, finishIn, signCarried, specOf, transferSpec } from "./steps.js";
 import {
   claimOneQueued,
   claimQueued,
@@ -203,6 +203,7 @@ async function signUnderNonceLock(
         expiresAt: p.expiresAt,
       });
       await markSigned(trx, row, { nonce: p.nonce, from, now });
+      await signCarried(c, trx, row, now);
       signed.push({ intentId: row.intent_id, raw: s.raw });
     }
     if (nextNonce !== null) await saveNextNonce(trx, c, from, nextNonce);
@@ -243,7 +244,10 @@ async function prepareWithinBudget(
   for (const r of rows) {
     let p: PreparedTransfer;
     try {
-      p = await writer.prepare(transferSpec(c, r, from), { nonce, nativeBudget: native > 0n ? native : 0n });
+      p = await writer.prepare(await specOf(c, trx, r, from), {
+        nonce,
+        nativeBudget: native > 0n ? native : 0n,
+      });
     } catch (err) {
       if (err instanceof TransferWouldFailError) {
         await finishIn(c, trx, r, null, "failed", err.message);

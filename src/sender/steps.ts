@@ -6,11 +6,13 @@ import type {
   TransferCheck,
   TransferSpec,
 } from "../chains/index.js";
-import { ChainUnavailableError } from "../chains/index.js";
+import { ChainUnavailableError, sweeperAddress } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { TransferKind } from "../db/tables/sending.js";
 import { retriedFailureLevel } from "../db/transient.js";
 import { SignerRejectedError } from "../signer/index.js";
+import { HOT_WALLET_INDEX } from "../wallet/index.js";
+import { type CarriedSweep, carriedSweeps, markCarriedSigned } from "./batches.js";
 import type { SenderContext } from "./context.js";
 import type { FinalState } from "./transfer-states.js";
 import {
@@ -38,6 +40,55 @@ export function transferSpec(c: SenderContext, r: TransferRow, from: string): Tr
     amount: BigInt(r.amount),
     ...(action ? { action } : {}),
   };
+}
+
+/**
+ * `transferSpec` with what the gas tank's batch transactions call (issue #39): a carrier's sweeps,
+ * read in `db` (the signing transaction), or the sweeper a deployment creates.
+ */
+export async function specOf(c: SenderContext, db: Db, r: TransferRow, from: string): Promise<TransferSpec> {
+  const spec = transferSpec(c, r, from);
+  if (r.kind === "sweep_batch") {
+    const items = await carriedSweeps(db, r.intent_id);
+    return {
+      ...spec,
+      call: {
+        kind: "sweep_batch",
+        items: items.map((i) => ({
+          from: c.address(i.from_index),
+          fromIndex: i.from_index,
+          amount: BigInt(i.amount),
+        })),
+      },
+    };
+  }
+  if (r.kind === "sweeper_deploy")
+    return { ...spec, call: { kind: "sweeper_deploy", hotWallet: hotWallet(c) } };
+  return spec;
+}
+
+/** `expectedOf`, with a carrier's sweeps (each one's Transfer log) or the deployed sweeper's address. */
+export async function expectedFor(c: SenderContext, r: TransferRow, from: string): Promise<ExpectedTransfer> {
+  const expected = expectedOf(r, from);
+  if (r.kind === "sweep_batch") {
+    const items = await carriedSweeps(c.db, r.intent_id);
+    return {
+      ...expected,
+      batch: items.map((i) => ({ from: c.address(i.from_index), amount: BigInt(i.amount) })),
+    };
+  }
+  if (r.kind === "sweeper_deploy") return { ...expected, deploys: sweeperAddress(hotWallet(c)) };
+  return expected;
+}
+
+function hotWallet(c: SenderContext): string {
+  return c.address(HOT_WALLET_INDEX);
+}
+
+/** A carrier signed in `trx` takes its sweeps along: they are signed with it. */
+export async function signCarried(c: SenderContext, trx: Db, r: TransferRow, now: Date): Promise<void> {
+  if (r.kind !== "sweep_batch") return;
+  await markCarriedSigned(trx, await carriedSweeps(trx, r.intent_id), c.address, now);
 }
 
 /** What a mined attempt of `r` must show to count (its recipient, amount, and a resource's action). */
@@ -81,6 +132,7 @@ export async function finish(
   reason: string | null,
   blockNumber: number | null = null,
   paid: Paid | null = null,
+  delivered: readonly boolean[] | null = null,
 ): Promise<void> {
   if (!c.outcomes.handler(r.kind)) {
     c.logger.warn(
@@ -89,7 +141,9 @@ export async function finish(
     );
     return later(c, r.intent_id, 10_000);
   }
-  await c.db.transaction().execute((trx) => finishIn(c, trx, r, txHash, status, reason, blockNumber, paid));
+  await c.db
+    .transaction()
+    .execute((trx) => finishIn(c, trx, r, txHash, status, reason, blockNumber, paid, delivered));
 }
 
 /** Records the final state and calls the outcome hook in `trx`; nothing when already final. */
@@ -102,16 +156,54 @@ export async function finishIn(
   reason: string | null,
   blockNumber: number | null = null,
   paid: Paid | null = null,
+  delivered: readonly boolean[] | null = null,
 ): Promise<void> {
   const handler = c.outcomes.handler(r.kind);
   if (!handler) return;
   const now = new Date(c.clock.now());
   if (!(await markFinished(trx, r, { status, txHash, blockNumber, reason, now, paid }))) return;
   await handler(trx, { intentId: r.intent_id, kind: r.kind, status, txHash, reason });
+  if (r.kind === "sweep_batch")
+    await finishCarried(c, trx, await carriedSweeps(trx, r.intent_id), {
+      txHash,
+      status,
+      reason,
+      blockNumber,
+      delivered,
+    });
   c.logger.info(
     { intentId: r.intent_id, kind: r.kind, status, txHash, reason },
     "outgoing transfer finished",
   );
+}
+
+/**
+ * A carrier's sweeps finish with it, in its transaction (issue #39): each is confirmed only when the
+ * carrier was and its own Transfer log is in the receipt (`delivered`); otherwise failed, and its
+ * address is looked at again (the sweep's outcome handler).
+ */
+async function finishCarried(
+  c: SenderContext,
+  trx: Db,
+  items: readonly CarriedSweep[],
+  carrier: {
+    txHash: string | null;
+    status: FinalState;
+    reason: string | null;
+    blockNumber: number | null;
+    delivered: readonly boolean[] | null;
+  },
+): Promise<void> {
+  for (const [i, item] of items.entries()) {
+    const ok = carrier.status === "confirmed" && carrier.delivered?.[i] === true;
+    const row = { intent_id: item.intent_id, kind: "sweep" as const, status: item.status };
+    const reason = ok
+      ? null
+      : carrier.status === "confirmed"
+        ? "its batch was mined without its Transfer"
+        : `its batch failed (${carrier.reason ?? "unknown"})`;
+    await finishIn(c, trx, row, carrier.txHash, ok ? "confirmed" : "failed", reason, carrier.blockNumber);
+  }
 }
 
 /** An attempt the chain's providers disagree on (issue #34), with its hash. */

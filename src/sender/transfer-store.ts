@@ -59,30 +59,34 @@ export async function countOpen(db: Db, scope: SenderScope): Promise<number> {
 
 /** Queued transfers due at `now`, oldest first (at most 500). */
 export function listDueQueued(db: Db, scope: SenderScope, now: Date): Promise<QueuedRow[]> {
-  return db
-    .selectFrom("outgoing_transfers as o")
-    .leftJoin("outgoing_transfers as dep", "dep.intent_id", "o.after_intent_id")
-    .select([
-      "o.intent_id",
-      "o.kind",
-      "o.asset",
-      "o.from_index",
-      "o.to_address",
-      "o.amount",
-      "o.nonce",
-      "o.status",
-      "o.after_intent_id",
-      "dep.status as dep_status",
-      "dep.reason as dep_reason",
-      "o.created_at",
-    ])
-    .where("o.network", "=", scope.network)
-    .where("o.environment", "=", scope.environment)
-    .where("o.status", "=", "queued")
-    .where("o.next_attempt_at", "<=", now)
-    .orderBy("o.created_at")
-    .limit(500)
-    .execute();
+  return (
+    db
+      .selectFrom("outgoing_transfers as o")
+      .leftJoin("outgoing_transfers as dep", "dep.intent_id", "o.after_intent_id")
+      .select([
+        "o.intent_id",
+        "o.kind",
+        "o.asset",
+        "o.from_index",
+        "o.to_address",
+        "o.amount",
+        "o.nonce",
+        "o.status",
+        "o.after_intent_id",
+        "dep.status as dep_status",
+        "dep.reason as dep_reason",
+        "o.created_at",
+      ])
+      .where("o.network", "=", scope.network)
+      .where("o.environment", "=", scope.environment)
+      .where("o.status", "=", "queued")
+      // A sweep carried by a batch is signed and finished with its carrier (batches.ts), never alone.
+      .where("o.carried", "=", false)
+      .where("o.next_attempt_at", "<=", now)
+      .orderBy("o.created_at")
+      .limit(500)
+      .execute()
+  );
 }
 
 /** Signed and broadcast transfers due at `now`, in nonce order (at most 500). */
@@ -103,6 +107,7 @@ export function listDueOpen(db: Db, scope: SenderScope, now: Date): Promise<Tran
     .where("network", "=", scope.network)
     .where("environment", "=", scope.environment)
     .where("status", "in", ["signed", "broadcast"])
+    .where("carried", "=", false)
     .where("next_attempt_at", "<=", now)
     .orderBy("nonce")
     .orderBy("created_at")

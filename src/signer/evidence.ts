@@ -284,3 +284,27 @@ export async function reclaimEvidence(
 }
 
 const OPEN = ["queued", "signed", "broadcast"] as const;
+
+/** The sweeps a batch's carrier carries (issue #39), in its order (`sender/batches.ts` writes them). */
+export async function batchItems(
+  db: Db,
+  carrierId: string,
+): Promise<
+  {
+    kind: string;
+    carried: boolean;
+    status: string;
+    network: string;
+    environment: string;
+    from_index: number;
+    amount: string;
+  }[]
+> {
+  return db
+    .selectFrom("outgoing_transfers")
+    .select(["kind", "carried", "status", "network", "environment", "from_index", "amount"])
+    .where("carrier_intent_id", "=", carrierId)
+    .orderBy("created_at")
+    .orderBy("intent_id")
+    .execute();
+}

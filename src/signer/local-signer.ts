@@ -4,9 +4,11 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import { utils as tronUtils } from "tronweb";
 import { type Hex, keccak256 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { privateKeyToAccount, signAuthorization } from "viem/accounts";
 import {
   addressFromPublicKey,
+  CREATE2_DEPLOYER,
+  decodeSweepMany,
   isEvmAddress,
   type ResourceAction,
   tronAddressFromHex,
@@ -188,45 +190,52 @@ export class LocalSigner implements Signer {
     const data = typeof t.data === "string" ? t.data.toLowerCase() : "";
     if (!data.startsWith("0x") || !HEX.test(data.slice(2))) throw new SignerRejectedError("invalid data");
     const body = data.slice(2);
-    const isNative = body.length === 0;
-    const isTokenTransfer =
-      body.length === 8 + 128 && body.startsWith(TRANSFER_SELECTOR) && /^0{24}/.test(body.slice(8));
-    if (!isNative && !isTokenTransfer)
-      throw new SignerRejectedError("only token transfers and native transfers");
-    if (isTokenTransfer && t.value !== "0")
+    const transfer = evmTransferFacts(request, data as Hex);
+    if (transfer.asset === "token" && t.value !== "0")
       throw new SignerRejectedError("a token transfer carries no value");
     if (BigInt(t.maxPriorityFeePerGas) > BigInt(t.maxFeePerGas))
       throw new SignerRejectedError("priority fee above max fee");
+    const authorizations = authorizationsOf(t.authorizations);
+    if (authorizations.length > 0 && transfer.call?.kind !== "sweep_batch")
+      throw new SignerRejectedError("only a batched sweep carries authorisations");
+    if (transfer.call?.kind === "sweep_batch") transfer.call.authorizations = authorizations;
     const key = this.key(request.network, request.environment, request.index);
     const account = privateKeyToAccount(`0x${bytesToHex(key)}`);
     const decision = await this.policy.check(
-      {
-        ...facts(request),
-        from: account.address,
-        ...(isNative
-          ? { asset: "native", to: t.to, amount: BigInt(t.value), token: null }
-          : {
-              asset: "token",
-              to: `0x${body.slice(8 + 24, 8 + 64)}`,
-              amount: apiUnits(request.network, BigInt(`0x${body.slice(8 + 64)}`)),
-              token: t.to,
-            }),
-      },
+      { ...facts(request), from: account.address, ...transfer },
       context.intentId,
       context.db,
     );
     await this.count(request, decision, t.nonce, null);
-    const raw = await account.signTransaction({
-      type: "eip1559",
+    const fields = {
       chainId: t.chainId,
       nonce: t.nonce,
       to: t.to as Hex,
       value: BigInt(t.value),
-      data: data as Hex,
+      data: body.length === 0 ? undefined : (data as Hex),
       gas: BigInt(t.gas),
       maxFeePerGas: BigInt(t.maxFeePerGas),
       maxPriorityFeePerGas: BigInt(t.maxPriorityFeePerGas),
-    });
+    };
+    // EIP-7702 (issue #39): each deposit address's authorisation, signed with its own key, for this
+    // chain only (never chain id 0, which any chain accepts) and the contract the policy allowed.
+    const raw =
+      authorizations.length > 0
+        ? await account.signTransaction({
+            ...fields,
+            type: "eip7702",
+            authorizationList: await Promise.all(
+              authorizations.map((a) =>
+                signAuthorization({
+                  address: a.address as Hex,
+                  chainId: t.chainId,
+                  nonce: a.nonce,
+                  privateKey: `0x${bytesToHex(this.key(request.network, request.environment, a.index))}`,
+                }),
+              ),
+            ),
+          })
+        : await account.signTransaction({ ...fields, type: "eip1559" });
     return { raw, hash: keccak256(raw), from: account.address };
   }
 
@@ -337,6 +346,75 @@ function apiUnits(network: CurrencyType, onChain: bigint): bigint {
   if (dust !== 0n) throw new SignerRejectedError("amount finer than the currency type's 6 decimals");
   return units;
 }
+
+/**
+ * What an EVM transaction's `data` does: a native transfer (empty), a token `transfer`, or — the gas
+ * tank's calls of batched sweeps (issue #39) — the sweeper's `sweepMany` or its deployment through
+ * the CREATE2 deployer. Anything else is refused. The policy checks the parts against the intent.
+ */
+function evmTransferFacts(
+  request: EvmSignRequest,
+  data: Hex,
+): Pick<TransferFacts, "asset" | "to" | "amount" | "token" | "call"> {
+  const t = request.transaction;
+  const body = data.slice(2);
+  if (body.length === 0) return { asset: "native", to: t.to, amount: BigInt(t.value), token: null };
+  if (body.length === 8 + 128 && body.startsWith(TRANSFER_SELECTOR) && /^0{24}/.test(body.slice(8)))
+    return {
+      asset: "token",
+      to: `0x${body.slice(8 + 24, 8 + 64)}`,
+      amount: apiUnits(request.network, BigInt(`0x${body.slice(8 + 64)}`)),
+      token: t.to,
+    };
+  const batch = decodeSweepMany(data);
+  if (batch) {
+    if (batch.accounts.length === 0 || batch.accounts.length !== batch.amounts.length)
+      throw new SignerRejectedError("a batch lists each address with its amount");
+    const amounts = batch.amounts.map((a) => apiUnits(request.network, a));
+    return {
+      asset: "token",
+      to: t.to,
+      amount: amounts.reduce((s, a) => s + a, 0n),
+      token: batch.token,
+      call: { kind: "sweep_batch", contract: t.to, accounts: batch.accounts, amounts, authorizations: [] },
+    };
+  }
+  if (t.to.toLowerCase() === CREATE2_DEPLOYER.toLowerCase() && t.value === "0")
+    return {
+      asset: "native",
+      to: t.to,
+      amount: 0n,
+      token: null,
+      call: { kind: "sweeper_deploy", data: data.toLowerCase() },
+    };
+  throw new SignerRejectedError("only token transfers and native transfers");
+}
+
+/** The requested EIP-7702 authorisations, checked for shape (the policy checks what they allow). */
+function authorizationsOf(value: unknown): { index: number; address: string; nonce: number }[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_AUTHORIZATIONS)
+    throw new SignerRejectedError(`authorizations must be a list of 1 to ${MAX_AUTHORIZATIONS}`);
+  return value.map((a: unknown) => {
+    const r = (a && typeof a === "object" ? a : {}) as Record<string, unknown>;
+    if (Object.keys(r).some((k) => k !== "index" && k !== "address" && k !== "nonce"))
+      throw new SignerRejectedError("an authorisation has only index, address and nonce");
+    if (typeof r.index !== "number") throw new SignerRejectedError("invalid authorisation index");
+    try {
+      assertAddressIndex(r.index);
+    } catch {
+      throw new SignerRejectedError("invalid authorisation index");
+    }
+    if (typeof r.address !== "string" || !isEvmAddress(r.address))
+      throw new SignerRejectedError("invalid authorisation address");
+    if (typeof r.nonce !== "number" || !Number.isSafeInteger(r.nonce) || r.nonce < 0)
+      throw new SignerRejectedError("invalid authorisation nonce");
+    return { index: r.index, address: r.address, nonce: r.nonce };
+  });
+}
+
+/** Most authorisations one batch carries (the sweeper's gas budget allows about 115). */
+const MAX_AUTHORIZATIONS = 256;
 
 function facts(request: SignRequest): Pick<TransferFacts, "network" | "environment" | "index"> {
   return { network: request.network, environment: request.environment, index: request.index };

@@ -1,9 +1,12 @@
 import {
+  CREATE2_DEPLOYER,
   isResourceAsset,
   normalizeAddress,
   ownershipSpellings,
   type ResourceAction,
   type ResourceAsset,
+  sweeperAddress,
+  sweeperDeployData,
 } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { TransferKind } from "../db/tables/sending.js";
@@ -18,6 +21,7 @@ import {
 } from "../wallet/index.js";
 import { isIssuedDepositAddress, recordedAddressAt, recordedIndexOf } from "../watcher/index.js";
 import {
+  batchItems,
   delegationEvidence,
   openHotWalletPayments,
   otherOpenDelegations,
@@ -71,7 +75,24 @@ export interface TransferFacts {
   action?: ResourceAction;
   /** A delegation locked for a period (never signed: it could not be taken back). */
   lock?: boolean;
+  /** The gas tank's calls of EVM batched sweeps (issue #39), decoded from the transaction. */
+  call?: BatchCallFacts;
 }
+
+/**
+ * `sweep_batch`: `sweepMany` on `contract` for `accounts` with their `amounts` (base units), and the
+ * EIP-7702 authorisations asked for (deposit key index → the contract it delegates to);
+ * `sweeper_deploy`: the `data` sent to the CREATE2 deployer.
+ */
+export type BatchCallFacts =
+  | {
+      kind: "sweep_batch";
+      contract: string;
+      accounts: string[];
+      amounts: bigint[];
+      authorizations: { index: number; address: string }[];
+    }
+  | { kind: "sweeper_deploy"; data: string };
 
 export interface SigningPolicyOptions {
   /** The signer's own database connection. */
@@ -199,8 +220,29 @@ export class SigningPolicy {
       return refuse("the hot wallet sends only the token", role);
     if (role === "deposit" && t.asset !== "token")
       return refuse("a deposit address sends only the token (a sweep)", role);
-    if (role === "gas_tank" && t.asset !== "native")
+    if (role === "gas_tank" && t.asset !== "native" && t.call?.kind !== "sweep_batch")
       return refuse("the gas tank sends only the native coin", role);
+    // Batched sweeps (issue #39): the gas tank's calls, only on a network that runs EIP-7702, and
+    // the only thing that moves through them is a deposit address's token to the hot wallet.
+    let to2 = to;
+    if (t.call) {
+      if (role !== "gas_tank") return refuse("only the gas tank sends a batch or deploys the sweeper", role);
+      if (currencyOf(t.network).definition.eip7702 !== true)
+        return refuse("this network does not run EIP-7702", role);
+      const hot = this.systemAddress(t.network, t.environment, HOT_WALLET_INDEX);
+      if (t.call.kind === "sweep_batch") {
+        // The contract is computed from the signer's own hot wallet key, never taken from the request.
+        if (!sameAddress(t.network, t.call.contract, sweeperAddress(hot)))
+          return refuse("a batch calls only the sweeper contract of the hot wallet", role);
+        to2 = hot;
+      } else {
+        if (
+          !sameAddress(t.network, to, CREATE2_DEPLOYER) ||
+          t.call.data !== sweeperDeployData(hot).toLowerCase()
+        )
+          return refuse("the gas tank deploys only the sweeper contract of the hot wallet", role);
+      }
+    }
     if (typeof intentId !== "string" || intentId.length === 0 || intentId.length > 100)
       return refuse("the request names no intent", role);
 
@@ -217,12 +259,12 @@ export class SigningPolicy {
       intent.environment !== t.environment ||
       intent.asset !== t.asset ||
       Number(intent.from_index) !== t.index ||
-      !sameAddress(t.network, intent.to_address, to) ||
+      !sameAddress(t.network, intent.to_address, to2) ||
       BigInt(intent.amount) !== t.amount
     )
       return refuse("the transaction does not match its intent (source, asset, recipient or amount)", role);
     const kind = intent.kind;
-    const decision: PolicyDecision = { role, kind, intentId, to, amount: t.amount };
+    const decision: PolicyDecision = { role, kind, intentId, to: to2, amount: t.amount };
     if (t.action && RESOURCE_KIND[t.action] !== kind)
       return refuse(`a ${t.action} transaction does not carry a ${kind}`, role);
 
@@ -302,6 +344,14 @@ export class SigningPolicy {
         return decision;
       }
       case "gas_tank": {
+        if ((kind === "sweep_batch" || kind === "sweeper_deploy") !== (t.call?.kind === kind))
+          return refuse(`a ${t.call?.kind ?? "transfer"} does not carry a ${kind}`, role);
+        if (t.call?.kind === "sweeper_deploy") return decision;
+        if (t.call?.kind === "sweep_batch") {
+          const missing = await this.batchEvidence(db, t, t.call, intentId);
+          if (missing) return refuse(missing, role);
+          return decision;
+        }
         if (kind !== "gas_topup") return refuse(`the gas tank does not send a ${kind}`, role);
         const index = await recordedIndexOf(db, {
           network: t.network,
@@ -317,6 +367,51 @@ export class SigningPolicy {
         return decision;
       }
     }
+  }
+
+  /**
+   * A batched sweep (issue #39): exactly the carrier's open sweeps, in its order — each from a
+   * recorded deposit address that is the signer's own key at its index, of its amount, with the
+   * evidence of a sweep (a confirmed deposit there) — and authorisations only for those addresses,
+   * once each, to the sweeper contract (already checked to be the hot wallet's).
+   */
+  private async batchEvidence(
+    db: Db,
+    t: TransferFacts,
+    call: Extract<BatchCallFacts, { kind: "sweep_batch" }>,
+    intentId: string,
+  ): Promise<string | null> {
+    const items = await batchItems(db, intentId);
+    if (items.length === 0 || items.length !== call.accounts.length)
+      return "the batch does not list exactly its carrier's sweeps";
+    const indexes = new Set<number>();
+    for (const [i, item] of items.entries()) {
+      if (item.kind !== "sweep" || !item.carried || !OPEN.includes(item.status))
+        return "a sweep of the batch is not open";
+      if (item.network !== t.network || item.environment !== t.environment)
+        return "a sweep of the batch is of another chain";
+      const index = Number(item.from_index);
+      if (index < FIRST_DEPOSIT_INDEX) return "a batch sweeps only deposit addresses";
+      const own = this.o.address(t.network, t.environment, index);
+      if (!sameAddress(t.network, own, call.accounts[i] as string))
+        return "an address of the batch is not the signer's own key of its sweep";
+      const recorded = await recordedAddressAt(db, t.network, t.environment, index);
+      if (recorded === undefined || !sameAddress(t.network, recorded, own))
+        return "an address of the batch is not a recorded deposit address";
+      if (BigInt(item.amount) !== call.amounts[i]) return "an amount of the batch is not its sweep's";
+      const missing = await sweepEvidence(db, { network: t.network, environment: t.environment, from: own });
+      if (missing) return missing;
+      indexes.add(index);
+    }
+    const authorised = new Set<number>();
+    for (const a of call.authorizations) {
+      if (!indexes.has(a.index)) return "an authorisation for an address outside the batch";
+      if (authorised.has(a.index)) return "an address authorised twice";
+      if (!sameAddress(t.network, a.address, call.contract))
+        return "an authorisation delegates only to the sweeper contract";
+      authorised.add(a.index);
+    }
+    return null;
   }
 
   /**

@@ -101,6 +101,12 @@ export function sweepJobs(deps: SweepJobDeps, _instanceId: string): Job[] {
       ...maxCostOption(networkSettingsOf(deps.config.chains, network).sweepMaxCost),
       isFrozen: (a) => chain.adapter.isFrozen(a),
       ...energyOption(energyEngineOf(deps, chain, writer)),
+      // EVM batched sweeps through the EIP-7702 sweeper (issue #39), where the network runs it.
+      ...(networkSettingsOf(deps.config.chains, network).sweepBatch &&
+      writer.kind === "signed" &&
+      writer.sweeperDeployed
+        ? { batch: {} }
+        : {}),
       logger: deps.logger,
       clock: deps.clock,
     });

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { ChainWriter } from "../chains/index.js";
+import { batchGas, type ChainWriter, CREATE2_DEPLOYER } from "../chains/index.js";
 import type { SweepMaxCost } from "../config/chains.js";
 import type { Db } from "../db/database.js";
 import type { CurrencyType } from "../domain/currency.js";
@@ -9,15 +9,20 @@ import type { EnergyEngine, SweepPlan } from "../energy/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import {
+  assembleCarrier,
   findTransferSource,
   hasOpenSweep,
   isRecordedFrozen,
   nativeUnit,
+  openSweeperDeploy,
   openSweepsFrom,
   recordFreezeCheck,
+  requestCarriedSweep,
   requestRental,
+  requestSweeperDeploy,
   requestTransfer,
   type TransferOutcomes,
+  uncarriedSweeps,
 } from "../sender/index.js";
 import { heldDepositsAt } from "../transactions/index.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX, RESOURCE_ACCOUNT_INDEX } from "../wallet/index.js";
@@ -49,6 +54,19 @@ export interface SweeperOptions {
    * waits for more deposits to the address (`SWEEP_MAX_COST_PERCENT_<NETWORK>`).
    */
   maxCost?: SweepMaxCost;
+  /**
+   * EVM batched sweeps (issue #39, `SWEEP_EIP7702_<NETWORK>`): no gas top-ups; each address's sweep
+   * is carried by a batch transaction of the gas tank through the EIP-7702 sweeper contract, whose
+   * gas stays under `gasBudget` (default 10,000,000) even when every address must be authorised.
+   */
+  batch?: { gasBudget?: bigint };
+}
+
+/** Most addresses one batch carries: all of them authorised in it, within the gas budget. */
+export function batchCapacity(gasBudget: bigint): number {
+  let n = 0;
+  while (batchGas(n + 1, n + 1) <= gasBudget) n++;
+  return Math.max(1, n);
 }
 
 /**
@@ -73,6 +91,9 @@ export interface SweeperOptions {
  * the address's `sweep_checks` row before it reads the balance (`skip locked`: a worker passes an
  * address another is looking at), so an address gets one sweep however many workers see it.
  */
+/** The gas of one batch at most (`batch.gasBudget`): a third of a 30M-gas block. */
+export const DEFAULT_BATCH_GAS_BUDGET = 10_000_000n;
+
 export class Sweeper {
   constructor(private readonly o: SweeperOptions) {}
 
@@ -136,11 +157,62 @@ export class Sweeper {
         );
       }
     }
+    // Batched sweeps: the carried sweeps without a carrier (this round's, and any a crash left
+    // between the two steps) go into batches.
+    if (this.o.batch) await this.assembleBatches();
     return requested;
+  }
+
+  /**
+   * Puts the carried sweeps waiting for a carrier into batches of at most `batchCapacity`, each a
+   * `sweep_batch` intent of the gas tank. While the sweeper contract of this hot wallet is not on
+   * the chain, its deployment is queued first (one at a time) and the batches wait for it. Several
+   * workers may assemble at once: each locks the sweeps it carries (`skip locked`).
+   */
+  private async assembleBatches(): Promise<void> {
+    const { db, network, environment, writer } = this.o;
+    if (writer.kind !== "signed" || !writer.sweeperDeployed) return;
+    const scope = { network, environment };
+    const capacity = batchCapacity(this.o.batch?.gasBudget ?? DEFAULT_BATCH_GAS_BUDGET);
+    let waiting = await uncarriedSweeps(db, scope, capacity);
+    if (waiting.length === 0) return;
+    const hot = this.o.address(HOT_WALLET_INDEX);
+    let deploy: string | null = null;
+    if (!(await writer.sweeperDeployed(hot))) {
+      deploy = await openSweeperDeploy(db, scope);
+      if (!deploy) {
+        deploy = `dpl_${base62(randomBytes(16))}`;
+        const id = deploy;
+        await db
+          .transaction()
+          .execute((trx) => requestSweeperDeploy(trx, scope, { intentId: id, deployer: CREATE2_DEPLOYER }));
+        this.o.logger.info({ network, environment, intentId: id }, "sweeper contract deployment queued");
+      }
+    }
+    while (waiting.length > 0) {
+      const itemIds = waiting.map((w) => w.intent_id);
+      const carrier = `bat_${base62(randomBytes(16))}`;
+      const carried = await db.transaction().execute((trx) =>
+        assembleCarrier(trx, scope, {
+          intentId: carrier,
+          hotWallet: hot,
+          itemIds,
+          ...(deploy ? { afterIntentId: deploy } : {}),
+        }),
+      );
+      if (carried > 0)
+        this.o.logger.info(
+          { network, environment, intentId: carrier, addresses: carried },
+          "sweep batch queued",
+        );
+      if (waiting.length < capacity) return;
+      waiting = await uncarriedSweeps(db, scope, capacity);
+    }
   }
 
   private async sweep(address: string, index: number): Promise<boolean> {
     const { db, network, environment, writer } = this.o;
+    if (this.o.batch) return this.sweepCarried(address, index);
     const hot = this.o.address(HOT_WALLET_INDEX);
     // One look at an address at a time, across workers: its `sweep_checks` row is locked BEFORE
     // the balance is read, and the sweep is queued under that lock. Read before it, two workers
@@ -303,6 +375,59 @@ export class Sweeper {
   }
 
   /**
+   * Batched sweeps: under the same lock and checks as `sweep` (threshold, freeze), the address's
+   * sweep is queued carried (no top-up: the gas tank pays the batch); `assembleBatches` puts it in a
+   * batch at the end of the round.
+   */
+  private async sweepCarried(address: string, index: number): Promise<boolean> {
+    const { db, network, environment, writer } = this.o;
+    const hot = this.o.address(HOT_WALLET_INDEX);
+    const queued = await db.transaction().execute(async (trx) => {
+      if (!(await this.lockForLook(trx, address, index))) return null;
+      const checkedAt = new Date(this.o.clock.now());
+      const balance =
+        writer.kind === "database"
+          ? await writer.tokenBalance(address, trx)
+          : await writer.tokenBalance(address);
+      let swept = balance >= this.o.threshold;
+      if (swept && this.o.isFrozen) {
+        const frozen = await this.o.isFrozen(address);
+        await recordFreezeCheck(
+          trx,
+          { network, environment, address, role: "deposit" },
+          { frozen, balance },
+          checkedAt,
+          this.o.logger,
+        );
+        if (frozen) swept = false;
+      }
+      if (swept)
+        await requestCarriedSweep(trx, {
+          intentId: `swp_${base62(randomBytes(16))}`,
+          network,
+          environment,
+          fromIndex: index,
+          to: hot,
+          amount: balance,
+        });
+      await trx
+        .updateTable("sweep_checks")
+        .set({ checked_at: checkedAt, energy_wait_since: null })
+        .where("network", "=", network)
+        .where("environment", "=", environment)
+        .where("address", "=", address)
+        .execute();
+      return swept ? balance : null;
+    });
+    if (queued !== null)
+      this.o.logger.info(
+        { network, environment, address, amount: queued.toString() },
+        "sweep queued for a batch",
+      );
+    return queued !== null;
+  }
+
+  /**
    * Whether a fee of `fee` (native base units) is worth more than the policy's share of `amount`
    * (token base units): fee × price / 10^decimals > amount × basisPoints / 10,000, in integers.
    */
@@ -399,6 +524,10 @@ export function registerSweepOutcomes(outcomes: TransferOutcomes): void {
       .execute();
   });
   outcomes.register("gas_topup", async () => {});
+  // Batched sweeps (issue #39): the carrier's sweeps finish with it (each through the handler above);
+  // a failed deployment leaves the contract missing, so it is queued again by the next batch.
+  outcomes.register("sweep_batch", async () => {});
+  outcomes.register("sweeper_deploy", async () => {});
 }
 
 /**

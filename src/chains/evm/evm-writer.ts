@@ -11,7 +11,9 @@ import {
 } from "viem";
 import type { CurrencyType } from "../../domain/currency.js";
 import { ChainUnavailableError } from "../errors.js";
+import type { EvmAuthorizationRequest } from "../signing.js";
 import {
+  type BatchCall,
   type BroadcastResult,
   type ExpectedTransfer,
   InsufficientFundsError,
@@ -25,6 +27,14 @@ import {
 } from "../writer.js";
 import { type EvmAddress, normalizeEvmAddress } from "./address.js";
 import { ERC20_READ_ABI } from "./erc20-abi.js";
+import {
+  batchGas,
+  CREATE2_DEPLOYER,
+  delegationCode,
+  sweeperAddress,
+  sweeperDeployData,
+  sweepManyData,
+} from "./sweeper.js";
 
 /** The part of the ERC20 ABI the write side calls. */
 const ERC20_WRITE_ABI = parseAbi(["function transfer(address to, uint256 value) returns (bool)"]);
@@ -142,7 +152,11 @@ export class EvmChainWriter implements SignedChainWriter {
     let data: Hex;
     let value: bigint;
     let gas: bigint;
-    if (spec.asset === "token") {
+    let authorizations: EvmAuthorizationRequest[] = [];
+    if (spec.call) {
+      ({ txTo, data, gas, authorizations } = await this.prepareCall(spec.call, from, to, options));
+      value = 0n;
+    } else if (spec.asset === "token") {
       txTo = this.token;
       const onChain = spec.amount * this.scale;
       data = encodeFunctionData({ abi: ERC20_WRITE_ABI, functionName: "transfer", args: [to, onChain] });
@@ -186,6 +200,7 @@ export class EvmChainWriter implements SignedChainWriter {
           gas: gas.toString(),
           maxFeePerGas: fees.maxFeePerGas.toString(),
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas.toString(),
+          ...(authorizations.length > 0 ? { authorizations } : {}),
         },
       },
       nonce: options.nonce,
@@ -197,6 +212,62 @@ export class EvmChainWriter implements SignedChainWriter {
       expiresAt: null,
       maxNativeCost: gas * fees.maxFeePerGas + value,
     };
+  }
+
+  /**
+   * The gas tank's call of a batched sweep or of the sweeper's deployment (issue #39). A batch
+   * authorises every address whose code is not the delegation to this hot wallet's sweeper (never
+   * delegated, or delegated to the sweeper of a former hot wallet), at the address's current nonce.
+   * Which addresses need it is read from one provider: a wrong answer costs an authorisation too
+   * many (gas) or an address not swept this time (its item fails and is planned again), never funds.
+   */
+  private async prepareCall(
+    call: BatchCall,
+    from: EvmAddress,
+    to: EvmAddress,
+    options: PrepareOptions,
+  ): Promise<{ txTo: EvmAddress; data: Hex; gas: bigint; authorizations: EvmAuthorizationRequest[] }> {
+    if (call.kind === "sweeper_deploy") {
+      const data = sweeperDeployData(call.hotWallet);
+      if (to !== CREATE2_DEPLOYER)
+        throw new TransferWouldFailError("a sweeper is deployed through CREATE2_DEPLOYER");
+      if (options.replacing?.gas)
+        return { txTo: to, data, gas: BigInt(options.replacing.gas), authorizations: [] };
+      try {
+        const gas = await this.client.estimateGas({ account: from, to, data });
+        return { txTo: to, data, gas: withBuffer(gas, this.gasMargin), authorizations: [] };
+      } catch (err) {
+        if (err instanceof BaseError && /revert/i.test(err.message))
+          throw new TransferWouldFailError(`the sweeper's deployment would revert: ${err.shortMessage}`);
+        throw new ChainUnavailableError(this.network, "eth_estimateGas failed", { cause: err });
+      }
+    }
+    const sweeper = sweeperAddress(to);
+    const designator = delegationCode(sweeper);
+    const authorizations: EvmAuthorizationRequest[] = [];
+    for (const item of call.items) {
+      const address = normalizeEvmAddress(item.from);
+      const code = await this.call("eth_getCode", () => this.client.getCode({ address }));
+      if ((code ?? "0x").toLowerCase() === designator) continue;
+      const nonce = await this.minedNonce(address);
+      authorizations.push({ index: item.fromIndex, address: sweeper, nonce });
+    }
+    const data = sweepManyData(
+      this.token,
+      call.items.map((i) => i.from),
+      call.items.map((i) => i.amount * this.scale),
+    );
+    const gas = options.replacing?.gas
+      ? BigInt(options.replacing.gas)
+      : batchGas(call.items.length, authorizations.length);
+    return { txTo: sweeper, data, gas, authorizations };
+  }
+
+  /** Whether the sweeper contract of `hotWallet` is deployed on this chain. */
+  async sweeperDeployed(hotWallet: string): Promise<boolean> {
+    const address = sweeperAddress(hotWallet);
+    const code = await this.call("eth_getCode", () => this.client.getCode({ address }));
+    return code !== undefined && code !== "0x";
   }
 
   async broadcast(raw: string): Promise<BroadcastResult> {
@@ -248,26 +319,56 @@ export class EvmChainWriter implements SignedChainWriter {
     const from = normalizeEvmAddress(expected.from);
     const to = normalizeEvmAddress(expected.to);
     if (normalizeEvmAddress(receipt.from) !== from) return failed("sent by another address");
+    if (expected.deploys) {
+      const address = normalizeEvmAddress(expected.deploys);
+      const code = await this.call("eth_getCode", () => this.client.getCode({ address }));
+      if (!code || code === "0x") return failed("no contract at the sweeper's address");
+      return { state: "success", blockNumber, confirmations, paid };
+    }
+    if (expected.batch) {
+      // Each item counts only with its own Transfer log: from its address, to the hot wallet, its amount.
+      const transfers = this.tokenTransfers(receipt.logs);
+      const delivered = expected.batch.map((item) => {
+        const f = normalizeEvmAddress(item.from);
+        return transfers.some((t) => t.from === f && t.to === to && t.value === item.amount * this.scale);
+      });
+      return { state: "success", blockNumber, confirmations, paid, delivered };
+    }
     if (expected.asset === "native") {
       const tx = await this.call("eth_getTransactionByHash", () => this.client.getTransaction({ hash: h }));
       if (!tx.to || normalizeEvmAddress(tx.to) !== to) return failed("wrong recipient");
       if (tx.value !== expected.amount) return failed("wrong amount");
       return { state: "success", blockNumber, confirmations, paid };
     }
-    for (const log of receipt.logs) {
+    const value = expected.amount * this.scale;
+    if (this.tokenTransfers(receipt.logs).some((t) => t.from === from && t.to === to && t.value === value))
+      return { state: "success", blockNumber, confirmations, paid };
+    return failed("no Transfer log with the expected recipient and amount");
+  }
+
+  /** The token's Transfer logs of a receipt (other contracts' logs and other events skipped). */
+  private tokenTransfers(
+    logs: readonly { address: string; data: Hex; topics: readonly Hex[] }[],
+  ): { from: EvmAddress; to: EvmAddress; value: bigint }[] {
+    const out: { from: EvmAddress; to: EvmAddress; value: bigint }[] = [];
+    for (const log of logs) {
       if (normalizeEvmAddress(log.address) !== this.token) continue;
       try {
-        const ev = decodeEventLog({ abi: ERC20_READ_ABI, data: log.data, topics: log.topics, strict: true });
+        const ev = decodeEventLog({
+          abi: ERC20_READ_ABI,
+          data: log.data,
+          topics: log.topics as [Hex, ...Hex[]],
+          strict: true,
+        });
         if (ev.eventName !== "Transfer") continue;
-        if (
-          normalizeEvmAddress(ev.args.from) === from &&
-          normalizeEvmAddress(ev.args.to) === to &&
-          ev.args.value === expected.amount * this.scale
-        )
-          return { state: "success", blockNumber, confirmations, paid };
+        out.push({
+          from: normalizeEvmAddress(ev.args.from),
+          to: normalizeEvmAddress(ev.args.to),
+          value: ev.args.value,
+        });
       } catch {}
     }
-    return failed("no Transfer log with the expected recipient and amount");
+    return out;
   }
 
   /**

@@ -83,3 +83,11 @@ export {
 } from "./address.js";
 export { type EvmAdapterOptions, EvmChainAdapter } from "./evm-adapter.js";
 export { EvmChainWriter, type EvmWriterOptions } from "./evm-writer.js";
+export {
+  batchGas,
+  CREATE2_DEPLOYER,
+  decodeSweepMany,
+  delegationCode,
+  sweeperAddress,
+  sweeperDeployData,
+} from "./sweeper.js";

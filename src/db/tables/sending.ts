@@ -22,7 +22,10 @@ export type TransferKind =
   | "gas_topup"
   | "cold_forward"
   | "return"
-  | ResourceKind;
+  | ResourceKind
+  | BatchKind;
+/** EVM batched sweeps (issue #39, migration 0036): the gas tank's carrier and the sweeper's deployment. */
+export type BatchKind = "sweep_batch" | "sweeper_deploy";
 /** The TRON energy engine's steps (issue #38, migration 0033): the resource account's own intents. */
 export type ResourceKind = "resource_stake" | "resource_delegation" | "resource_reclaim";
 export type OutgoingStatus = "queued" | "signed" | "broadcast" | "confirmed" | "failed";
@@ -53,6 +56,9 @@ export interface OutgoingTransfersTable {
   /** What the mined transfer cost (migration 0033): native coin burned or paid, resource used. */
   fee_paid: NumericNullable;
   resource_used: NumericNullable;
+  /** A sweep carried by a batch (migration 0036): never signed on its own; its carrier once assembled. */
+  carried: Generated<boolean>;
+  carrier_intent_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OutgoingTransferAttemptsTable {

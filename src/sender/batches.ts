@@ -1,0 +1,165 @@
+import type { Db } from "../db/database.js";
+import { GAS_TANK_INDEX } from "../wallet/index.js";
+import { requestTransfer, type TransferIntent } from "./intents.js";
+import { checkTransition, OPEN_STATES } from "./transfer-states.js";
+import type { SenderScope } from "./transfer-store.js";
+
+/**
+ * The SQL of batched sweeps (issue #39, migration 0036; docs/decisions/evm-sweeps.md). Each deposit
+ * address of a batch keeps its own `sweep` intent, `carried`: the sender never signs it on its own.
+ * The sweeper assembles the carried sweeps without a carrier into a `sweep_batch` intent of the gas
+ * tank (`assembleCarrier`); the sender signs the carrier and marks its sweeps signed in the same
+ * transaction, and finishes them with it, each confirmed only when the carrier's receipt holds its
+ * own Transfer log.
+ */
+
+/** A sweep of a batch, in the carrier's order. */
+export interface CarriedSweep {
+  intent_id: string;
+  from_index: number;
+  amount: string;
+  status: string;
+}
+
+/** Queues a sweep carried by a batch (in the caller's transaction, like `requestTransfer`). */
+export async function requestCarriedSweep(
+  trx: Db,
+  intent: Omit<TransferIntent, "kind" | "asset" | "afterIntentId">,
+): Promise<void> {
+  await requestTransfer(trx, { ...intent, kind: "sweep" });
+  await trx
+    .updateTable("outgoing_transfers")
+    .set({ carried: true })
+    .where("intent_id", "=", intent.intentId)
+    .where("status", "=", "queued")
+    .execute();
+}
+
+/** Carried sweeps not in a batch yet, oldest first (their ids and amounts). */
+export async function uncarriedSweeps(
+  db: Db,
+  scope: SenderScope,
+  limit: number,
+): Promise<{ intent_id: string; amount: string }[]> {
+  return db
+    .selectFrom("outgoing_transfers")
+    .select(["intent_id", "amount"])
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("carried", "=", true)
+    .where("carrier_intent_id", "is", null)
+    .where("status", "=", "queued")
+    .orderBy("created_at")
+    .orderBy("intent_id")
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * In `trx`: locks those of `itemIds` still waiting for a carrier (another worker's are skipped),
+ * queues the carrier (from the gas tank to the hot wallet, the sum of their amounts, after
+ * `afterIntentId` — the sweeper's deployment — when given) and links them to it. Returns how many it
+ * carries (0: nothing queued).
+ */
+export async function assembleCarrier(
+  trx: Db,
+  scope: SenderScope,
+  carrier: { intentId: string; hotWallet: string; itemIds: readonly string[]; afterIntentId?: string },
+): Promise<number> {
+  if (carrier.itemIds.length === 0) return 0;
+  const locked = await trx
+    .selectFrom("outgoing_transfers")
+    .select(["intent_id", "amount"])
+    .where("intent_id", "in", [...carrier.itemIds])
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("carried", "=", true)
+    .where("carrier_intent_id", "is", null)
+    .where("status", "=", "queued")
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  if (locked.length === 0) return 0;
+  const total = locked.reduce((sum, r) => sum + BigInt(r.amount), 0n);
+  await requestTransfer(trx, {
+    intentId: carrier.intentId,
+    kind: "sweep_batch",
+    network: scope.network,
+    environment: scope.environment,
+    asset: "token",
+    fromIndex: GAS_TANK_INDEX,
+    to: carrier.hotWallet,
+    amount: total,
+    ...(carrier.afterIntentId ? { afterIntentId: carrier.afterIntentId } : {}),
+  });
+  await trx
+    .updateTable("outgoing_transfers")
+    .set({ carrier_intent_id: carrier.intentId })
+    .where(
+      "intent_id",
+      "in",
+      locked.map((r) => r.intent_id),
+    )
+    .execute();
+  return locked.length;
+}
+
+/** The sweeps a carrier carries, in its order (the order of its `sweepMany` call). */
+export async function carriedSweeps(db: Db, carrierId: string): Promise<CarriedSweep[]> {
+  return db
+    .selectFrom("outgoing_transfers")
+    .select(["intent_id", "from_index", "amount", "status"])
+    .where("carrier_intent_id", "=", carrierId)
+    .orderBy("created_at")
+    .orderBy("intent_id")
+    .execute();
+}
+
+/** queued → signed for a carrier's sweeps, in the transaction that signs the carrier. */
+export async function markCarriedSigned(
+  trx: Db,
+  items: readonly CarriedSweep[],
+  from: (index: number) => string,
+  now: Date,
+): Promise<void> {
+  for (const item of items) {
+    checkTransition(item.status, "signed");
+    await trx
+      .updateTable("outgoing_transfers")
+      .set({ status: "signed", from_address: from(item.from_index), updated_at: now })
+      .where("intent_id", "=", item.intent_id)
+      .where("status", "=", "queued")
+      .execute();
+  }
+}
+
+/** Whether a deployment of the sweeper is open on this chain (one at a time). */
+export async function openSweeperDeploy(db: Db, scope: SenderScope): Promise<string | null> {
+  const row = await db
+    .selectFrom("outgoing_transfers")
+    .select("intent_id")
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("kind", "=", "sweeper_deploy")
+    .where("status", "in", OPEN_STATES)
+    .executeTakeFirst();
+  return row?.intent_id ?? null;
+}
+
+/** Queues the deployment of the sweeper of `hotWallet` (through the CREATE2 deployer `deployer`). */
+export async function requestSweeperDeploy(
+  trx: Db,
+  scope: SenderScope,
+  deploy: { intentId: string; deployer: string },
+): Promise<void> {
+  await requestTransfer(trx, {
+    intentId: deploy.intentId,
+    kind: "sweeper_deploy",
+    network: scope.network,
+    environment: scope.environment,
+    asset: "native",
+    fromIndex: GAS_TANK_INDEX,
+    to: deploy.deployer,
+    amount: 0n,
+  });
+}
