@@ -9,7 +9,9 @@ import type { Environment } from "../domain/environment.js";
  * environment, month and purpose:
  * - `collection`: getting deposits to the hot wallet — gas top-ups (a fresh TRON address's account
  *   creation included), sweeps, and the energy engine's delegations a sweep waited for and their
- *   reclaims (`rcl_<delegation>`, sender/resource-reads.ts);
+ *   reclaims (`rcl_<delegation>`, sender/resource-reads.ts); on EVM with EIP-7702 (issue #39) the
+ *   batches that carry sweeps (their gas is on the batch, each of their sweeps counts as served)
+ *   and the sweeper contract's deployment;
  * - `outgoing`: withdrawals, payouts, held deposits' returns, cold forwards, and the delegations to
  *   the hot wallet (and reclaims) that served them;
  * - `stake`: the resource account's stakes.
@@ -66,7 +68,9 @@ export async function transferCosts(db: Db, since: Date): Promise<CostRow[]> {
     with t as (
       select o.network, o.environment, to_char(date_trunc('month', o.finished_at), 'YYYY-MM') as month,
         case
-          when o.kind in ('gas_topup', 'sweep') then 'collection'
+          -- EVM batched sweeps (issue #39): the carrier pays the gas of its sweeps, which are
+          -- counted as served; the sweeper's deployment is a cost of collection too.
+          when o.kind in ('gas_topup', 'sweep', 'sweep_batch', 'sweeper_deploy') then 'collection'
           when o.kind = 'resource_stake' then 'stake'
           -- A delegation served a sweep when the sweep waited for it; a reclaim (rcl_<delegation>)
           -- served what its delegation did. Others served the hot wallet's payments.

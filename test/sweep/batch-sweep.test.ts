@@ -1,15 +1,23 @@
-import type { Hex } from "viem";
+import { type Hex, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
 import { delegationCode, sweeperAddress } from "../../src/chains/evm/sweeper.js";
 import type { Database, Db } from "../../src/db/database.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
+import { transferCosts } from "../../src/sender/costs.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { logger, makeSender, USDT, wallet } from "../sender/support.js";
-import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
+import {
+  type AnvilNode,
+  deployTestUsdt,
+  freezeAddress,
+  mintTestUsdt,
+  startAnvil,
+  unfreezeAddress,
+} from "../support/chain/anvil.js";
 import { confirmedDeposit as confirmedDepositIn } from "../support/confirmed-deposit.js";
 import { openTestDatabase } from "../support/db.js";
 
@@ -43,18 +51,20 @@ afterAll(async () => {
 });
 
 async function deposit(db: Db, i: number, amount: bigint): Promise<Hex> {
-  const receipt = await mintTestUsdt(node, token, wallet.address(network, "sandbox", 100 + i) as Hex, amount);
-  return db.transaction().execute(async (trx) => {
+  // The address is allocated with the deposit's records, then the tokens arrive there.
+  const address = await db.transaction().execute(async (trx) => {
     const { address } = await confirmedDepositIn(trx, {
       deriver: wallet,
       merchantId,
       network,
       i,
       amount,
-      txHash: receipt.transactionHash,
+      txHash: keccak256(toHex(`deposit ${i}`)),
     });
     return address as Hex;
   });
+  await mintTestUsdt(node, token, address, amount);
+  return address;
 }
 
 /** A second deposit to an address (handed off after its last look). */
@@ -177,4 +187,77 @@ describe("batched EIP-7702 sweeps on anvil", () => {
         .execute(),
     ).toHaveLength(1);
   }, 180_000);
+
+  it("a frozen address of a batch: its sweep fails and it is looked at again, the others are swept; the batch's gas is the collection's cost", async () => {
+    const { sweeper, sender } = parts();
+    const addresses: Hex[] = [];
+    for (let i = 20; i < 24; i++) addresses.push(await deposit(database.db, i, USDT(15)));
+    expect(await sweeper.tick()).toBe(4);
+    // Frozen by the issuer after its sweep was queued, before the batch is mined.
+    await freezeAddress(node, token, addresses[1]!, "tether");
+    expect(await sender.drain(60_000)).toBe(0);
+    const mine = await database.db
+      .selectFrom("outgoing_transfers")
+      .selectAll()
+      .where("kind", "=", "sweep")
+      .where("from_address", "in", addresses)
+      .execute();
+    expect(mine).toHaveLength(4);
+    const frozen = mine.find((r) => r.from_address === addresses[1]);
+    expect(frozen?.status).toBe("failed");
+    expect(frozen?.reason).toMatch(/without its Transfer/);
+    for (const r of mine.filter((m) => m !== frozen)) expect(r.status).toBe("confirmed");
+    expect(await writer.tokenBalance(addresses[1]!)).toBe(USDT(15));
+    for (const a of [addresses[0]!, addresses[2]!, addresses[3]!]) expect(await writer.tokenBalance(a)).toBe(0n);
+    // Its address is looked at again once unfrozen, and swept in a batch of its own.
+    const checks = await database.db
+      .selectFrom("sweep_checks")
+      .select("address")
+      .where("address", "=", addresses[1]!)
+      .execute();
+    expect(checks).toEqual([]);
+    await unfreezeAddress(node, token, addresses[1]!, "tether");
+    expect(await sweeper.tick()).toBe(1);
+    expect(await sender.drain(60_000)).toBe(0);
+    expect(await writer.tokenBalance(addresses[1]!)).toBe(0n);
+
+    // Costs in the books: the batches' and the deployment's gas, per swept deposit.
+    const rows = await transferCosts(database.db, new Date(Date.now() - 3_600_000));
+    const collection = rows.find((r) => r.network === network && r.purpose === "collection");
+    const paid = await database.db
+      .selectFrom("outgoing_transfers")
+      .select(["fee_paid", "kind"])
+      .where("kind", "in", ["sweep_batch", "sweeper_deploy"])
+      .execute();
+    expect(paid.every((p) => p.fee_paid !== null && BigInt(p.fee_paid) > 0n)).toBe(true);
+    expect(collection?.fee).toBe(paid.reduce((s, p) => s + BigInt(p.fee_paid!), 0n));
+    const confirmedSweeps = await database.db
+      .selectFrom("outgoing_transfers")
+      .select("intent_id")
+      .where("kind", "=", "sweep")
+      .where("status", "=", "confirmed")
+      .execute();
+    expect(collection?.served).toBe(confirmedSweeps.length);
+  }, 180_000);
+
+  it("an address delegated to the sweeper of a former hot wallet is authorised again, to the current one", async () => {
+    const { sweeper, sender } = parts();
+    const address = await deposit(database.db, 30, USDT(40));
+    const former = sweeperAddress("0x2222222222222222222222222222222222222222");
+    await node.testClient.setCode({ address, bytecode: delegationCode(former) });
+    expect(await sweeper.tick()).toBe(1);
+    expect(await sender.drain(60_000)).toBe(0);
+    const sweep = await database.db
+      .selectFrom("outgoing_transfers")
+      .selectAll()
+      .where("kind", "=", "sweep")
+      .where("from_address", "=", address)
+      .executeTakeFirstOrThrow();
+    expect(sweep.status).toBe("confirmed");
+    const tx = await node.publicClient.getTransaction({ hash: sweep.tx_hash as Hex });
+    expect(tx.authorizationList).toHaveLength(1);
+    expect((await node.publicClient.getCode({ address }))?.toLowerCase()).toBe(delegationCode(sweeperAddress(hot)));
+    expect(await writer.tokenBalance(address)).toBe(0n);
+    expect(await writer.tokenBalance(hot)).toBeGreaterThan(0n);
+  }, 120_000);
 });
