@@ -60,6 +60,8 @@ export interface SweeperOptions {
    * gas stays under `gasBudget` (default 10,000,000) even when every address must be authorised.
    */
   batch?: { gasBudget?: bigint };
+  /** Fault injection (tests): called after a round queued carried sweeps, before they are batched. */
+  fault?: (point: "before-assemble", count: number) => void | Promise<void>;
 }
 
 /** Most addresses one batch carries: all of them authorised in it, within the gas budget. */
@@ -159,7 +161,10 @@ export class Sweeper {
     }
     // Batched sweeps: the carried sweeps without a carrier (this round's, and any a crash left
     // between the two steps) go into batches.
-    if (this.o.batch) await this.assembleBatches();
+    if (this.o.batch) {
+      if (requested > 0) await this.o.fault?.("before-assemble", requested);
+      await this.assembleBatches();
+    }
     return requested;
   }
 
@@ -220,25 +225,9 @@ export class Sweeper {
     // which can never be paid.
     const queued = await db.transaction().execute(async (trx) => {
       if (!(await this.lockForLook(trx, address, index))) return null;
-      // Taken before the balance is read: a deposit handed off after this is looked at again.
-      const checkedAt = new Date(this.o.clock.now());
-      const balance =
-        writer.kind === "database"
-          ? await writer.tokenBalance(address, trx)
-          : await writer.tokenBalance(address);
-      let swept = balance >= this.o.threshold;
-      // A deposit address the issuer froze can never send the token: recorded (an alert) and left.
-      if (swept && this.o.isFrozen) {
-        const frozen = await this.o.isFrozen(address);
-        await recordFreezeCheck(
-          trx,
-          { network, environment, address, role: "deposit" },
-          { frozen, balance },
-          checkedAt,
-          this.o.logger,
-        );
-        if (frozen) swept = false;
-      }
+      const look = await this.look(trx, address);
+      const { checkedAt, balance } = look;
+      let swept = look.swept;
       // TRON's energy engine: the sweep's energy delegated (after a top-up that creates the account
       // or pays its bandwidth), or the sweep waits for it, or burns as below.
       let plan: SweepPlan = { kind: "burn" };
@@ -330,13 +319,7 @@ export class Sweeper {
           ...(afterIntentId ? { afterIntentId } : {}),
         });
       }
-      await trx
-        .updateTable("sweep_checks")
-        .set({ checked_at: checkedAt, energy_wait_since: null })
-        .where("network", "=", network)
-        .where("environment", "=", environment)
-        .where("address", "=", address)
-        .execute();
+      await this.markChecked(trx, address, checkedAt);
       if (deferred !== null) return { deferred, balance };
       return swept
         ? {
@@ -380,27 +363,11 @@ export class Sweeper {
    * batch at the end of the round.
    */
   private async sweepCarried(address: string, index: number): Promise<boolean> {
-    const { db, network, environment, writer } = this.o;
+    const { db, network, environment } = this.o;
     const hot = this.o.address(HOT_WALLET_INDEX);
     const queued = await db.transaction().execute(async (trx) => {
       if (!(await this.lockForLook(trx, address, index))) return null;
-      const checkedAt = new Date(this.o.clock.now());
-      const balance =
-        writer.kind === "database"
-          ? await writer.tokenBalance(address, trx)
-          : await writer.tokenBalance(address);
-      let swept = balance >= this.o.threshold;
-      if (swept && this.o.isFrozen) {
-        const frozen = await this.o.isFrozen(address);
-        await recordFreezeCheck(
-          trx,
-          { network, environment, address, role: "deposit" },
-          { frozen, balance },
-          checkedAt,
-          this.o.logger,
-        );
-        if (frozen) swept = false;
-      }
+      const { checkedAt, balance, swept } = await this.look(trx, address);
       if (swept)
         await requestCarriedSweep(trx, {
           intentId: `swp_${base62(randomBytes(16))}`,
@@ -410,13 +377,7 @@ export class Sweeper {
           to: hot,
           amount: balance,
         });
-      await trx
-        .updateTable("sweep_checks")
-        .set({ checked_at: checkedAt, energy_wait_since: null })
-        .where("network", "=", network)
-        .where("environment", "=", environment)
-        .where("address", "=", address)
-        .execute();
+      await this.markChecked(trx, address, checkedAt);
       return swept ? balance : null;
     });
     if (queued !== null)
@@ -425,6 +386,48 @@ export class Sweeper {
         "sweep queued for a batch",
       );
     return queued !== null;
+  }
+
+  /**
+   * Under the address's lock: the moment of the look (taken before the balance is read: a deposit
+   * handed off after it is looked at again), the token balance, and whether it is swept now — at
+   * the threshold, and not frozen by the token's issuer (a frozen address can never send the token:
+   * recorded, an alert, and left).
+   */
+  private async look(
+    trx: Db,
+    address: string,
+  ): Promise<{ checkedAt: Date; balance: bigint; swept: boolean }> {
+    const { network, environment, writer } = this.o;
+    const checkedAt = new Date(this.o.clock.now());
+    const balance =
+      writer.kind === "database"
+        ? await writer.tokenBalance(address, trx)
+        : await writer.tokenBalance(address);
+    let swept = balance >= this.o.threshold;
+    if (swept && this.o.isFrozen) {
+      const frozen = await this.o.isFrozen(address);
+      await recordFreezeCheck(
+        trx,
+        { network, environment, address, role: "deposit" },
+        { frozen, balance },
+        checkedAt,
+        this.o.logger,
+      );
+      if (frozen) swept = false;
+    }
+    return { checkedAt, balance, swept };
+  }
+
+  /** The address was looked at `checkedAt` (and waits for energy no more). */
+  private async markChecked(trx: Db, address: string, checkedAt: Date): Promise<void> {
+    await trx
+      .updateTable("sweep_checks")
+      .set({ checked_at: checkedAt, energy_wait_since: null })
+      .where("network", "=", this.o.network)
+      .where("environment", "=", this.o.environment)
+      .where("address", "=", address)
+      .execute();
   }
 
   /**

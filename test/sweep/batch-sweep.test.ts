@@ -2,6 +2,7 @@ import { type Hex, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
 import { delegationCode, sweeperAddress } from "../../src/chains/evm/sweeper.js";
+import { parseConfig } from "../../src/config/config.js";
 import type { Database, Db } from "../../src/db/database.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
@@ -107,6 +108,26 @@ function parts() {
   return { sweeper, sender };
 }
 
+describe("SWEEP_EIP7702_<NETWORK>", () => {
+  it("is on by default on every EVM network, off on TRON; true on a network without EIP-7702 is a named problem", () => {
+    const c = parseConfig({});
+    for (const n of ["ERC20", "BEP20", "POLYGON", "ARBITRUM", "BASE"])
+      expect(c.chains.networks[n]!.sweepBatch, n).toBe(true);
+    expect(c.chains.networks.TRC20!.sweepBatch).toBe(false);
+    expect(parseConfig({ SWEEP_EIP7702_ERC20: "false" }).chains.networks.ERC20!.sweepBatch).toBe(false);
+    const problems = (env: Record<string, string>) => {
+      try {
+        parseConfig(env);
+        return [];
+      } catch (err) {
+        return (err as { problems: { variable: string }[] }).problems.map((p) => p.variable);
+      }
+    };
+    expect(problems({ SWEEP_EIP7702_TRC20: "true" })).toEqual(["SWEEP_EIP7702_TRC20"]);
+    expect(problems({ SWEEP_EIP7702_ERC20: "yes" })).toEqual(["SWEEP_EIP7702_ERC20"]);
+  });
+});
+
 describe("batched EIP-7702 sweeps on anvil", () => {
   it("deploys the sweeper, authorises and sweeps 12 addresses in one batch, then sweeps them again without authorisations", async () => {
     const { sweeper, sender } = parts();
@@ -208,7 +229,8 @@ describe("batched EIP-7702 sweeps on anvil", () => {
     expect(frozen?.reason).toMatch(/without its Transfer/);
     for (const r of mine.filter((m) => m !== frozen)) expect(r.status).toBe("confirmed");
     expect(await writer.tokenBalance(addresses[1]!)).toBe(USDT(15));
-    for (const a of [addresses[0]!, addresses[2]!, addresses[3]!]) expect(await writer.tokenBalance(a)).toBe(0n);
+    for (const a of [addresses[0]!, addresses[2]!, addresses[3]!])
+      expect(await writer.tokenBalance(a)).toBe(0n);
     // Its address is looked at again once unfrozen, and swept in a batch of its own.
     const checks = await database.db
       .selectFrom("sweep_checks")
@@ -256,7 +278,9 @@ describe("batched EIP-7702 sweeps on anvil", () => {
     expect(sweep.status).toBe("confirmed");
     const tx = await node.publicClient.getTransaction({ hash: sweep.tx_hash as Hex });
     expect(tx.authorizationList).toHaveLength(1);
-    expect((await node.publicClient.getCode({ address }))?.toLowerCase()).toBe(delegationCode(sweeperAddress(hot)));
+    expect((await node.publicClient.getCode({ address }))?.toLowerCase()).toBe(
+      delegationCode(sweeperAddress(hot)),
+    );
     expect(await writer.tokenBalance(address)).toBe(0n);
     expect(await writer.tokenBalance(hot)).toBeGreaterThan(0n);
   }, 120_000);
