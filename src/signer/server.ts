@@ -6,8 +6,12 @@ import type { Registry } from "../observability/metrics.js";
 import { InternalAuthVerifier } from "./hmac.js";
 import { type Signer, SignerRejectedError, type SignRequest } from "./protocol.js";
 
-/** Largest accepted request body (a TRON transaction JSON is about 1 KB). */
-const MAX_BODY_BYTES = 16_384;
+/**
+ * Largest accepted request body. A TRON transaction JSON is about 1 KB; an EVM batched sweep (issue
+ * #39) at its gas budget's most (116 addresses, each authorised) about 25 KB: its `sweepMany` data
+ * (64 bytes per address, as hex) and an authorisation request per address.
+ */
+const MAX_BODY_BYTES = 65_536;
 
 export interface SignerServerOptions {
   signer: Signer;

@@ -9,12 +9,16 @@ import {
 } from "../../src/chains/evm/sweeper.js";
 import type { EvmAuthorizationRequest } from "../../src/chains/signing.js";
 import type { Db } from "../../src/db/database.js";
+import { systemClock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { assembleCarrier, requestCarriedSweep } from "../../src/sender/batches.js";
 import { requestTransfer } from "../../src/sender/intents.js";
+import { HttpSignerClient } from "../../src/signer/http-client.js";
 import { LocalSigner } from "../../src/signer/local-signer.js";
 import { type EvmSignRequest, SignerRejectedError } from "../../src/signer/protocol.js";
+import { startSignerServer } from "../../src/signer/server.js";
+import { batchCapacity, DEFAULT_BATCH_GAS_BUDGET } from "../../src/sweep/sweeper.js";
 import { AddressDeriver } from "../../src/wallet/address-deriver.js";
 import {
   GAS_TANK_INDEX,
@@ -39,6 +43,9 @@ const ATTACKER = "0x1111111111111111111111111111111111111111" as Hex;
 const HOT = addr(HOT_WALLET_INDEX);
 const SWEEPER = sweeperAddress(HOT);
 const A = 300;
+/** The largest batch the default gas budget allows, every address authorised in it. */
+const FULL = batchCapacity(DEFAULT_BATCH_GAS_BUDGET);
+const FULL_FROM = 400;
 const B = 301;
 const NO_DEPOSIT = 302;
 const AMOUNT_A = 20_000_000n;
@@ -98,7 +105,7 @@ beforeAll(async () => {
   database = await openTestDatabase();
   db = database.db;
   const merchant = await createMerchantWithKeys(db, { email: "batch-signer@example.com", companyName: "B" });
-  for (const index of [A, B, NO_DEPOSIT]) {
+  for (const index of [A, B, NO_DEPOSIT, ...Array.from({ length: FULL }, (_, k) => FULL_FROM + k)]) {
     await db
       .insertInto("watched_addresses")
       .values({
@@ -147,6 +154,14 @@ beforeAll(async () => {
     expect(
       await assembleCarrier(trx, scope, { intentId: "bat_ok", hotWallet: HOT, itemIds: ["swp_a", "swp_b"] }),
     ).toBe(2);
+    for (let k = 0; k < FULL; k++) await carried(`swp_full_${k}`, FULL_FROM + k, AMOUNT_A + BigInt(k));
+    expect(
+      await assembleCarrier(trx, scope, {
+        intentId: "bat_full",
+        hotWallet: HOT,
+        itemIds: Array.from({ length: FULL }, (_, k) => `swp_full_${k}`),
+      }),
+    ).toBe(FULL);
     // A batch whose address has no confirmed deposit.
     await carried("swp_none", NO_DEPOSIT, AMOUNT_A);
     expect(
@@ -348,5 +363,37 @@ describe("the signer and batched sweeps (issue #39)", () => {
       "gas_a",
       /does not match its intent|does not carry/,
     );
+  });
+
+  it(`signs the largest batch (${FULL} addresses, each authorised) through the signer role's HTTP endpoint`, async () => {
+    expect(FULL).toBeGreaterThanOrEqual(100);
+    const server = await startSignerServer({
+      signer,
+      secret: "s".repeat(32),
+      host: "127.0.0.1",
+      port: 0,
+      clock: systemClock,
+    });
+    try {
+      const client = new HttpSignerClient({ url: server.url, secret: "s".repeat(32) });
+      // The carrier's order: its sweeps by creation, then intent id (one transaction here: by id).
+      const ks = Array.from({ length: FULL }, (_, k) => k).sort((x, y) =>
+        `swp_full_${x}` < `swp_full_${y}` ? -1 : 1,
+      );
+      const indexes = ks.map((k) => FULL_FROM + k);
+      const r = request({
+        data: sweepManyData(
+          TOKEN,
+          indexes.map(addr),
+          ks.map((k) => AMOUNT_A + BigInt(k)),
+        ),
+        authorizations: indexes.map((i) => auth(i)),
+      });
+      expect(JSON.stringify(r).length).toBeGreaterThan(16_384);
+      const signed = await client.sign(r, { intentId: "bat_full" });
+      expect(parseTransaction(signed.raw as Hex).authorizationList).toHaveLength(FULL);
+    } finally {
+      await server.close();
+    }
   });
 });
