@@ -21,8 +21,11 @@ interface ISweptToken {
 /// - Anyone may call `sweep` and `sweepMany`: the worst a caller can do is move a deposit's tokens to
 ///   the hot wallet early, which is what the gateway wants anyway. Re-entrancy (a hostile token whose
 ///   `transfer` calls back into the account) can only do the same, since nothing is stored.
-/// - No `receive` and no `fallback`: plain ETH and unknown calls sent to a delegated account revert,
-///   and no other selector (e.g. a forged `transfer(address,uint256)`) reaches any code.
+/// - A `receive` that does nothing, so that a delegated account still takes plain ETH as it did
+///   before it delegated: the gateway tops up a deposit address's gas to return a held deposit to
+///   its sender (the address signs that transaction itself). Nothing in this contract moves ETH.
+/// - No `fallback`: unknown calls and ETH sent with call data revert, and no other selector (e.g. a
+///   forged `transfer(address,uint256)`) reaches any code.
 /// - No `delegatecall`, no `selfdestruct`: the code never runs anything but a token's `transfer`.
 /// - Compiled for `paris` (no PUSH0) with `bytecodeHash: none`, so the creation code (and the
 ///   CREATE2 address) depends on the source and compiler only (scripts/build-token.ts).
@@ -45,6 +48,10 @@ contract StablegateSweeper {
     /// @notice The token's `transfer` reverted, returned `false` or something that is not a bool, or
     /// the token has no code.
     error TransferFailed(address token);
+
+    /// @notice Plain ETH is taken, as by the account before it delegated (a gas top-up); it stays
+    /// there: no function of this contract moves ETH.
+    receive() external payable {}
 
     /// @param hot The hot wallet every sweep sends to (not the zero address).
     constructor(address hot) {

@@ -134,7 +134,8 @@ contract HostileToken {
         (ok, ) = account.call(abi.encodeCall(IStablegateSweeper.sweepMany, (other, vs, amounts)));
         emit Attempt(REENTER_SWEEP_MANY, ok);
 
-        // An unknown selector and an empty call with ETH: no fallback, no receive.
+        // An unknown selector (no fallback: refused) and an empty call (taken by `receive`: it moves
+        // nothing).
         (ok, ) = account.call(abi.encodeWithSignature("execute(address,uint256,bytes)", thief, 0, ""));
         emit Attempt(UNKNOWN_SELECTOR, ok);
         (ok, ) = account.call{value: 0}("");

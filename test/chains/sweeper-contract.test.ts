@@ -332,7 +332,6 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
         "0xdeadbeef",
         forged,
         approve,
-        "0x",
         // execute(address,uint256,bytes), a smart account's usual entry point.
         encodeFunctionData({
           abi: [
@@ -363,10 +362,8 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
       expect(await balance(attacker)).toBe(0n);
     });
 
-    it("plain ETH (and ETH with a sweep call) to a delegated address reverts", async () => {
+    it("plain ETH to a delegated address is taken, as by an account without code (a gas top-up for a held deposit's return); ETH with a sweep call reverts", async () => {
       const stranger = await funded();
-      const plain = await sendMined(stranger, { to: a.address, value: parseEther("1") });
-      expect(plain.status).toBe("reverted");
       const withSweep = await sendMined(stranger, {
         to: a.address,
         value: 1n,
@@ -374,6 +371,17 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
       });
       expect(withSweep.status).toBe("reverted");
       expect(await node.publicClient.getBalance({ address: a.address })).toBe(0n);
+      const before = await balance(a.address);
+      const plain = await sendMined(stranger, { to: a.address, value: parseEther("1") });
+      expect(plain.status).toBe("success");
+      expect(await node.publicClient.getBalance({ address: a.address })).toBe(parseEther("1"));
+      // The ETH moved nothing else, and no call of the contract sends it anywhere.
+      expect(await balance(a.address)).toBe(before);
+      expect(
+        SWEEPER_ABI.filter((f) => f.type === "function")
+          .map((f) => f.name)
+          .sort(),
+      ).toEqual(["hotWallet", "sweep", "sweepMany"]);
     });
 
     it("a token without code fails the sweep (no silent success)", async () => {
@@ -561,7 +569,7 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
         "transferFrom: false",
         "reenter sweepMany: true",
         "unknown selector: false",
-        "empty call: false",
+        "empty call: true",
         "sweep self: true",
       ];
       // Logged by a and c (the refusing account's were reverted with it).

@@ -1,4 +1,6 @@
-import { type Hex, keccak256, toHex } from "viem";
+import { bytesToHex, createWalletClient, type Hex, http, keccak256, toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvmChainWriter } from "../../src/chains/evm/evm-writer.js";
 import { delegationCode, sweeperAddress } from "../../src/chains/evm/sweeper.js";
@@ -7,16 +9,19 @@ import type { Database, Db } from "../../src/db/database.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { transferCosts } from "../../src/sender/costs.js";
+import { requestTransfer } from "../../src/sender/intents.js";
 import { TransferOutcomes } from "../../src/sender/outcomes.js";
 import { registerSweepOutcomes, Sweeper } from "../../src/sweep/sweeper.js";
 import { GAS_TANK_INDEX, HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
-import { logger, makeSender, USDT, wallet } from "../sender/support.js";
+import { PrivateKeyDeriver } from "../../src/wallet/private-key-deriver.js";
+import { logger, MNEMONIC, makeSender, USDT, wallet } from "../sender/support.js";
 import {
   type AnvilNode,
   deployTestUsdt,
   freezeAddress,
   mintTestUsdt,
   startAnvil,
+  TEST_USDT,
   unfreezeAddress,
 } from "../support/chain/anvil.js";
 import { confirmedDeposit as confirmedDepositIn } from "../support/confirmed-deposit.js";
@@ -283,5 +288,62 @@ describe("batched EIP-7702 sweeps on anvil", () => {
     );
     expect(await writer.tokenBalance(address)).toBe(0n);
     expect(await writer.tokenBalance(hot)).toBeGreaterThan(0n);
+  }, 120_000);
+
+  it("a delegated address still takes a gas top-up and signs its own transfer (a held deposit's return, issue #40)", async () => {
+    const { sweeper, sender } = parts();
+    const address = await deposit(database.db, 40, USDT(25));
+    expect(await sweeper.tick()).toBe(1);
+    expect(await sender.drain(60_000)).toBe(0);
+    expect((await node.publicClient.getCode({ address }))?.toLowerCase()).toBe(
+      delegationCode(sweeperAddress(hot)),
+    );
+    // A deposit whose sender is refused arrives later and is to be returned from the address itself.
+    await mintTestUsdt(node, token, address, USDT(7));
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "gas_return_40",
+        kind: "gas_topup",
+        network,
+        environment: "sandbox",
+        asset: "native",
+        fromIndex: GAS_TANK_INDEX,
+        to: address,
+        amount: 10n ** 15n,
+      }),
+    );
+    expect(await sender.drain(60_000)).toBe(0);
+    const topUp = await database.db
+      .selectFrom("outgoing_transfers")
+      .select(["status", "reason"])
+      .where("intent_id", "=", "gas_return_40")
+      .executeTakeFirstOrThrow();
+    expect(topUp).toEqual({ status: "confirmed", reason: null });
+    expect(await writer.nativeBalance(address)).toBe(10n ** 15n);
+    // The deposit key signs an ordinary transaction from its delegated address.
+    const index = Number(
+      (
+        await database.db
+          .selectFrom("watched_addresses")
+          .select("derivation_index")
+          .where("address", "=", address)
+          .executeTakeFirstOrThrow()
+      ).derivation_index,
+    );
+    const key = PrivateKeyDeriver.fromMnemonic(MNEMONIC).privateKey(network, "sandbox", index);
+    const owner = createWalletClient({
+      account: privateKeyToAccount(bytesToHex(key)),
+      chain: foundry,
+      transport: http(node.rpcUrl),
+    });
+    const back = "0x3333333333333333333333333333333333333333" as Hex;
+    const hash = await owner.writeContract({
+      address: token,
+      abi: TEST_USDT.abi,
+      functionName: "transfer",
+      args: [back, USDT(7)],
+    });
+    expect((await node.publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
+    expect(await writer.tokenBalance(back)).toBe(USDT(7));
   }, 120_000);
 });

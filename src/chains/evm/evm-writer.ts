@@ -168,7 +168,9 @@ export class EvmChainWriter implements SignedChainWriter {
       txTo = to;
       data = "0x";
       value = spec.amount;
-      gas = NATIVE_TRANSFER_GAS;
+      gas = options.replacing?.gas
+        ? BigInt(options.replacing.gas)
+        : await this.nativeTransferGas(from, to, value);
     }
     if (
       options.nativeBudget !== undefined &&
@@ -261,6 +263,20 @@ export class EvmChainWriter implements SignedChainWriter {
       ? BigInt(options.replacing.gas)
       : batchGas(call.items.length, authorizations.length);
     return { txTo: sweeper, data, gas, authorizations };
+  }
+
+  /**
+   * Gas of a plain native transfer: 21,000 to an account without code; an account with code (a
+   * deposit address that delegated to the sweeper, issue #39: a gas top-up for a held deposit's
+   * return) runs it, so its gas is estimated, with the margin.
+   */
+  private async nativeTransferGas(from: EvmAddress, to: EvmAddress, value: bigint): Promise<bigint> {
+    const code = await this.call("eth_getCode", () => this.client.getCode({ address: to }));
+    if (!code || code === "0x") return NATIVE_TRANSFER_GAS;
+    const gas = await this.call("eth_estimateGas", () =>
+      this.client.estimateGas({ account: from, to, value }),
+    );
+    return withBuffer(gas, this.gasMargin);
   }
 
   /** Whether the sweeper contract of `hotWallet` is deployed on this chain. */
