@@ -25,6 +25,7 @@ export { ChainTimeError, ChainUnavailableError, InvalidAddressError } from "./er
 export {
   batchGas,
   CREATE2_DEPLOYER,
+  DEPLOY_GAS_CAP,
   decodeSweepMany,
   delegationCode,
   evmAddress,

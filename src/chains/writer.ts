@@ -67,7 +67,7 @@ export interface ExpectedTransfer {
   action?: ResourceAction;
   /** A batched sweep's items: each one's Transfer log is looked for (`delivered`). */
   batch?: readonly Pick<BatchItem, "from" | "amount">[];
-  /** A sweeper deployment: the contract's code must be at this address once mined. */
+  /** A sweeper deployment for this hot wallet: the contract's code must be on the chain once mined. */
   deploys?: string;
 }
 

@@ -163,3 +163,36 @@ export async function requestSweeperDeploy(
     amount: 0n,
   });
 }
+
+/**
+ * Carried sweeps that wait for a carrier while batched sweeps are off (`SWEEP_EIP7702_<NETWORK>`
+ * turned to false after a crash left them): failed unsigned (queued → failed), so that their
+ * addresses are looked at again and swept the other way. Returns their deposit indexes.
+ */
+export async function failUncarriedSweeps(trx: Db, scope: SenderScope, now: Date): Promise<number[]> {
+  const rows = await trx
+    .selectFrom("outgoing_transfers")
+    .select(["intent_id", "from_index", "status"])
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("carried", "=", true)
+    .where("carrier_intent_id", "is", null)
+    .where("status", "=", "queued")
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  for (const r of rows) {
+    checkTransition(r.status, "failed");
+    await trx
+      .updateTable("outgoing_transfers")
+      .set({
+        status: "failed",
+        reason: "batched sweeps are off (SWEEP_EIP7702); planned again",
+        finished_at: now,
+        updated_at: now,
+      })
+      .where("intent_id", "=", r.intent_id)
+      .execute();
+  }
+  return rows.map((r) => Number(r.from_index));
+}

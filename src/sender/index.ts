@@ -8,6 +8,7 @@ export {
   assembleCarrier,
   type CarriedSweep,
   carriedSweeps,
+  failUncarriedSweeps,
   openSweeperDeploy,
   requestCarriedSweep,
   requestSweeperDeploy,

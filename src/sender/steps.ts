@@ -6,7 +6,7 @@ import type {
   TransferCheck,
   TransferSpec,
 } from "../chains/index.js";
-import { ChainUnavailableError, sweeperAddress } from "../chains/index.js";
+import { ChainUnavailableError } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import type { TransferKind } from "../db/tables/sending.js";
 import { retriedFailureLevel } from "../db/transient.js";
@@ -77,7 +77,7 @@ export async function expectedFor(c: SenderContext, r: TransferRow, from: string
       batch: items.map((i) => ({ from: c.address(i.from_index), amount: BigInt(i.amount) })),
     };
   }
-  if (r.kind === "sweeper_deploy") return { ...expected, deploys: sweeperAddress(hotWallet(c)) };
+  if (r.kind === "sweeper_deploy") return { ...expected, deploys: hotWallet(c) };
   return expected;
 }
 

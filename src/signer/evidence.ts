@@ -308,3 +308,20 @@ export async function batchItems(
     .orderBy("intent_id")
     .execute();
 }
+
+/** Whether another deployment of the sweeper (issue #39) of this chain is signed and not final. */
+export async function otherOpenDeploys(
+  db: Db,
+  d: { network: CurrencyType; environment: Environment; intentId: string },
+): Promise<boolean> {
+  const row = await db
+    .selectFrom("outgoing_transfers")
+    .select("intent_id")
+    .where("network", "=", d.network)
+    .where("environment", "=", d.environment)
+    .where("kind", "=", "sweeper_deploy")
+    .where("status", "in", ["signed", "broadcast"])
+    .where("intent_id", "!=", d.intentId)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -7,7 +7,9 @@ import { type Hex, keccak256 } from "viem";
 import { privateKeyToAccount, signAuthorization } from "viem/accounts";
 import {
   addressFromPublicKey,
+  batchGas,
   CREATE2_DEPLOYER,
+  DEPLOY_GAS_CAP,
   decodeSweepMany,
   isEvmAddress,
   type ResourceAction,
@@ -198,7 +200,14 @@ export class LocalSigner implements Signer {
     const authorizations = authorizationsOf(t.authorizations);
     if (authorizations.length > 0 && transfer.call?.kind !== "sweep_batch")
       throw new SignerRejectedError("only a batched sweep carries authorisations");
-    if (transfer.call?.kind === "sweep_batch") transfer.call.authorizations = authorizations;
+    if (transfer.call?.kind === "sweep_batch") {
+      transfer.call.authorizations = authorizations;
+      // The gas tank pays a batch's gas: never more than a batch of its size, all authorised, needs.
+      if (BigInt(t.gas) > batchGas(transfer.call.accounts.length, transfer.call.accounts.length))
+        throw new SignerRejectedError("gas above a batch's cap");
+    }
+    if (transfer.call?.kind === "sweeper_deploy" && BigInt(t.gas) > DEPLOY_GAS_CAP)
+      throw new SignerRejectedError("gas above the deployment's cap");
     const key = this.key(request.network, request.environment, request.index);
     const account = privateKeyToAccount(`0x${bytesToHex(key)}`);
     const decision = await this.policy.check(

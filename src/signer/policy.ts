@@ -25,6 +25,7 @@ import {
   delegationEvidence,
   openHotWalletPayments,
   otherOpenDelegations,
+  otherOpenDeploys,
   paymentEvidence,
   reclaimEvidence,
   returnEvidence,
@@ -230,15 +231,18 @@ export class SigningPolicy {
       if (currencyOf(t.network).definition.eip7702 !== true)
         return refuse("this network does not run EIP-7702", role);
       const hot = this.systemAddress(t.network, t.environment, HOT_WALLET_INDEX);
+      // The contract is computed from the signer's own hot wallet key and its own configured token
+      // (one sweeper per currency type), never taken from the request.
+      const token = this.o.tokenContract(t.network, t.environment);
+      if (!token) return refuse("no token contract is configured for this chain", role);
       if (t.call.kind === "sweep_batch") {
-        // The contract is computed from the signer's own hot wallet key, never taken from the request.
-        if (!sameAddress(t.network, t.call.contract, sweeperAddress(hot)))
+        if (!sameAddress(t.network, t.call.contract, sweeperAddress(hot, token)))
           return refuse("a batch calls only the sweeper contract of the hot wallet", role);
         to2 = hot;
       } else {
         if (
           !sameAddress(t.network, to, CREATE2_DEPLOYER) ||
-          t.call.data !== sweeperDeployData(hot).toLowerCase()
+          t.call.data !== sweeperDeployData(hot, token).toLowerCase()
         )
           return refuse("the gas tank deploys only the sweeper contract of the hot wallet", role);
       }
@@ -249,7 +253,17 @@ export class SigningPolicy {
     // The intent: open, of this chain, and exactly this transaction.
     const intent = await db
       .selectFrom("outgoing_transfers")
-      .select(["kind", "status", "network", "environment", "asset", "from_index", "to_address", "amount"])
+      .select([
+        "kind",
+        "status",
+        "network",
+        "environment",
+        "asset",
+        "from_index",
+        "to_address",
+        "amount",
+        "carried",
+      ])
       .where("intent_id", "=", intentId)
       .executeTakeFirst();
     if (!intent || !OPEN.includes(intent.status))
@@ -305,6 +319,8 @@ export class SigningPolicy {
           return decision;
         }
         if (kind !== "sweep") return refuse(`a deposit address does not send a ${kind}`, role);
+        // A sweep carried by a batch (issue #39) moves only inside its batch, never on its own.
+        if (intent.carried) return refuse("a sweep carried by a batch is never signed on its own", role);
         const hot = this.systemAddress(t.network, t.environment, HOT_WALLET_INDEX);
         if (to !== hot) return refuse("a deposit address sends only to the hot wallet", role);
         const missing = await sweepEvidence(db, {
@@ -346,7 +362,12 @@ export class SigningPolicy {
       case "gas_tank": {
         if ((kind === "sweep_batch" || kind === "sweeper_deploy") !== (t.call?.kind === kind))
           return refuse(`a ${t.call?.kind ?? "transfer"} does not carry a ${kind}`, role);
-        if (t.call?.kind === "sweeper_deploy") return decision;
+        if (t.call?.kind === "sweeper_deploy") {
+          // One deployment in flight per chain: forged intents cannot have the gas tank pay for many.
+          if (await otherOpenDeploys(db, { network: t.network, environment: t.environment, intentId }))
+            return refuse("another deployment of the sweeper is on its way", role);
+          return decision;
+        }
         if (t.call?.kind === "sweep_batch") {
           const missing = await this.batchEvidence(db, t, t.call, intentId);
           if (missing) return refuse(missing, role);
@@ -392,6 +413,8 @@ export class SigningPolicy {
         return "a sweep of the batch is of another chain";
       const index = Number(item.from_index);
       if (index < FIRST_DEPOSIT_INDEX) return "a batch sweeps only deposit addresses";
+      // One Transfer per address: a second sweep of it in the same batch is never signed.
+      if (indexes.has(index)) return "an address is listed twice in the batch";
       const own = this.o.address(t.network, t.environment, index);
       if (!sameAddress(t.network, own, call.accounts[i] as string))
         return "an address of the batch is not the signer's own key of its sweep";

@@ -10,6 +10,7 @@ import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../observability/logger.js";
 import {
   assembleCarrier,
+  failUncarriedSweeps,
   findTransferSource,
   hasOpenSweep,
   isRecordedFrozen,
@@ -105,6 +106,9 @@ export class Sweeper {
     // could never move the coins again. The deposits wait at their addresses.
     if (await isRecordedFrozen(db, { network, environment, address: this.o.address(HOT_WALLET_INDEX) }))
       return 0;
+    // Batched sweeps turned off while carried sweeps waited for a batch: they are failed and their
+    // addresses looked at again below (otherwise their open sweeps would keep them out for ever).
+    if (!this.o.batch) await this.releaseUncarried();
     const candidates = await db
       .selectFrom(watchedAddressesOf(db, { network, environment }).as("w"))
       .leftJoin("sweep_checks as s", (j) =>
@@ -166,6 +170,29 @@ export class Sweeper {
       await this.assembleBatches();
     }
     return requested;
+  }
+
+  /** Fails carried sweeps left without a batch and forgets the last look at their addresses. */
+  private async releaseUncarried(): Promise<void> {
+    const { db, network, environment } = this.o;
+    await db.transaction().execute(async (trx) => {
+      const indexes = await failUncarriedSweeps(trx, { network, environment }, new Date(this.o.clock.now()));
+      for (const index of indexes) {
+        const address = await recordedAddressAt(trx, network, environment, index);
+        if (address)
+          await trx
+            .deleteFrom("sweep_checks")
+            .where("network", "=", network)
+            .where("environment", "=", environment)
+            .where("address", "=", address)
+            .execute();
+      }
+      if (indexes.length > 0)
+        this.o.logger.warn(
+          { network, environment, sweeps: indexes.length },
+          "batched sweeps are off: carried sweeps left without a batch failed; their addresses are swept again",
+        );
+    });
   }
 
   /**

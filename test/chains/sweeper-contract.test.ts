@@ -3,7 +3,9 @@
  * committed creation code is what the compiler gives, it deploys through the CREATE2 deployer, deposit
  * addresses without ETH delegate to it with authorizations that another account (the gas tank) puts
  * in its own transaction, one `sweepMany` moves their tokens to the hot wallet — and no call, caller,
- * authorization or hostile token moves them anywhere else.
+ * authorization or hostile token moves them anywhere else. A sweeper is bound to one token (one
+ * currency type): another token at a delegated address (USDC at a deposit address delegated to USDT's
+ * sweeper) cannot be moved by it at all.
  */
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -13,7 +15,9 @@ import {
   concatHex,
   createWalletClient,
   encodeAbiParameters,
+  encodeErrorResult,
   encodeFunctionData,
+  getAddress,
   getContractAddress,
   type Hex,
   http,
@@ -32,8 +36,10 @@ import { compileSweeper } from "../../scripts/compile-sweeper.js";
 import { SWEEPER_ABI, SWEEPER_COMPILER, SWEEPER_CREATION_CODE } from "../../src/chains/evm/sweeper-code.js";
 import {
   type AnvilNode,
+  deployTestToken,
   deployTestUsdt,
   freezeAddress,
+  mintTestToken,
   mintTestUsdt,
   startAnvil,
   TEST_USDT,
@@ -78,7 +84,7 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
   let node: AnvilNode;
   let usdt: Hex;
   let tank: ReturnType<typeof walletOf>;
-  /** The sweeper for `hot`, deployed through the CREATE2 deployer. */
+  /** The sweeper for (`hot`, `usdt`), deployed through the CREATE2 deployer. */
   let sweeper: Hex;
   const hot = privateKeyToAccount(generatePrivateKey()).address;
   const attacker = privateKeyToAccount(generatePrivateKey()).address;
@@ -100,20 +106,27 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
 
   const receiptOf = (hash: Hex) => node.publicClient.waitForTransactionReceipt({ hash });
 
-  function initCode(hotWallet: Hex): Hex {
-    return concatHex([SWEEPER_CREATION_CODE, encodeAbiParameters([{ type: "address" }], [hotWallet])]);
+  /** The creation code ‖ abi.encode(hotWallet, token). */
+  function initCode(hotWallet: Hex, token: Hex): Hex {
+    return concatHex([
+      SWEEPER_CREATION_CODE,
+      encodeAbiParameters([{ type: "address" }, { type: "address" }], [hotWallet, token]),
+    ]);
   }
 
-  /** Deploys a sweeper for `hotWallet` through the CREATE2 deployer; returns its predicted address. */
-  async function deploySweeper(hotWallet: Hex): Promise<Hex> {
+  /** Deploys a sweeper for (`hotWallet`, `token`) through the CREATE2 deployer; returns its predicted address. */
+  async function deploySweeper(hotWallet: Hex, token: Hex): Promise<Hex> {
     const address = getContractAddress({
       opcode: "CREATE2",
       from: CREATE2_DEPLOYER,
       salt: SALT,
-      bytecode: initCode(hotWallet),
+      bytecode: initCode(hotWallet, token),
     });
     const receipt = await receiptOf(
-      await tank.sendTransaction({ to: CREATE2_DEPLOYER, data: concatHex([SALT, initCode(hotWallet)]) }),
+      await tank.sendTransaction({
+        to: CREATE2_DEPLOYER,
+        data: concatHex([SALT, initCode(hotWallet, token)]),
+      }),
     );
     expect(receipt.status).toBe("success");
     return address;
@@ -184,7 +197,7 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     node = await startAnvil(["--hardfork", "prague"]);
     usdt = await deployTestUsdt(node);
     tank = await funded();
-    sweeper = await deploySweeper(hot);
+    sweeper = await deploySweeper(hot, usdt);
   });
 
   afterAll(async () => {
@@ -202,15 +215,31 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     expect(SWEEPER_COMPILER).toMatch(/^solc 0\.8\.37\+commit\./);
   }, 60_000);
 
-  it("deploys through the CREATE2 deployer at the predicted address, for its hot wallet", async () => {
+  it("deploys through the CREATE2 deployer at the predicted address, for its hot wallet and token", async () => {
     expect(await codeOf(CREATE2_DEPLOYER)).not.toBe("0x");
     expect((await codeOf(sweeper)).length).toBeGreaterThan(2);
     expect(
       await node.publicClient.readContract({ address: sweeper, abi: SWEEPER_ABI, functionName: "hotWallet" }),
     ).toBe(hot);
+    expect(
+      await node.publicClient.readContract({ address: sweeper, abi: SWEEPER_ABI, functionName: "token" }),
+    ).toBe(getAddress(usdt));
     // The same salt and code again: the address is taken, the deployer reverts.
-    const again = await sendMined(tank, { to: CREATE2_DEPLOYER, data: concatHex([SALT, initCode(hot)]) });
+    const again = await sendMined(tank, {
+      to: CREATE2_DEPLOYER,
+      data: concatHex([SALT, initCode(hot, usdt)]),
+    });
     expect(again.status).toBe("reverted");
+    // Another token, same hot wallet: another address.
+    const otherToken = privateKeyToAccount(generatePrivateKey()).address;
+    expect(
+      getContractAddress({
+        opcode: "CREATE2",
+        from: CREATE2_DEPLOYER,
+        salt: SALT,
+        bytecode: initCode(hot, otherToken),
+      }),
+    ).not.toBe(sweeper);
   });
 
   it("two deposits without ETH authorise the sweeper; ONE gas-tank transaction sweeps both", async () => {
@@ -381,16 +410,29 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
         SWEEPER_ABI.filter((f) => f.type === "function")
           .map((f) => f.name)
           .sort(),
-      ).toEqual(["hotWallet", "sweep", "sweepMany"]);
+      ).toEqual(["hotWallet", "sweep", "sweepMany", "token"]);
     });
 
     it("a token without code fails the sweep (no silent success)", async () => {
+      const codeless = privateKeyToAccount(generatePrivateKey()).address;
+      // Not a's sweeper's token: refused before any call.
       await expect(
         node.publicClient.simulateContract({
           address: a.address,
           abi: SWEEPER_ABI,
           functionName: "sweep",
-          args: [privateKeyToAccount(generatePrivateKey()).address, 1n],
+          args: [codeless, 1n],
+        }),
+      ).rejects.toThrow(/WrongToken/);
+      // A sweeper bound to an address without code: its transfer "succeeds" with no return data,
+      // which the sweeper does not take for a success.
+      const bound = await deploySweeper(hot, codeless);
+      await expect(
+        node.publicClient.simulateContract({
+          address: bound,
+          abi: SWEEPER_ABI,
+          functionName: "sweep",
+          args: [codeless, 1n],
         }),
       ).rejects.toThrow(/TransferFailed/);
     });
@@ -431,7 +473,7 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     let evilSweeper: Hex;
     beforeAll(async () => {
       // A sweeper whose "hot wallet" is the attacker's: delegating to it would pay the attacker.
-      evilSweeper = await deploySweeper(attacker);
+      evilSweeper = await deploySweeper(attacker, usdt);
       a = await deposit(USDT(10));
       await sweepMany(usdt, [a.address], [0n], { authorizationList: [await authorize(a, sweeper)] });
     });
@@ -482,7 +524,7 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
 
     it("the key re-delegating to a sweeper for another hot wallet sends to the new hot wallet only", async () => {
       const hot2 = privateKeyToAccount(generatePrivateKey()).address;
-      const sweeper2 = await deploySweeper(hot2);
+      const sweeper2 = await deploySweeper(hot2, usdt);
       const hotBefore = await balance(hot);
       const receipt = await sweepMany(usdt, [a.address], [USDT(2)], {
         to: sweeper2,
@@ -498,65 +540,84 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     });
   });
 
+  /** A fresh HostileToken and the sweeper for (`hot`, it): the only sweeper that moves it. */
+  async function deployHostile(): Promise<{ hostile: Hex; hostileSweeper: Hex }> {
+    const hostile = (
+      await receiptOf(await tank.deployContract({ abi: HOSTILE.abi, bytecode: HOSTILE.bytecode }))
+    ).contractAddress as Hex;
+    return { hostile, hostileSweeper: await deploySweeper(hot, hostile) };
+  }
+
+  /** Calls a HostileToken function (mint, configure, setRefuses, setGasBurn) from the gas tank. */
+  async function hostileCall(hostile: Hex, functionName: string, args: unknown[]) {
+    const receipt = await receiptOf(
+      await tank.writeContract({ address: hostile, abi: HOSTILE.abi, functionName, args }),
+    );
+    expect(receipt.status).toBe("success");
+  }
+
   describe("a hostile token re-entering the sweeper", () => {
-    it("cannot move TestUSDT anywhere but the hot wallet; its failing account does not revert the batch", async () => {
-      const hostile = (
-        await receiptOf(await tank.deployContract({ abi: HOSTILE.abi, bytecode: HOSTILE.bytecode }))
-      ).contractAddress as Hex;
+    it("its own sweeper moves only it, to the hot wallet; re-entries for another token are refused; its failing account does not revert the batch", async () => {
+      // The sweeper bound to the hostile token (the gateway would never deploy one, but it is the
+      // only sweeper whose sweep calls the hostile token's transfer, hence lets it re-enter).
+      const { hostile, hostileSweeper } = await deployHostile();
       const a = await deposit(USDT(20)); // sweeps the hostile token: its transfer attacks
       const refusing = await deposit(USDT(30)); // its hostile transfer attacks, then reverts
       const c = await deposit(USDT(40)); // attacked in turn
-      const victim = await deposit(USDT(50)); // never in the batch: reached by the re-entered sweepMany
-      const all = [a, refusing, c, victim];
+      // Never in the batch, delegated to USDT's sweeper: the re-entered sweepMany goes for its USDT.
+      const victim = await deposit(USDT(50));
+      const batch = [a, refusing, c];
       await sweepMany(
-        usdt,
-        all.map((d) => d.address),
-        all.map(() => 0n),
-        { authorizationList: await Promise.all(all.map((d) => authorize(d, sweeper))) },
+        hostile,
+        batch.map((d) => d.address),
+        batch.map(() => 0n),
+        {
+          to: hostileSweeper,
+          authorizationList: await Promise.all(batch.map((d) => authorize(d, hostileSweeper))),
+        },
       );
-      const owner = tank;
-      const hostileCall = async (functionName: string, args: unknown[]) =>
-        expect(
-          (
-            await receiptOf(
-              await owner.writeContract({ address: hostile, abi: HOSTILE.abi, functionName, args }),
-            )
-          ).status,
-        ).toBe("success");
-      for (const d of [a, refusing, c]) await hostileCall("mint", [d.address, 1_000n]);
-      await hostileCall("configure", [ATTACK, usdt, attacker, [victim.address]]);
-      await hostileCall("setRefuses", [refusing.address, true]);
+      await sweepMany(usdt, [victim.address], [0n], {
+        authorizationList: [await authorize(victim, sweeper)],
+      });
+      for (const d of batch) expect(await codeOf(d.address)).toBe(delegationTo(hostileSweeper));
+      for (const d of batch) await hostileCall(hostile, "mint", [d.address, 1_000n]);
+      await hostileCall(hostile, "configure", [ATTACK, usdt, attacker, [victim.address]]);
+      await hostileCall(hostile, "setRefuses", [refusing.address, true]);
       const hotBefore = await balance(hot);
 
       // A fixed, ample gas limit: the hostile token catches its own attempts' failures, so at a lower
       // limit some would fail for want of gas instead of for what the sweeper allows.
       const receipt = await sweepMany(
         hostile,
-        [a.address, refusing.address, c.address],
+        batch.map((d) => d.address),
         [1_000n, 1_000n, 1_000n],
-        {
-          gas: 3_000_000n,
-        },
+        { to: hostileSweeper, gas: 3_000_000n },
       );
 
       expect(failedAccounts(receipt)).toEqual([refusing.address.toLowerCase()]);
-      // Every TestUSDT transfer of the transaction went to the hot wallet.
-      const moved = transfers(receipt);
-      expect(moved.length).toBeGreaterThan(0);
-      for (const t of moved) expect(t.to).toBe(hot);
+      // No TestUSDT moved at all: the re-entered sweeps of it were refused (WrongToken).
+      expect(transfers(receipt)).toEqual([]);
+      // Every hostile-token transfer of the transaction went to the hot wallet (the 0 of each
+      // attack's sweep of the hostile token itself, then the account's 1,000).
+      expect(transfers(receipt, hostile)).toEqual([
+        { from: a.address, to: hot, value: 0n },
+        { from: a.address, to: hot, value: 1_000n },
+        { from: c.address, to: hot, value: 0n },
+        { from: c.address, to: hot, value: 1_000n },
+      ]);
       expect(await balance(attacker)).toBe(0n);
-      expect(await balance(a.address)).toBe(0n);
-      expect(await balance(c.address)).toBe(0n);
-      expect(await balance(victim.address)).toBe(0n);
-      // The refusing account's reverted sweep undid its own attack: its TestUSDT stayed.
+      expect(await balance(hot)).toBe(hotBefore);
+      expect(await balance(a.address)).toBe(USDT(20));
       expect(await balance(refusing.address)).toBe(USDT(30));
-      expect(await balance(hot)).toBe(hotBefore + USDT(20 + 40 + 50));
+      expect(await balance(c.address)).toBe(USDT(40));
+      expect(await balance(victim.address)).toBe(USDT(50));
       // The hostile token itself: a's and c's went to the hot wallet, the refusing account kept its.
       expect(await balance(hot, hostile)).toBe(2_000n);
       expect(await balance(refusing.address, hostile)).toBe(1_000n);
       expect(await balance(attacker, hostile)).toBe(0n);
 
-      // What each attack achieved (the two that succeeded sent to the hot wallet, as checked above).
+      // What each attack achieved: only the empty call (receive, which moves nothing) and the sweep
+      // of the hostile token itself (0, to the hot wallet) succeeded.
       const attempts = parseEventLogs({ abi: HOSTILE.abi, logs: receipt.logs, eventName: "Attempt" }).map(
         (l) => {
           const args = l.args as unknown as { kind: number; ok: boolean };
@@ -564,10 +625,10 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
         },
       );
       const once = [
-        "reenter sweep: true",
+        "reenter sweep: false",
         "forged transfer: false",
         "transferFrom: false",
-        "reenter sweepMany: true",
+        "reenter sweepMany: false",
         "unknown selector: false",
         "empty call: true",
         "sweep self: true",
@@ -577,34 +638,137 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     });
 
     it("a token returning false or a non-bool fails that account's sweep (SweepFailed), nothing moves", async () => {
-      const hostile = (
-        await receiptOf(await tank.deployContract({ abi: HOSTILE.abi, bytecode: HOSTILE.bytecode }))
-      ).contractAddress as Hex;
+      const { hostile, hostileSweeper } = await deployHostile();
       const a = await deposit(0n);
-      await sweepMany(usdt, [a.address], [0n], { authorizationList: [await authorize(a, sweeper)] });
-      await receiptOf(
-        await tank.writeContract({
-          address: hostile,
-          abi: HOSTILE.abi,
-          functionName: "mint",
-          args: [a.address, 5n],
-        }),
-      );
+      await sweepMany(hostile, [a.address], [0n], {
+        to: hostileSweeper,
+        authorizationList: [await authorize(a, hostileSweeper)],
+      });
+      await hostileCall(hostile, "mint", [a.address, 5n]);
       for (const mode of [RETURN_FALSE, RETURN_GARBAGE, HONEST]) {
-        await receiptOf(
-          await tank.writeContract({
-            address: hostile,
-            abi: HOSTILE.abi,
-            functionName: "configure",
-            args: [mode, usdt, attacker, []],
-          }),
-        );
-        const receipt = await sweepMany(hostile, [a.address], [5n]);
+        await hostileCall(hostile, "configure", [mode, usdt, attacker, []]);
+        const receipt = await sweepMany(hostile, [a.address], [5n], { to: hostileSweeper });
         expect(failedAccounts(receipt), `mode ${mode}`).toEqual(
           mode === HONEST ? [] : [a.address.toLowerCase()],
         );
       }
       expect(await balance(hot, hostile)).toBe(5n);
+    });
+  });
+
+  describe("another token at a delegated address (one sweeper per currency type)", () => {
+    let usdc: Hex;
+    let usdcSweeper: Hex;
+    const hotUsdc = privateKeyToAccount(generatePrivateKey()).address;
+    beforeAll(async () => {
+      usdc = await deployTestToken(node, { symbol: "USDC", decimals: 6 });
+      usdcSweeper = await deploySweeper(hotUsdc, usdc);
+    });
+
+    it("USDC at an address delegated to USDT's sweeper: sweep and sweepMany of it revert WrongToken, from anyone", async () => {
+      const a = await deposit(USDT(10));
+      const b = await deposit(USDT(20));
+      await sweepMany(usdt, [a.address, b.address], [0n, 0n], {
+        authorizationList: [await authorize(a, sweeper), await authorize(b, sweeper)],
+      });
+      await mintTestToken(node, usdc, a.address, USDT(7));
+      await mintTestToken(node, usdc, b.address, USDT(8));
+      const stranger = await funded();
+      const usdcAt = async () => [await balance(a.address, usdc), await balance(b.address, usdc)];
+
+      // sweep(USDC, …) on the delegated account, by a stranger, by the gas tank, by the account itself.
+      for (const wallet of [stranger, tank, walletOf(a.key)]) {
+        await expect(
+          node.publicClient.simulateContract({
+            account: wallet.account,
+            address: a.address,
+            abi: SWEEPER_ABI,
+            functionName: "sweep",
+            args: [usdc, USDT(7)],
+          }),
+        ).rejects.toThrow(/WrongToken/);
+      }
+      const sweepData = encodeFunctionData({
+        abi: SWEEPER_ABI,
+        functionName: "sweep",
+        args: [usdc, USDT(7)],
+      });
+      expect((await sendMined(stranger, { to: a.address, data: sweepData })).status).toBe("reverted");
+
+      // sweepMany(USDC, …) on USDT's sweeper and on a delegated account: the whole batch reverts up
+      // front, even with a valid USDT account in it.
+      const manyData = encodeFunctionData({
+        abi: SWEEPER_ABI,
+        functionName: "sweepMany",
+        args: [usdc, [a.address, b.address], [USDT(7), USDT(8)]],
+      });
+      for (const to of [sweeper, a.address, b.address]) {
+        await expect(
+          node.publicClient.simulateContract({
+            account: stranger.account,
+            address: to,
+            abi: SWEEPER_ABI,
+            functionName: "sweepMany",
+            args: [usdc, [a.address, b.address], [USDT(7), USDT(8)]],
+          }),
+        ).rejects.toThrow(/WrongToken/);
+        const mined = await sendMined(stranger, { to, data: manyData });
+        expect(mined.status, to).toBe("reverted");
+        expect(mined.logs).toEqual([]);
+      }
+
+      expect(await usdcAt()).toEqual([USDT(7), USDT(8)]);
+      expect(await balance(hot, usdc)).toBe(0n);
+      expect(await balance(hotUsdc, usdc)).toBe(0n);
+      expect(await balance(stranger.account.address, usdc)).toBe(0n);
+      expect(await balance(attacker, usdc)).toBe(0n);
+      // The USDT there is untouched too.
+      expect([await balance(a.address), await balance(b.address)]).toEqual([USDT(10), USDT(20)]);
+    });
+
+    it("USDC's own batch re-authorises the address to USDC's sweeper; USDT's batch then reports it failed until re-authorised back", async () => {
+      const a = await deposit(USDT(10));
+      const b = await deposit(USDT(20));
+      await sweepMany(usdt, [a.address, b.address], [0n, 0n], {
+        authorizationList: [await authorize(a, sweeper), await authorize(b, sweeper)],
+      });
+      await mintTestToken(node, usdc, a.address, USDT(7));
+      const hotBefore = await balance(hot);
+
+      // USDC's batch: a re-delegates to USDC's sweeper, which moves the USDC to USDC's hot wallet only.
+      const usdcBatch = await sweepMany(usdc, [a.address], [USDT(7)], {
+        to: usdcSweeper,
+        authorizationList: [await authorize(a, usdcSweeper)],
+      });
+      expect(await codeOf(a.address)).toBe(delegationTo(usdcSweeper));
+      expect(transfers(usdcBatch, usdc)).toEqual([{ from: a.address, to: hotUsdc, value: USDT(7) }]);
+      expect(transfers(usdcBatch)).toEqual([]);
+
+      // USDT's batch without an authorization: a's code is now USDC's sweeper, which refuses USDT
+      // (SweepFailed); b is swept.
+      const usdtBatch = await sweepMany(usdt, [a.address, b.address], [USDT(10), USDT(20)]);
+      expect(failedAccounts(usdtBatch)).toEqual([a.address.toLowerCase()]);
+      expect(transfers(usdtBatch)).toEqual([{ from: b.address, to: hot, value: USDT(20) }]);
+      expect(await balance(a.address)).toBe(USDT(10));
+      // Nor can USDC's sweeper be told to move USDT from a.
+      await expect(
+        node.publicClient.simulateContract({
+          address: a.address,
+          abi: SWEEPER_ABI,
+          functionName: "sweep",
+          args: [usdt, USDT(10)],
+        }),
+      ).rejects.toThrow(/WrongToken/);
+
+      // USDT's batch with a's authorization of USDT's sweeper: swept to USDT's hot wallet.
+      const back = await sweepMany(usdt, [a.address], [USDT(10)], {
+        authorizationList: [await authorize(a, sweeper)],
+      });
+      expect(await codeOf(a.address)).toBe(delegationTo(sweeper));
+      expect(transfers(back)).toEqual([{ from: a.address, to: hot, value: USDT(10) }]);
+      expect(await balance(hot)).toBe(hotBefore + USDT(30));
+      expect(await balance(hot, usdc)).toBe(0n);
+      expect(await balance(hotUsdc)).toBe(0n);
     });
   });
 
@@ -638,11 +802,12 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
       amounts: bigint[],
       lowest: bigint,
       step: bigint,
+      to = sweeper,
     ) {
       const args = [token, accounts, amounts] as const;
       const estimate = await node.publicClient.estimateContractGas({
         account: tank.account,
-        address: sweeper,
+        address: to,
         abi: SWEEPER_ABI,
         functionName: "sweepMany",
         args,
@@ -653,7 +818,7 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
         const snapshot = await node.testClient.snapshot();
         const receipt = await receiptOf(
           await tank.writeContract({
-            address: sweeper,
+            address: to,
             abi: SWEEPER_ABI,
             functionName: "sweepMany",
             args,
@@ -671,16 +836,18 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
       return { estimate, swept, reverted };
     }
 
-    async function delegated(n: number, amount: bigint): Promise<Hex[]> {
+    /** `n` deposits of `amount` TestUSDT, delegated to `to` (the sweeper of `token`). */
+    async function delegated(n: number, amount: bigint, token = usdt, to = sweeper): Promise<Hex[]> {
       const ds: Deposit[] = [];
       for (let i = 0; i < n; i++) ds.push(await deposit(amount));
       const accounts = ds.map((d) => d.address);
       await sweepMany(
-        usdt,
+        token,
         accounts,
         accounts.map(() => 0n),
         {
-          authorizationList: await Promise.all(ds.map((d) => authorize(d, sweeper))),
+          to,
+          authorizationList: await Promise.all(ds.map((d) => authorize(d, to))),
         },
       );
       return accounts;
@@ -697,28 +864,11 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     });
 
     it("an expensive token (150,000 gas a transfer), whose starved sweep leaves enough gas to log SweepFailed", async () => {
-      const token = (
-        await receiptOf(await tank.deployContract({ abi: HOSTILE.abi, bytecode: HOSTILE.bytecode }))
-      ).contractAddress as Hex;
-      await receiptOf(
-        await tank.writeContract({
-          address: token,
-          abi: HOSTILE.abi,
-          functionName: "setGasBurn",
-          args: [150_000n],
-        }),
-      );
-      const accounts = await delegated(2, 0n);
-      for (const a of accounts)
-        await receiptOf(
-          await tank.writeContract({
-            address: token,
-            abi: HOSTILE.abi,
-            functionName: "mint",
-            args: [a, 1_000n],
-          }),
-        );
-      const r = await scanGasLimits(token, accounts, [1_000n, 1_000n], 30_000n, 4_000n);
+      const { hostile: token, hostileSweeper } = await deployHostile();
+      const accounts = await delegated(2, 0n, token, hostileSweeper);
+      await hostileCall(token, "setGasBurn", [150_000n]);
+      for (const a of accounts) await hostileCall(token, "mint", [a, 1_000n]);
+      const r = await scanGasLimits(token, accounts, [1_000n, 1_000n], 30_000n, 4_000n, hostileSweeper);
       console.log(
         `sweepMany of 2 expensive: estimate ${r.estimate}; ${r.swept} limits swept all, ${r.reverted} reverted`,
       );
@@ -739,21 +889,35 @@ describe("StablegateSweeper (EIP-7702) on anvil", () => {
     ).rejects.toThrow(/LengthMismatch/);
   });
 
-  it("the constructor rejects the zero hot wallet (directly and through the CREATE2 deployer)", async () => {
-    await expect(
-      tank.deployContract({ abi: SWEEPER_ABI, bytecode: SWEEPER_CREATION_CODE, args: [zeroAddress] }),
-    ).rejects.toThrow(/ZeroHotWallet|revert/);
-    const viaDeployer = await sendMined(tank, {
-      to: CREATE2_DEPLOYER,
-      data: concatHex([SALT, initCode(zeroAddress)]),
-    });
-    expect(viaDeployer.status).toBe("reverted");
-    const predicted = getContractAddress({
-      opcode: "CREATE2",
-      from: CREATE2_DEPLOYER,
-      salt: SALT,
-      bytecode: initCode(zeroAddress),
-    });
-    expect(await codeOf(predicted)).toBe("0x");
-  });
+  it.each([
+    ["hot wallet", "ZeroHotWallet" as const, () => [zeroAddress, usdt] as const],
+    [
+      "token",
+      "ZeroToken" as const,
+      () => [privateKeyToAccount(generatePrivateKey()).address, zeroAddress] as const,
+    ],
+  ])(
+    "the constructor rejects the zero %s (directly and through the CREATE2 deployer)",
+    async (_, error, argsOf) => {
+      const [hotWallet, token] = argsOf();
+      await expect(
+        tank.deployContract({ abi: SWEEPER_ABI, bytecode: SWEEPER_CREATION_CODE, args: [hotWallet, token] }),
+      ).rejects.toThrow(
+        // viem reports a constructor's custom error by its selector.
+        new RegExp(`${error}|custom error ${encodeErrorResult({ abi: SWEEPER_ABI, errorName: error })}`, "i"),
+      );
+      const viaDeployer = await sendMined(tank, {
+        to: CREATE2_DEPLOYER,
+        data: concatHex([SALT, initCode(hotWallet, token)]),
+      });
+      expect(viaDeployer.status).toBe("reverted");
+      const predicted = getContractAddress({
+        opcode: "CREATE2",
+        from: CREATE2_DEPLOYER,
+        salt: SALT,
+        bytecode: initCode(hotWallet, token),
+      });
+      expect(await codeOf(predicted)).toBe("0x");
+    },
+  );
 });

@@ -41,7 +41,7 @@ const TOKEN = "0x5fbdb2315678afecb367f642a3e3c6ae8b2e3ff4" as Hex;
 const OTHER_CONTRACT = "0x000000000000000000000000000000000000dEaD" as Hex;
 const ATTACKER = "0x1111111111111111111111111111111111111111" as Hex;
 const HOT = addr(HOT_WALLET_INDEX);
-const SWEEPER = sweeperAddress(HOT);
+const SWEEPER = sweeperAddress(HOT, TOKEN);
 const A = 300;
 /** The largest batch the default gas budget allows, every address authorised in it. */
 const FULL = batchCapacity(DEFAULT_BATCH_GAS_BUDGET);
@@ -76,7 +76,7 @@ function request(
       to: o.to ?? SWEEPER,
       value: o.value ?? "0",
       data: o.data ?? sweepManyData(TOKEN, [addr(A), addr(B)], [AMOUNT_A, AMOUNT_B]),
-      gas: "500000",
+      gas: "140000",
       maxFeePerGas: "2000000000",
       maxPriorityFeePerGas: "1000000000",
       ...(o.authorizations !== undefined
@@ -162,6 +162,18 @@ beforeAll(async () => {
         itemIds: Array.from({ length: FULL }, (_, k) => `swp_full_${k}`),
       }),
     ).toBe(FULL);
+    // The same address twice in one batch (forged rows: the sweeper never queues two).
+    await carried("swp_dup1", B, AMOUNT_A);
+    await carried("swp_dup2", B, AMOUNT_B);
+    expect(
+      await assembleCarrier(trx, scope, {
+        intentId: "bat_dup",
+        hotWallet: HOT,
+        itemIds: ["swp_dup1", "swp_dup2"],
+      }),
+    ).toBe(2);
+    // A carried sweep still waiting for its batch.
+    await carried("swp_wait", A, AMOUNT_A);
     // A batch whose address has no confirmed deposit.
     await carried("swp_none", NO_DEPOSIT, AMOUNT_A);
     expect(
@@ -170,6 +182,16 @@ beforeAll(async () => {
     // The deployment, and a top-up intent of the gas tank.
     await requestTransfer(trx, {
       intentId: "dpl_ok",
+      kind: "sweeper_deploy",
+      network: NET,
+      environment: "sandbox",
+      asset: "native",
+      fromIndex: GAS_TANK_INDEX,
+      to: CREATE2_DEPLOYER,
+      amount: 0n,
+    });
+    await requestTransfer(trx, {
+      intentId: "dpl_two",
       kind: "sweeper_deploy",
       network: NET,
       environment: "sandbox",
@@ -261,7 +283,7 @@ describe("the signer and batched sweeps (issue #39)", () => {
     await refused(request({ to: OTHER_CONTRACT }), "bat_ok", /only the sweeper contract of the hot wallet/);
     // The sweeper of another hot wallet (an attacker's), which would send the tokens there.
     await refused(
-      request({ to: sweeperAddress(ATTACKER) }),
+      request({ to: sweeperAddress(ATTACKER, TOKEN) }),
       "bat_ok",
       /only the sweeper contract of the hot wallet/,
     );
@@ -331,13 +353,13 @@ describe("the signer and batched sweeps (issue #39)", () => {
   });
 
   it("signs the deployment of the hot wallet's sweeper only, from the gas tank only, through the CREATE2 deployer only", async () => {
-    const ok = await signer.sign(request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT) }), {
+    const ok = await signer.sign(request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT, TOKEN) }), {
       intentId: "dpl_ok",
     });
     expect(parseTransaction(ok.raw as Hex).to?.toLowerCase()).toBe(CREATE2_DEPLOYER.toLowerCase());
     // The sweeper of another hot wallet.
     await refused(
-      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(ATTACKER) }),
+      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(ATTACKER, TOKEN) }),
       "dpl_ok",
       /deploys only the sweeper contract of the hot wallet/,
     );
@@ -349,17 +371,17 @@ describe("the signer and batched sweeps (issue #39)", () => {
     );
     // With value, from another key, for another intent.
     await refused(
-      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT), value: "1" }),
+      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT, TOKEN), value: "1" }),
       "dpl_ok",
       /only token transfers and native transfers/,
     );
     await refused(
-      request({ index: HOT_WALLET_INDEX, to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT) }),
+      request({ index: HOT_WALLET_INDEX, to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT, TOKEN) }),
       "dpl_ok",
       /only the gas tank|the hot wallet sends only the token/,
     );
     await refused(
-      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT) }),
+      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT, TOKEN) }),
       "gas_a",
       /does not match its intent|does not carry/,
     );
@@ -395,5 +417,78 @@ describe("the signer and batched sweeps (issue #39)", () => {
     } finally {
       await server.close();
     }
+  });
+
+  it("refuses the sweeper of another token (another currency type of the chain shares the deposit keys)", async () => {
+    const USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48" as Hex;
+    await refused(
+      request({ to: sweeperAddress(HOT, USDC) }),
+      "bat_ok",
+      /only the sweeper contract of the hot wallet/,
+    );
+    await refused(
+      request({ authorizations: [auth(A, sweeperAddress(HOT, USDC))] }),
+      "bat_ok",
+      /only to the sweeper contract/,
+    );
+    await refused(
+      request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT, USDC) }),
+      "dpl_ok",
+      /deploys only the sweeper contract of the hot wallet/,
+    );
+  });
+
+  it("refuses an address listed twice in a batch (one Transfer would confirm two sweeps), and a carried sweep signed on its own", async () => {
+    await refused(
+      request({ data: sweepManyData(TOKEN, [addr(B), addr(B)], [AMOUNT_A, AMOUNT_B]) }),
+      "bat_dup",
+      /listed twice/,
+    );
+    const alone = (intentId: string) =>
+      refused(
+        {
+          ...request({ index: A }),
+          transaction: {
+            ...request({ index: A }).transaction,
+            to: TOKEN,
+            data: `0xa9059cbb${HOT.slice(2).toLowerCase().padStart(64, "0")}${AMOUNT_A.toString(16).padStart(64, "0")}`,
+          },
+        },
+        intentId,
+        /carried by a batch is never signed on its own/,
+      );
+    await alone("swp_a");
+    await alone("swp_wait");
+  });
+
+  it("caps the gas tank's gas: a batch above its size's cap, a deployment above 1,000,000; one deployment in flight at a time", async () => {
+    await refused(
+      { ...request(), transaction: { ...request().transaction, gas: "30000000" } },
+      "bat_ok",
+      /gas above a batch's cap/,
+    );
+    const deploy = request({ to: CREATE2_DEPLOYER, data: sweeperDeployData(HOT, TOKEN) });
+    await refused(
+      { ...deploy, transaction: { ...deploy.transaction, gas: "1000001" } },
+      "dpl_ok",
+      /deployment's cap/,
+    );
+    await db
+      .updateTable("outgoing_transfers")
+      .set({ status: "signed" })
+      .where("intent_id", "=", "dpl_ok")
+      .execute();
+    try {
+      await refused(deploy, "dpl_two", /another deployment of the sweeper is on its way/);
+    } finally {
+      await db
+        .updateTable("outgoing_transfers")
+        .set({ status: "queued" })
+        .where("intent_id", "=", "dpl_ok")
+        .execute();
+    }
+    expect(
+      parseTransaction((await signer.sign(deploy, { intentId: "dpl_two" })).raw as Hex).to?.toLowerCase(),
+    ).toBe(CREATE2_DEPLOYER.toLowerCase());
   });
 });

@@ -169,7 +169,7 @@ describe("fault injection with batched EIP-7702 sweeps: SIGKILL at each step", (
         expect(moved.map((l) => l.args.value)).toEqual([d.amount]);
         expect(await node.publicClient.getBalance({ address: d.address })).toBe(0n);
         expect((await node.publicClient.getCode({ address: d.address }))?.toLowerCase()).toBe(
-          delegationCode(sweeperAddress(hot)),
+          delegationCode(sweeperAddress(hot, token)),
         );
         total += d.amount;
       }

@@ -163,7 +163,7 @@ describe("batched EIP-7702 sweeps on anvil", () => {
       // The sweep's transaction is its batch's.
       expect(s.tx_hash).toBe(batches[0]!.tx_hash);
     }
-    const sweeperAt = sweeperAddress(hot);
+    const sweeperAt = sweeperAddress(hot, token);
     for (const [i, a] of addresses.entries()) {
       expect(await writer.tokenBalance(a)).toBe(0n);
       expect(await writer.nativeBalance(a)).toBe(0n);
@@ -270,7 +270,7 @@ describe("batched EIP-7702 sweeps on anvil", () => {
   it("an address delegated to the sweeper of a former hot wallet is authorised again, to the current one", async () => {
     const { sweeper, sender } = parts();
     const address = await deposit(database.db, 30, USDT(40));
-    const former = sweeperAddress("0x2222222222222222222222222222222222222222");
+    const former = sweeperAddress("0x2222222222222222222222222222222222222222", token);
     await node.testClient.setCode({ address, bytecode: delegationCode(former) });
     expect(await sweeper.tick()).toBe(1);
     expect(await sender.drain(60_000)).toBe(0);
@@ -284,7 +284,7 @@ describe("batched EIP-7702 sweeps on anvil", () => {
     const tx = await node.publicClient.getTransaction({ hash: sweep.tx_hash as Hex });
     expect(tx.authorizationList).toHaveLength(1);
     expect((await node.publicClient.getCode({ address }))?.toLowerCase()).toBe(
-      delegationCode(sweeperAddress(hot)),
+      delegationCode(sweeperAddress(hot, token)),
     );
     expect(await writer.tokenBalance(address)).toBe(0n);
     expect(await writer.tokenBalance(hot)).toBeGreaterThan(0n);
@@ -296,7 +296,7 @@ describe("batched EIP-7702 sweeps on anvil", () => {
     expect(await sweeper.tick()).toBe(1);
     expect(await sender.drain(60_000)).toBe(0);
     expect((await node.publicClient.getCode({ address }))?.toLowerCase()).toBe(
-      delegationCode(sweeperAddress(hot)),
+      delegationCode(sweeperAddress(hot, token)),
     );
     // A deposit whose sender is refused arrives later and is to be returned from the address itself.
     await mintTestUsdt(node, token, address, USDT(7));
@@ -345,5 +345,62 @@ describe("batched EIP-7702 sweeps on anvil", () => {
     });
     expect((await node.publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
     expect(await writer.tokenBalance(back)).toBe(USDT(7));
+  }, 120_000);
+
+  it("SWEEP_EIP7702 turned off after a crash left carried sweeps without a batch: they fail and the address is swept with a top-up", async () => {
+    const address = await deposit(database.db, 50, USDT(41));
+    const crashing = new Sweeper({
+      db: database.db,
+      network,
+      environment: "sandbox",
+      writer,
+      address: (i) => wallet.address(network, "sandbox", i),
+      threshold: USDT(10),
+      logger,
+      clock: systemClock,
+      batch: {},
+      fault: () => {
+        throw new Error("crash before the batch");
+      },
+    });
+    await expect(crashing.tick()).rejects.toThrow("crash before the batch");
+    const stranded = await database.db
+      .selectFrom("outgoing_transfers")
+      .select(["intent_id", "status", "carrier_intent_id"])
+      .where("kind", "=", "sweep")
+      .where("status", "=", "queued")
+      .execute();
+    expect(stranded).toHaveLength(1);
+    expect(stranded[0]!.carrier_intent_id).toBeNull();
+    const outcomes = new TransferOutcomes();
+    registerSweepOutcomes(outcomes);
+    const plain = new Sweeper({
+      db: database.db,
+      network,
+      environment: "sandbox",
+      writer,
+      address: (i) => wallet.address(network, "sandbox", i),
+      threshold: USDT(10),
+      logger,
+      clock: systemClock,
+    });
+    const sender = makeSender({ db: database.db, network, writer, outcomes });
+    expect(await plain.tick()).toBe(1);
+    expect(await sender.drain(60_000)).toBe(0);
+    const failed = await database.db
+      .selectFrom("outgoing_transfers")
+      .select(["status", "reason"])
+      .where("intent_id", "=", stranded[0]!.intent_id)
+      .executeTakeFirstOrThrow();
+    expect(failed.status).toBe("failed");
+    expect(failed.reason).toMatch(/batched sweeps are off/);
+    expect(await writer.tokenBalance(address)).toBe(0n);
+    const topUp = await database.db
+      .selectFrom("outgoing_transfers")
+      .select("status")
+      .where("kind", "=", "gas_topup")
+      .where("to_address", "=", address)
+      .execute();
+    expect(topUp.map((t) => t.status)).toEqual(["confirmed"]);
   }, 120_000);
 });

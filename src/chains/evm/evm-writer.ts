@@ -230,7 +230,7 @@ export class EvmChainWriter implements SignedChainWriter {
     options: PrepareOptions,
   ): Promise<{ txTo: EvmAddress; data: Hex; gas: bigint; authorizations: EvmAuthorizationRequest[] }> {
     if (call.kind === "sweeper_deploy") {
-      const data = sweeperDeployData(call.hotWallet);
+      const data = sweeperDeployData(call.hotWallet, this.token);
       if (to !== CREATE2_DEPLOYER)
         throw new TransferWouldFailError("a sweeper is deployed through CREATE2_DEPLOYER");
       if (options.replacing?.gas)
@@ -244,7 +244,7 @@ export class EvmChainWriter implements SignedChainWriter {
         throw new ChainUnavailableError(this.network, "eth_estimateGas failed", { cause: err });
       }
     }
-    const sweeper = sweeperAddress(to);
+    const sweeper = sweeperAddress(to, this.token);
     const designator = delegationCode(sweeper);
     const authorizations: EvmAuthorizationRequest[] = [];
     for (const item of call.items) {
@@ -281,7 +281,7 @@ export class EvmChainWriter implements SignedChainWriter {
 
   /** Whether the sweeper contract of `hotWallet` is deployed on this chain. */
   async sweeperDeployed(hotWallet: string): Promise<boolean> {
-    const address = sweeperAddress(hotWallet);
+    const address = sweeperAddress(hotWallet, this.token);
     const code = await this.call("eth_getCode", () => this.client.getCode({ address }));
     return code !== undefined && code !== "0x";
   }
@@ -336,17 +336,23 @@ export class EvmChainWriter implements SignedChainWriter {
     const to = normalizeEvmAddress(expected.to);
     if (normalizeEvmAddress(receipt.from) !== from) return failed("sent by another address");
     if (expected.deploys) {
-      const address = normalizeEvmAddress(expected.deploys);
+      const address = sweeperAddress(expected.deploys, this.token);
       const code = await this.call("eth_getCode", () => this.client.getCode({ address }));
       if (!code || code === "0x") return failed("no contract at the sweeper's address");
       return { state: "success", blockNumber, confirmations, paid };
     }
     if (expected.batch) {
       // Each item counts only with its own Transfer log: from its address, to the hot wallet, its amount.
+      // A log counts for one item only: two items of one address need two Transfers.
       const transfers = this.tokenTransfers(receipt.logs);
+      const used = new Set<number>();
       const delivered = expected.batch.map((item) => {
         const f = normalizeEvmAddress(item.from);
-        return transfers.some((t) => t.from === f && t.to === to && t.value === item.amount * this.scale);
+        const k = transfers.findIndex(
+          (t, j) => !used.has(j) && t.from === f && t.to === to && t.value === item.amount * this.scale,
+        );
+        if (k >= 0) used.add(k);
+        return k >= 0;
       });
       return { state: "success", blockNumber, confirmations, paid, delivered };
     }

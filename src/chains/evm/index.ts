@@ -86,6 +86,7 @@ export { EvmChainWriter, type EvmWriterOptions } from "./evm-writer.js";
 export {
   batchGas,
   CREATE2_DEPLOYER,
+  DEPLOY_GAS_CAP,
   decodeSweepMany,
   delegationCode,
   sweeperAddress,

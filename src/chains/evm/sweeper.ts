@@ -14,14 +14,16 @@ import { SWEEPER_CREATION_CODE } from "./sweeper-code.js";
 
 /**
  * The EIP-7702 sweeper (issue #39; contracts/StablegateSweeper.sol, docs/decisions/evm-sweeps.md).
- * One contract per hot wallet, which is fixed in its code: a deposit address delegates its code to
- * it once (an authorisation its key signs), and one transaction of the gas tank then calls
- * `sweepMany`, which moves each listed address's amount of the token to that hot wallet. No call of
- * it can send anywhere else.
+ * One contract per hot wallet and token (a currency type), both fixed in its code: a deposit address
+ * delegates its code to it once (an authorisation its key signs), and one transaction of the gas tank
+ * then calls `sweepMany`, which moves each listed address's amount of that token to that hot wallet.
+ * No call of it can send anywhere else, nor move another token (the currency types of a network share
+ * deposit addresses: a USDC deposit at an address delegated to USDT's sweeper stays where it is).
  *
- * Its address is a pure function of the hot wallet: deployed through the deterministic CREATE2
- * deployer every EVM chain of ours has (and anvil), with a fixed salt, so the signer computes it from
- * its own hot wallet key and the committed creation code, and never takes it from a request.
+ * Its address is a pure function of the hot wallet and the token: deployed through the deterministic
+ * CREATE2 deployer every EVM chain of ours has (and anvil), with a fixed salt, so the signer computes
+ * it from its own hot wallet key, its configured token contract and the committed creation code, and
+ * never takes it from a request.
  */
 
 /** The deterministic-deployment proxy (Arachnid): the same address on every EVM chain. */
@@ -33,29 +35,32 @@ export const SWEEPER_CALL_ABI = parseAbi([
   "function sweepMany(address token, address[] accounts, uint256[] amounts)",
 ]);
 
-/** The creation code for `hotWallet`: the committed bytecode and its constructor argument. */
-export function sweeperInitCode(hotWallet: string): Hex {
+/** The creation code for `hotWallet` and `token`: the committed bytecode and its constructor arguments. */
+export function sweeperInitCode(hotWallet: string, token: string): Hex {
   return concatHex([
     SWEEPER_CREATION_CODE,
-    encodeAbiParameters([{ type: "address" }], [normalizeEvmAddress(hotWallet)]),
+    encodeAbiParameters(
+      [{ type: "address" }, { type: "address" }],
+      [normalizeEvmAddress(hotWallet), normalizeEvmAddress(token)],
+    ),
   ]);
 }
 
-/** The sweeper contract's address for `hotWallet` (CREATE2 through `CREATE2_DEPLOYER`). */
-export function sweeperAddress(hotWallet: string): EvmAddress {
+/** The sweeper contract's address for `hotWallet` and `token` (CREATE2 through `CREATE2_DEPLOYER`). */
+export function sweeperAddress(hotWallet: string, token: string): EvmAddress {
   return normalizeEvmAddress(
     getContractAddress({
       opcode: "CREATE2",
       from: CREATE2_DEPLOYER,
       salt: SWEEPER_SALT,
-      bytecode: sweeperInitCode(hotWallet),
+      bytecode: sweeperInitCode(hotWallet, token),
     }),
   );
 }
 
 /** The data of the deployment transaction (to `CREATE2_DEPLOYER`): salt ‖ creation code. */
-export function sweeperDeployData(hotWallet: string): Hex {
-  return concatHex([SWEEPER_SALT, sweeperInitCode(hotWallet)]);
+export function sweeperDeployData(hotWallet: string, token: string): Hex {
+  return concatHex([SWEEPER_SALT, sweeperInitCode(hotWallet, token)]);
 }
 
 export function sweepManyData(token: string, accounts: readonly string[], amounts: readonly bigint[]): Hex {
@@ -89,6 +94,9 @@ export function decodeSweepMany(
 export function delegationCode(target: string): Hex {
   return `0xef0100${normalizeEvmAddress(target).slice(2).toLowerCase()}`;
 }
+
+/** The most gas the gas tank's deployment of the sweeper may use (it takes about 400,000). */
+export const DEPLOY_GAS_CAP = 1_000_000n;
 
 /**
  * Gas of a batch, a cap not a price (unused gas is not paid): the call, each address's sweep (a
