@@ -24,6 +24,9 @@
  *
  * Database: the embedded one (PGlite, in memory), or BENCH_DATABASE_URL's server
  * (`stablegate_bench_collect`, recreated).
+ *
+ * The EVM part (gas per deposit with top-ups and with batched EIP-7702 sweeps, issue #39) is
+ * `npm run bench:collect:evm` (bench/collect-evm.ts).
  */
 import type { Hex } from "viem";
 import { tronAddressToEvm } from "../src/chains/tron/address.js";
