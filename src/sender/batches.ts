@@ -35,20 +35,25 @@ export async function requestCarriedSweep(
     .execute();
 }
 
+/** The carried sweeps of the chain that wait for a carrier (queued, in no batch yet). */
+function waitingForCarrier(db: Db, scope: SenderScope) {
+  return db
+    .selectFrom("outgoing_transfers")
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("carried", "=", true)
+    .where("carrier_intent_id", "is", null)
+    .where("status", "=", "queued");
+}
+
 /** Carried sweeps not in a batch yet, oldest first (their ids and amounts). */
 export async function uncarriedSweeps(
   db: Db,
   scope: SenderScope,
   limit: number,
 ): Promise<{ intent_id: string; amount: string }[]> {
-  return db
-    .selectFrom("outgoing_transfers")
+  return waitingForCarrier(db, scope)
     .select(["intent_id", "amount"])
-    .where("network", "=", scope.network)
-    .where("environment", "=", scope.environment)
-    .where("carried", "=", true)
-    .where("carrier_intent_id", "is", null)
-    .where("status", "=", "queued")
     .orderBy("created_at")
     .orderBy("intent_id")
     .limit(limit)
@@ -67,15 +72,9 @@ export async function assembleCarrier(
   carrier: { intentId: string; hotWallet: string; itemIds: readonly string[]; afterIntentId?: string },
 ): Promise<number> {
   if (carrier.itemIds.length === 0) return 0;
-  const locked = await trx
-    .selectFrom("outgoing_transfers")
+  const locked = await waitingForCarrier(trx, scope)
     .select(["intent_id", "amount"])
     .where("intent_id", "in", [...carrier.itemIds])
-    .where("network", "=", scope.network)
-    .where("environment", "=", scope.environment)
-    .where("carried", "=", true)
-    .where("carrier_intent_id", "is", null)
-    .where("status", "=", "queued")
     .forUpdate()
     .skipLocked()
     .execute();
@@ -170,14 +169,8 @@ export async function requestSweeperDeploy(
  * addresses are looked at again and swept the other way. Returns their deposit indexes.
  */
 export async function failUncarriedSweeps(trx: Db, scope: SenderScope, now: Date): Promise<number[]> {
-  const rows = await trx
-    .selectFrom("outgoing_transfers")
+  const rows = await waitingForCarrier(trx, scope)
     .select(["intent_id", "from_index", "status"])
-    .where("network", "=", scope.network)
-    .where("environment", "=", scope.environment)
-    .where("carried", "=", true)
-    .where("carrier_intent_id", "is", null)
-    .where("status", "=", "queued")
     .forUpdate()
     .skipLocked()
     .execute();

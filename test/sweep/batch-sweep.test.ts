@@ -1,4 +1,4 @@
-import { bytesToHex, createWalletClient, type Hex, http, keccak256, toHex } from "viem";
+import { bytesToHex, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,8 +24,8 @@ import {
   TEST_USDT,
   unfreezeAddress,
 } from "../support/chain/anvil.js";
-import { confirmedDeposit as confirmedDepositIn } from "../support/confirmed-deposit.js";
 import { openTestDatabase } from "../support/db.js";
+import { deposit as depositAt, type EvmDeposits, redeposit as redepositTo } from "../support/evm-deposits.js";
 
 /**
  * EVM batched sweeps (issue #39): deposit addresses without any ETH delegate to the sweeper
@@ -56,46 +56,14 @@ afterAll(async () => {
   await node?.stop();
 });
 
-async function deposit(db: Db, i: number, amount: bigint): Promise<Hex> {
-  // The address is allocated with the deposit's records, then the tokens arrive there.
-  const address = await db.transaction().execute(async (trx) => {
-    const { address } = await confirmedDepositIn(trx, {
-      deriver: wallet,
-      merchantId,
-      network,
-      i,
-      amount,
-      txHash: keccak256(toHex(`deposit ${i}`)),
-    });
-    return address as Hex;
-  });
-  await mintTestUsdt(node, token, address, amount);
-  return address;
-}
+const deposits = (): EvmDeposits => ({ db: database.db, node, token, deriver: wallet, merchantId, network });
+const deposit = async (_db: Db, i: number, amount: bigint) =>
+  (await depositAt(deposits(), i, amount)).address;
+const redeposit = (address: Hex, i: number, amount: bigint) =>
+  redepositTo(deposits(), address, String(i), amount);
 
-/** A second deposit to an address (handed off after its last look). */
-async function redeposit(address: Hex, i: number, amount: bigint): Promise<void> {
-  const r = await mintTestUsdt(node, token, address, amount);
-  await database.db
-    .insertInto("chain_observations")
-    .values({
-      id: `obs_again_${i}_${r.transactionHash}`,
-      network,
-      environment: "sandbox",
-      address,
-      from_address: address,
-      tx_hash: r.transactionHash,
-      log_index: 0,
-      block_number: 1,
-      block_hash: "0x00",
-      amount,
-      status: "handed_off",
-      handed_off_at: new Date(Date.now() + 1_000),
-    })
-    .execute();
-}
-
-function parts() {
+/** The sweeper (batched unless `batch: false`) and the sender of this file's chain. */
+function parts(o: { batch?: boolean; fault?: () => void } = {}) {
   const outcomes = new TransferOutcomes();
   registerSweepOutcomes(outcomes);
   const sweeper = new Sweeper({
@@ -107,7 +75,8 @@ function parts() {
     threshold: USDT(10),
     logger,
     clock: systemClock,
-    batch: {},
+    ...(o.batch === false ? {} : { batch: {} }),
+    ...(o.fault ? { fault: o.fault } : {}),
   });
   const sender = makeSender({ db: database.db, network, writer, outcomes });
   return { sweeper, sender };
@@ -349,20 +318,11 @@ describe("batched EIP-7702 sweeps on anvil", () => {
 
   it("SWEEP_EIP7702 turned off after a crash left carried sweeps without a batch: they fail and the address is swept with a top-up", async () => {
     const address = await deposit(database.db, 50, USDT(41));
-    const crashing = new Sweeper({
-      db: database.db,
-      network,
-      environment: "sandbox",
-      writer,
-      address: (i) => wallet.address(network, "sandbox", i),
-      threshold: USDT(10),
-      logger,
-      clock: systemClock,
-      batch: {},
+    const crashing = parts({
       fault: () => {
         throw new Error("crash before the batch");
       },
-    });
+    }).sweeper;
     await expect(crashing.tick()).rejects.toThrow("crash before the batch");
     const stranded = await database.db
       .selectFrom("outgoing_transfers")
@@ -372,19 +332,7 @@ describe("batched EIP-7702 sweeps on anvil", () => {
       .execute();
     expect(stranded).toHaveLength(1);
     expect(stranded[0]!.carrier_intent_id).toBeNull();
-    const outcomes = new TransferOutcomes();
-    registerSweepOutcomes(outcomes);
-    const plain = new Sweeper({
-      db: database.db,
-      network,
-      environment: "sandbox",
-      writer,
-      address: (i) => wallet.address(network, "sandbox", i),
-      threshold: USDT(10),
-      logger,
-      clock: systemClock,
-    });
-    const sender = makeSender({ db: database.db, network, writer, outcomes });
+    const { sweeper: plain, sender } = parts({ batch: false });
     expect(await plain.tick()).toBe(1);
     expect(await sender.drain(60_000)).toBe(0);
     const failed = await database.db

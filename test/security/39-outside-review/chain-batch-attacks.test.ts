@@ -1,4 +1,4 @@
-import { createWalletClient, type Hex, http, keccak256, parseAbi, toHex } from "viem";
+import { createWalletClient, type Hex, http, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,8 +31,12 @@ import {
   testUsdtBalance,
 } from "../../support/chain/anvil.js";
 import { startRpcProxy } from "../../support/chain/rpc-proxy.js";
-import { confirmedDeposit } from "../../support/confirmed-deposit.js";
 import { openTestDatabase } from "../../support/db.js";
+import {
+  deposit as depositAt,
+  type EvmDeposits,
+  redeposit as redepositTo,
+} from "../../support/evm-deposits.js";
 
 /**
  * Outside review of issue #39 (batched EIP-7702 sweeps), on a real chain (anvil, Prague): what the
@@ -75,49 +79,10 @@ afterAll(async () => {
   await node?.stop();
 });
 
-async function deposit(db: Db, i: number, amount: bigint): Promise<{ address: Hex; index: number }> {
-  const address = await db.transaction().execute(async (trx) => {
-    const { address } = await confirmedDeposit(trx, {
-      deriver: wallet,
-      merchantId,
-      network,
-      i,
-      amount,
-      txHash: keccak256(toHex(`outside deposit ${i}`)),
-    });
-    return address as Hex;
-  });
-  await mintTestUsdt(node, token, address, amount);
-  const row = await db
-    .selectFrom("watched_addresses")
-    .select("derivation_index")
-    .where("address", "=", address)
-    .where("network", "=", network)
-    .executeTakeFirstOrThrow();
-  return { address, index: Number(row.derivation_index) };
-}
-
-/** Another deposit to an address, handed off after its last look. */
-async function redeposit(address: Hex, tag: string, amount: bigint): Promise<void> {
-  const r = await mintTestUsdt(node, token, address, amount);
-  await database.db
-    .insertInto("chain_observations")
-    .values({
-      id: `obs_outside_${tag}`,
-      network,
-      environment: "sandbox",
-      address,
-      from_address: address,
-      tx_hash: r.transactionHash,
-      log_index: 0,
-      block_number: 1,
-      block_hash: "0x00",
-      amount,
-      status: "handed_off",
-      handed_off_at: new Date(Date.now() + 1_000),
-    })
-    .execute();
-}
+const deposits = (): EvmDeposits => ({ db: database.db, node, token, deriver: wallet, merchantId, network });
+const deposit = (_db: Db, i: number, amount: bigint) => depositAt(deposits(), i, amount);
+const redeposit = (address: Hex, tag: string, amount: bigint) =>
+  redepositTo(deposits(), address, tag, amount);
 
 function parts(o: { batch?: boolean; fault?: () => void } = {}) {
   const outcomes = new TransferOutcomes();
