@@ -225,7 +225,7 @@ export class SigningPolicy {
       return refuse("the gas tank sends only the native coin", role);
     // Batched sweeps (issue #39): the gas tank's calls, only on a network that runs EIP-7702, and
     // the only thing that moves through them is a deposit address's token to the hot wallet.
-    let to2 = to;
+    let recipient = to; // the intent's recipient: for a batch, the hot wallet in the sweeper's code
     if (t.call) {
       if (role !== "gas_tank") return refuse("only the gas tank sends a batch or deploys the sweeper", role);
       if (currencyOf(t.network).definition.eip7702 !== true)
@@ -238,7 +238,7 @@ export class SigningPolicy {
       if (t.call.kind === "sweep_batch") {
         if (!sameAddress(t.network, t.call.contract, sweeperAddress(hot, token)))
           return refuse("a batch calls only the sweeper contract of the hot wallet", role);
-        to2 = hot;
+        recipient = hot;
       } else {
         if (
           !sameAddress(t.network, to, CREATE2_DEPLOYER) ||
@@ -273,12 +273,12 @@ export class SigningPolicy {
       intent.environment !== t.environment ||
       intent.asset !== t.asset ||
       Number(intent.from_index) !== t.index ||
-      !sameAddress(t.network, intent.to_address, to2) ||
+      !sameAddress(t.network, intent.to_address, recipient) ||
       BigInt(intent.amount) !== t.amount
     )
       return refuse("the transaction does not match its intent (source, asset, recipient or amount)", role);
     const kind = intent.kind;
-    const decision: PolicyDecision = { role, kind, intentId, to: to2, amount: t.amount };
+    const decision: PolicyDecision = { role, kind, intentId, to: recipient, amount: t.amount };
     if (t.action && RESOURCE_KIND[t.action] !== kind)
       return refuse(`a ${t.action} transaction does not carry a ${kind}`, role);
 
