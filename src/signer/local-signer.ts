@@ -54,7 +54,9 @@ const HEX = /^[0-9a-f]*$/;
  * transaction or a TRON transaction for a requested (network, environment, index) and nothing
  * else. Policy, checked before any key is derived:
  * - EVM: either a native transfer (`data` empty) or a token `transfer(address,uint256)` with
- *   `value` 0; every integer field present and decimal;
+ *   `value` 0, or the gas tank's calls of batched sweeps (issue #39): the sweeper's `sweepMany`, with
+ *   EIP-7702 authorisations signed by the batch's deposit keys, and the sweeper's deployment through
+ *   the CREATE2 deployer; every integer field present and decimal;
  * - TRON: `raw_data` must encode (tronweb's protobuf encoder) to exactly `raw_data_hex`, `txID`
  *   must be its sha256, it holds one contract, either `TransferContract` or a
  *   `TriggerSmartContract` calling `transfer(address,uint256)` without TRX value, and its owner
