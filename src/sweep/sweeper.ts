@@ -72,6 +72,9 @@ export function batchCapacity(gasBudget: bigint): number {
   return Math.max(1, n);
 }
 
+/** The gas of one batch at most (`batch.gasBudget`): a third of a 30M-gas block. */
+export const DEFAULT_BATCH_GAS_BUDGET = 10_000_000n;
+
 /**
  * Moves confirmed deposit balances to the hot wallet. Sweeps move custody only: they never touch
  * the ledger (merchant balances were credited when the deposit confirmed).
@@ -94,9 +97,6 @@ export function batchCapacity(gasBudget: bigint): number {
  * the address's `sweep_checks` row before it reads the balance (`skip locked`: a worker passes an
  * address another is looking at), so an address gets one sweep however many workers see it.
  */
-/** The gas of one batch at most (`batch.gasBudget`): a third of a 30M-gas block. */
-export const DEFAULT_BATCH_GAS_BUDGET = 10_000_000n;
-
 export class Sweeper {
   constructor(private readonly o: SweeperOptions) {}
 
