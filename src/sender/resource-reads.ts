@@ -101,6 +101,24 @@ export async function delegationTakenBack(db: Db, delegationIntentId: string): P
   return row !== undefined;
 }
 
+/**
+ * Whether the hot wallet (`hotIndex`) has a token transfer still open: a delegation to it serves
+ * only those, and one queued after they all finished has nothing left to serve.
+ */
+export async function hotWalletTransfersOpen(db: Db, scope: SenderScope, hotIndex: number): Promise<boolean> {
+  const row = await db
+    .selectFrom("outgoing_transfers")
+    .select("intent_id")
+    .where("network", "=", scope.network)
+    .where("environment", "=", scope.environment)
+    .where("from_index", "=", hotIndex)
+    .where("asset", "=", "token")
+    .where("status", "in", OPEN_STATES)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A confirmed delegation whose use is over and that is not taken back (nor being taken back). */
 export interface DueReclaim {
   intentId: string;

@@ -1,15 +1,17 @@
 import {
   type DatabaseChainWriter,
   InsufficientFundsError,
+  normalizeAddress,
   type PreparedTransfer,
   type SignedChainWriter,
   TransferWouldFailError,
 } from "../chains/index.js";
 import type { Db } from "../db/database.js";
 import { type Signer, SignerRejectedError } from "../signer/index.js";
+import { HOT_WALLET_INDEX } from "../wallet/index.js";
 import type { SenderContext } from "./context.js";
 import { lockNextNonce, saveNextNonce } from "./nonce-store.js";
-import { delegationTakenBack } from "./resource-reads.js";
+import { delegationTakenBack, hotWalletTransfersOpen } from "./resource-reads.js";
 import { broadcastAttempt, finishIn, signCarried, specOf, transferSpec } from "./steps.js";
 import {
   claimOneQueued,
@@ -82,7 +84,8 @@ export async function signBatch(
   const from = c.address(index);
   // A sweep whose delegated energy is being taken back (issue #38: it waited past the wait limit)
   // can no longer be paid for: failed unsigned, so that the sweeper plans it again (no waiting for
-  // funds that will never come).
+  // funds that will never come). A delegation to the hot wallet whose transfers all finished
+  // without it: likewise (the signer would refuse it for ever).
   const takenBack = await energyTakenBack(c, queued);
   // A sweep whose rented energy was refused or never came (decision 21): likewise.
   for (const [id, reason] of (await c.energy?.failing?.(index, from, queued)) ?? [])
@@ -282,6 +285,20 @@ async function broadcastSigned(c: SenderContext, writer: SignedChainWriter, sign
 async function energyTakenBack(c: SenderContext, rows: TransferRow[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const r of rows) {
+    // A delegation to the hot wallet serves its open token transfers. Past the policy's wait they
+    // go on without it (and burn); once none is open, the signer refuses it ("no payment from the
+    // hot wallet … is open") on every round: the cluster fault test found one queued for ever.
+    if (
+      r.kind === "resource_delegation" &&
+      r.to_address === normalizeAddress(c.network, c.address(HOT_WALLET_INDEX)) &&
+      !(await hotWalletTransfersOpen(c.db, c, HOT_WALLET_INDEX))
+    ) {
+      out.set(
+        r.intent_id,
+        "energy_unneeded: the hot wallet's transfers it was asked for finished before it was signed",
+      );
+      continue;
+    }
     // Only a sweep waiting for a delegation (the energy engine's `dlg_…`; others wait for a top-up).
     if (r.kind !== "sweep" || !r.after_intent_id?.startsWith("dlg_")) continue;
     if (await delegationTakenBack(c.db, r.after_intent_id))

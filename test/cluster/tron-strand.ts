@@ -163,7 +163,14 @@ export async function startTronStrand(): Promise<TronStrand> {
       const byKind: Record<string, number> = {};
       for (const r of rows) byKind[`${r.kind}:${r.status}`] = (byKind[`${r.kind}:${r.status}`] ?? 0) + 1;
 
-      for (const r of rows.filter((x) => x.status !== "confirmed"))
+      // A delegation asked for by a worker whose gate read the energy before an earlier delegation
+      // landed finds the transfers finished (served by that one): it fails unsigned, never sent.
+      const unneeded = (r: (typeof rows)[number]) =>
+        r.kind === "resource_delegation" &&
+        r.status === "failed" &&
+        r.tx_hash === null &&
+        (r.reason ?? "").startsWith("energy_unneeded: ");
+      for (const r of rows.filter((x) => x.status !== "confirmed" && !unneeded(x)))
         fail(`${r.kind} ${r.intent_id} is ${r.status} (${r.reason ?? r.last_error ?? ""})`);
       const confirmed = (kind: string) => rows.filter((r) => r.kind === kind && r.status === "confirmed");
       const paid = deposits.filter((d) => d.paid === "yes" && d.address);
@@ -189,6 +196,10 @@ export async function startTronStrand(): Promise<TronStrand> {
       for (const r of rows) {
         const mine = attempts.filter((a) => a.intent_id === r.intent_id);
         const executed = mine.filter((a) => emulator.charges(a.tx_hash) !== undefined).map((a) => a.tx_hash);
+        if (unneeded(r)) {
+          if (mine.length > 0) fail(`${r.kind} ${r.intent_id}: failed unneeded, yet ${mine.length} attempts`);
+          continue;
+        }
         if (executed.length !== 1 || executed[0] !== r.tx_hash)
           fail(`${r.kind} ${r.intent_id}: executed ${JSON.stringify(executed)}, recorded ${r.tx_hash}`);
         resigned += Math.max(0, mine.length - 1);

@@ -441,6 +441,48 @@ describe("the energy engine on the TRON emulator", () => {
     }
   });
 
+  it("a delegation to the hot wallet queued after its transfers finished without it fails unsigned: the signer is not asked again and again", async () => {
+    const p = parts();
+    // The cluster fault test's case: the transfers went on past the wait (the signer was down) and
+    // are final; the delegation asked for them is still queued. Nothing of the hot wallet is open.
+    const open = await database.db
+      .selectFrom("outgoing_transfers")
+      .select("intent_id")
+      .where("from_index", "=", HOT_WALLET_INDEX)
+      .where("status", "in", ["queued", "signed", "broadcast"])
+      .execute();
+    expect(open).toEqual([]);
+    await database.db.transaction().execute((trx) =>
+      requestTransfer(trx, {
+        intentId: "dlg_unneeded",
+        kind: "resource_delegation",
+        network,
+        environment,
+        asset: "energy",
+        fromIndex: RESOURCE_ACCOUNT_INDEX,
+        to: hot,
+        amount: TRX(1_000),
+      }),
+    );
+    const delegatedBefore = emulator.resources.delegationsOf(tronAddressToEvm(resource));
+    try {
+      await settle(p);
+      const [d] = (await transfers("resource_delegation")).filter((t) => t.intent_id === "dlg_unneeded");
+      expect(d).toMatchObject({ status: "failed", tx_hash: null });
+      const row = await database.db
+        .selectFrom("outgoing_transfers")
+        .select(["reason", "last_error"])
+        .where("intent_id", "=", "dlg_unneeded")
+        .executeTakeFirstOrThrow();
+      expect(row.reason).toMatch(/^energy_unneeded: /);
+      // Never signed, so never refused by the signer.
+      expect(row.last_error).toBeNull();
+      expect(emulator.resources.delegationsOf(tronAddressToEvm(resource))).toEqual(delegatedBefore);
+    } finally {
+      await database.db.deleteFrom("outgoing_transfers").where("intent_id", "=", "dlg_unneeded").execute();
+    }
+  });
+
   it("a delegation out past the wait limit while its sweep is still queued: taken back, the sweep fails unsigned and is planned again; the deposit is swept once", async () => {
     // Found in a starved bench run (issue #38): the stale reclaim took the energy of a sweep that was
     // still queued, which then waited for native funds for ever (an open sweep blocks re-planning).
