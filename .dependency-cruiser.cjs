@@ -22,6 +22,7 @@ const FEATURES = [
   "merchants",
   "pay",
   "ratelimit",
+  "rates",
   "screening",
   "sender",
   "signer",

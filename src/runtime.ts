@@ -14,7 +14,12 @@ import { keyMaterialForRole } from "./config/key-custody.js";
 import { type ResolvedSecrets, resolveSecrets } from "./config/secrets.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { acquireEmbeddedLock } from "./db/embedded-lock.js";
-import { checkoutDeps, createDepositHandler, depositSenderCheck } from "./deposits/index.js";
+import {
+  type CheckoutDeps,
+  checkoutDeps,
+  createDepositHandler,
+  depositSenderCheck,
+} from "./deposits/index.js";
 import { registerEnergyOutcomes } from "./energy/index.js";
 import type { RouteDeps, UseCases } from "./http/app-types.js";
 import { type Clock, systemClock } from "./lib/clock.js";
@@ -30,6 +35,7 @@ import {
   type RateLimitStore,
   RedisRateLimitStore,
 } from "./ratelimit/index.js";
+import { createRateSource } from "./rates/index.js";
 import { registerReserveMetrics, reserveReadinessChecks } from "./reserves/index.js";
 import { createScreening, type Screening, type ScreeningRecorder } from "./screening/index.js";
 import {
@@ -397,22 +403,34 @@ function composeUseCases(parts: {
   const box = new SecretBox(parts.secrets.SECRET_ENCRYPTION_KEY);
   const idempotency = { db, clock, leaseMs: config.idempotency.leaseMs };
   const stream = config.webhooks.stream;
+  const baseUrl: CheckoutDeps["baseUrl"] = (environment) =>
+    environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl;
+  const checkout = checkoutDeps({
+    db,
+    clock,
+    idempotencyLeaseMs: config.idempotency.leaseMs,
+    chains,
+    addressDeriver: parts.addressDeriver,
+    fees: config.fees,
+    checkout: config.checkout,
+    callbackUrls: {
+      allowCidrs: config.webhooks.ssrfAllowCidrs,
+      allowedPorts: config.webhooks.allowedPorts,
+    },
+    baseUrl,
+    rates: createRateSource(config.rates, clock),
+  });
   return {
-    checkout: checkoutDeps({
+    checkout,
+    // Payment links open ordinary sessions through the same creation path (issue #41).
+    paymentLinks: {
       db,
       clock,
-      idempotencyLeaseMs: config.idempotency.leaseMs,
-      chains,
-      addressDeriver: parts.addressDeriver,
-      fees: config.fees,
-      checkout: config.checkout,
-      callbackUrls: {
-        allowCidrs: config.webhooks.ssrfAllowCidrs,
-        allowedPorts: config.webhooks.allowedPorts,
-      },
-      baseUrl: (environment) =>
-        environment === "production" ? config.http.productionBaseUrl : config.http.sandboxBaseUrl,
-    }),
+      idempotency,
+      enabledCurrencyTypes: () => chains.enabledCurrencyTypes(),
+      baseUrl,
+      checkout,
+    },
     withdrawals: {
       db,
       idempotency,

@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { CurrencyType } from "../domain/currency.js";
+import { parseFixedRates } from "../domain/exchange-rate.js";
 import { defaultFeeSchedule, type FeeSchedule, parseFeeSchedule } from "../domain/fees.js";
 import { type ChainsConfig, parseChainsConfig } from "./chains.js";
 import { parseOutflowCap } from "./outflow-cap.js";
@@ -93,6 +94,22 @@ export interface Config {
   sending: SendingConfig;
   /** The optional screening provider (`src/screening/`, docs/screening.md). */
   screening: ScreeningConfig;
+  /** Exchange rates of prices in fiat (`src/rates/`, docs/decisions/prices.md). */
+  rates: RatesConfig;
+}
+
+/** `EXCHANGE_RATE_*` and `FIXED_RATES` (issue #41): where the rates of prices in fiat come from. */
+export interface RatesConfig {
+  /** `EXCHANGE_RATE_SOURCE`: the operator's fixed table or a public ticker. */
+  source: "fixed" | "coinbase" | "kraken";
+  /** `FIXED_RATES`: token units per unit of fiat (10^-18 units) by ISO 4217 code. */
+  fixed: ReadonlyMap<string, bigint>;
+  /** `EXCHANGE_RATE_MAX_AGE_SECONDS`: an older quote is no rate (503 RATE_UNAVAILABLE). */
+  maxAgeSeconds: number;
+  /** `EXCHANGE_RATE_URL`: the ticker's API root instead of its public one. */
+  url: string | undefined;
+  /** `EXCHANGE_RATE_TIMEOUT_MS`: the longest one ticker request may take. */
+  timeoutMs: number;
 }
 
 /** `SCREENING_*` (issue #40): the optional provider that screens senders and destinations. */
@@ -183,7 +200,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     if ("error" in r) problems.push({ variable, message: r.error });
     else outflowCap[key] = r.limits;
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  const fixedRates = parseFixedRates(e.FIXED_RATES);
+  if (!fixedRates.ok) problems.push({ variable: "FIXED_RATES", message: fixedRates.message });
+  if (problems.length > 0 || !fixedRates.ok) throw new ConfigError(problems);
 
   const productionBaseUrl = stripSlash(e.PRODUCTION_BASE_URL ?? `http://localhost:${e.PORT}`);
   const sandboxBaseUrl = stripSlash(e.SANDBOX_BASE_URL ?? `http://localhost:${e.SANDBOX_PORT}`);
@@ -276,6 +295,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: e.SCREENING_TIMEOUT_MS,
       onError: e.SCREENING_ON_ERROR,
       cacheSeconds: e.SCREENING_CACHE_SECONDS,
+    },
+    rates: {
+      source: e.EXCHANGE_RATE_SOURCE,
+      fixed: fixedRates.rates,
+      maxAgeSeconds: e.EXCHANGE_RATE_MAX_AGE_SECONDS,
+      url: e.EXCHANGE_RATE_URL,
+      timeoutMs: e.EXCHANGE_RATE_TIMEOUT_MS,
     },
   };
 }

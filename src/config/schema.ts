@@ -150,6 +150,17 @@ export const envSchema = z.object({
   SCREENING_ON_ERROR: z.enum(["closed", "open"]).default("closed"),
   /** How long a provider's answer is kept; 0: never cached. */
   SCREENING_CACHE_SECONDS: z.coerce.number().int().min(0).default(3600),
+  // Prices in fiat (docs/decisions/prices.md): where exchange rates come from, the operator's own
+  // (`FIXED_RATES`: token units per unit of fiat, e.g. EUR=1.08,GBP=1.27; parsed by config.ts) or a
+  // public ticker; the oldest quote a session may lock; a ticker's API root (tests: a local fake)
+  // and the longest one of its requests may take.
+  EXCHANGE_RATE_SOURCE: z.enum(["fixed", "coinbase", "kraken"]).default("fixed"),
+  FIXED_RATES: z.string().default(""),
+  EXCHANGE_RATE_MAX_AGE_SECONDS: positiveInt.default(300),
+  EXCHANGE_RATE_URL: url
+    .refine((u) => !URL.canParse(u) || /^https?:$/.test(new URL(u).protocol), "must be an http or https URL")
+    .optional(),
+  EXCHANGE_RATE_TIMEOUT_MS: positiveInt.default(3000),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

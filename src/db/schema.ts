@@ -1,9 +1,11 @@
 import type { AuditTables } from "./tables/audit.js";
+import type { BrandingTables } from "./tables/branding.js";
 import type { ChainsTables } from "./tables/chains.js";
 import type { DashboardTables } from "./tables/dashboard.js";
 import type { DepositTables } from "./tables/deposits.js";
 import type { FoundationTables } from "./tables/foundation.js";
 import type { LedgerTables } from "./tables/ledger.js";
+import type { LinkTables } from "./tables/links.js";
 import type { SendingTables } from "./tables/sending.js";
 import type { TeamTables } from "./tables/team.js";
 import type { WebhookTables } from "./tables/webhooks.js";
@@ -21,7 +23,9 @@ export interface DB
     DepositTables,
     SendingTables,
     AuditTables,
-    TeamTables {}
+    TeamTables,
+    BrandingTables,
+    LinkTables {}
 
 export type {
   ApiKeyRow,

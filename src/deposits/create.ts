@@ -5,9 +5,10 @@ import { PREPARED } from "../db/prepared.js";
 import type { WatchedAddressesTable } from "../db/tables/chains.js";
 import type { CheckoutSessionsTable } from "../db/tables/deposits.js";
 import type { TransactionsTable } from "../db/tables/ledger.js";
-import type { CheckoutSessionRecord } from "../domain/checkout.js";
+import type { CheckoutSessionRecord, SessionPrice } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { formatRate } from "../domain/exchange-rate.js";
 import { depositFee, type FeeSchedule } from "../domain/fees.js";
 import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
@@ -44,6 +45,12 @@ export interface NewCheckoutSession {
   callbackUrl: string | null;
   orderId: string | null;
   metadata: Record<string, unknown> | null;
+  /** The price in fiat and its locked rate (`amount` is its conversion); null: priced in the token. */
+  price?: SessionPrice | null;
+  successUrl?: string | null;
+  cancelUrl?: string | null;
+  /** The payment link the session was opened from (issue #41), on its deposit transaction. */
+  paymentLinkId?: string | null;
 }
 
 /** The three rows of one new session. */
@@ -154,6 +161,9 @@ export async function createCheckoutSession(
       address,
       expires_at: expiresAt,
       callback_url: input.callbackUrl,
+      ...priceColumns(input.price ?? null),
+      success_url: input.successUrl ?? null,
+      cancel_url: input.cancelUrl ?? null,
     },
     t: transactionValues({
       id,
@@ -168,6 +178,7 @@ export async function createCheckoutSession(
       orderId: input.orderId,
       metadata: input.metadata,
       createdAt: now,
+      paymentLinkId: input.paymentLinkId ?? null,
     }),
   };
   // Outside a transaction the insert may share a statement with concurrent sessions' inserts.
@@ -183,6 +194,20 @@ export async function createCheckoutSession(
     callbackUrl: input.callbackUrl,
     metadata: input.metadata,
     closedAt: null,
+    price: input.price ?? null,
+    successUrl: input.successUrl ?? null,
+    cancelUrl: input.cancelUrl ?? null,
+  };
+}
+
+/** A session's price columns (migration 0037): all null for a session priced in the token. */
+function priceColumns(price: SessionPrice | null) {
+  return {
+    price_amount: price ? price.amount.toString() : null,
+    price_currency: price?.currency ?? null,
+    exchange_rate: price ? formatRate(price.rate) : null,
+    rate_source: price?.source ?? null,
+    rate_at: price?.at ?? null,
   };
 }
 

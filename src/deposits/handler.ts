@@ -119,6 +119,7 @@ async function onSessionTransfer(
     orderId: t.orderId,
     callbackUrl: session.callbackUrl,
     metadata: session.metadata,
+    price: session.price,
   });
 }
 
@@ -170,6 +171,7 @@ async function onOwnDepositTransfer(
       orderId: t.orderId,
       callbackUrl: session.callbackUrl,
       metadata: session.metadata,
+      price: session.price,
     });
     return;
   }

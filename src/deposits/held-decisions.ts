@@ -229,7 +229,7 @@ async function notify(trx: Db, t: TransactionRecord): Promise<void> {
     transactionId: t.id,
     type: "deposit",
     transactionStatus: t.status,
-    data: webhookData(t, session?.metadata ?? null),
+    data: webhookData(t, session ? { metadata: session.metadata, price: session.price } : null),
     url: session?.callbackUrl ?? null,
   });
 }

@@ -29,6 +29,7 @@ export {
   getCheckoutSession,
   type OpenCheckoutSessionInput,
   openCheckoutSession,
+  openCheckoutSessionIn,
   openDepositWallet,
 } from "./open-session.js";
 export {

@@ -1,9 +1,10 @@
 import { expressionBuilder, sql } from "kysely";
 import type { Db } from "../db/database.js";
 import type { CheckoutSessionsTable } from "../db/tables/deposits.js";
-import type { CheckoutSessionRecord, SessionDetection } from "../domain/checkout.js";
+import type { CheckoutSessionRecord, SessionDetection, SessionPrice } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
+import { parseRate } from "../domain/exchange-rate.js";
 import { findUnderpaymentToleranceBp } from "../merchants/index.js";
 import { joinTransactionOf, toRecord } from "../transactions/index.js";
 import {
@@ -68,6 +69,13 @@ function sessionQuery(db: Db) {
     "s.expires_at as s_expires_at",
     "s.callback_url as s_callback_url",
     "s.closed_at as s_closed_at",
+    "s.price_amount as s_price_amount",
+    "s.price_currency as s_price_currency",
+    "s.exchange_rate as s_exchange_rate",
+    "s.rate_source as s_rate_source",
+    "s.rate_at as s_rate_at",
+    "s.success_url as s_success_url",
+    "s.cancel_url as s_cancel_url",
   ]);
 }
 
@@ -82,6 +90,31 @@ function toSession(row: SessionJoinRow): CheckoutSessionRecord {
     callbackUrl: row.s_callback_url,
     metadata: row.metadata,
     closedAt: row.s_closed_at,
+    price: sessionPrice(row),
+    successUrl: row.s_success_url,
+    cancelUrl: row.s_cancel_url,
+  };
+}
+
+/** The price columns of a session row (migration 0037) as its price; null for a token-priced session. */
+function sessionPrice(row: SessionJoinRow): SessionPrice | null {
+  const { s_price_amount: amount, s_price_currency: currency, s_exchange_rate: rate } = row;
+  if (
+    amount === null ||
+    currency === null ||
+    rate === null ||
+    row.s_rate_source === null ||
+    row.s_rate_at === null
+  )
+    return null;
+  const parsed = parseRate(rate);
+  if (!parsed.ok) throw new Error(`checkout session ${row.id}: stored exchange rate ${rate} unreadable`);
+  return {
+    amount: BigInt(amount),
+    currency,
+    rate: parsed.units,
+    source: row.s_rate_source,
+    at: new Date(row.s_rate_at),
   };
 }
 

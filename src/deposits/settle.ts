@@ -1,5 +1,5 @@
 import type { Db } from "../db/database.js";
-import type { CheckoutSessionRecord } from "../domain/checkout.js";
+import type { CheckoutSessionRecord, SessionPrice } from "../domain/checkout.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { depositFee, type FeeSchedule } from "../domain/fees.js";
@@ -7,7 +7,7 @@ import { newId } from "../domain/ids.js";
 import type { TransactionRecord } from "../domain/transaction.js";
 import { creditDeposit, holdDeposit } from "../ledger/index.js";
 import { insertTransaction, updateTransaction } from "../transactions/index.js";
-import { enqueueWebhookEvent, webhookData } from "../webhooks/index.js";
+import { enqueueWebhookEvent, type WebhookSessionFields, webhookData } from "../webhooks/index.js";
 import { closeCheckoutSession } from "./sessions-store.js";
 
 /**
@@ -48,7 +48,7 @@ export async function closeSession(
     await creditDeposit(trx, postingContext(updated), outcome.received, fee);
   }
   await closeCheckoutSession(trx, t.id, outcome.now);
-  await notify(trx, updated, session.callbackUrl, session.metadata);
+  await notify(trx, updated, session.callbackUrl, { metadata: session.metadata, price: session.price });
   return updated;
 }
 
@@ -77,6 +77,8 @@ export async function recordSingleTransferDeposit(
     callbackUrl?: string | null;
     /** The session's metadata (a late payment), sent in the webhook's `data.metadata`. */
     metadata?: Record<string, unknown> | null;
+    /** The session's price in fiat (a late or wrong-network payment to it), in the webhook's price fields. */
+    price?: SessionPrice | null;
     /** Paid on another network than the address was made for (`wrongNetwork: true`). */
     wrongNetwork?: boolean;
     /**
@@ -113,7 +115,7 @@ export async function recordSingleTransferDeposit(
   });
   if (held) await holdDeposit(trx, postingContext(record), d.amount);
   else await creditDeposit(trx, postingContext(record), d.amount, fee);
-  await notify(trx, record, d.callbackUrl ?? null, d.metadata ?? null);
+  await notify(trx, record, d.callbackUrl ?? null, { metadata: d.metadata ?? null, price: d.price ?? null });
   return record;
 }
 
@@ -130,7 +132,7 @@ async function notify(
   trx: Db,
   t: TransactionRecord,
   url: string | null,
-  metadata: Record<string, unknown> | null,
+  session: WebhookSessionFields,
 ): Promise<void> {
   await enqueueWebhookEvent(trx, {
     merchantId: t.merchantId,
@@ -138,7 +140,7 @@ async function notify(
     transactionId: t.id,
     type: "deposit",
     transactionStatus: t.status,
-    data: webhookData(t, metadata),
+    data: webhookData(t, session),
     url,
   });
 }

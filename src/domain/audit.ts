@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   "api_key.reassign",
   "api_key.revoke",
   "settings.update",
+  "settings.branding_update",
   "webhook.url_update",
   "webhook.secret_rotate",
   "payout.create",

@@ -1,5 +1,8 @@
 import type { CurrencyType } from "./currency.js";
+import type { Environment } from "./environment.js";
 import type { FieldError } from "./errors.js";
+import { formatRate } from "./exchange-rate.js";
+import { formatAmount } from "./money.js";
 import type { TransactionRecord } from "./transaction.js";
 
 /** Longest session lifetime (docs/api-reference.md#schema-checkoutsession): 1440 minutes. */
@@ -41,6 +44,23 @@ export function metadataErrors(metadata: unknown): FieldError[] {
   return [];
 }
 
+/**
+ * The price in fiat a session was created with and the rate locked then (docs/decisions/prices.md):
+ * the token amount to pay is `amount` of its transaction, `priceAmount × rate` rounded up.
+ */
+export interface SessionPrice {
+  /** In 10^-6 units of `currency` (parsed like a token amount). */
+  amount: bigint;
+  /** ISO 4217, e.g. `EUR`. */
+  currency: string;
+  /** Token units per unit of `currency`, 10^-18 units (`domain/exchange-rate.ts`). */
+  rate: bigint;
+  /** The source that quoted the rate (`EXCHANGE_RATE_SOURCE`). */
+  source: string;
+  /** When the source quoted it. */
+  at: Date;
+}
+
 /** What a session is, beyond its deposit transaction. */
 export interface CheckoutSessionRecord {
   transaction: TransactionRecord;
@@ -50,6 +70,56 @@ export interface CheckoutSessionRecord {
   callbackUrl: string | null;
   metadata: Record<string, unknown> | null;
   closedAt: Date | null;
+  /** The price in fiat, when the session was given one instead of `amount`; null otherwise. */
+  price: SessionPrice | null;
+  /** Where the hosted page sends the payer after `confirmed` ("back to the shop"); null when not given. */
+  successUrl: string | null;
+  /** Where the hosted page sends the payer who cancels, or after expiry; null when not given. */
+  cancelUrl: string | null;
+}
+
+/**
+ * A session's price fields as the API and the deposit webhooks show them: `priceAmount` a JSON
+ * number like an amount, `exchangeRate` exact decimal text; all null for a session priced in the token.
+ */
+export function presentSessionPrice(price: SessionPrice | null) {
+  return {
+    priceAmount: price ? formatAmount(price.amount) : null,
+    priceCurrency: price?.currency ?? null,
+    exchangeRate: price ? formatRate(price.rate) : null,
+    rateSource: price?.source ?? null,
+    rateAt: price ? price.at.toISOString() : null,
+  };
+}
+
+/** The longest `successUrl` / `cancelUrl`. */
+export const MAX_RETURN_URL_LENGTH = 2048;
+
+/**
+ * The rules of a URL the hosted page sends the payer to (`successUrl`, `cancelUrl`): an absolute
+ * https URL (plain http in the sandbox only), no credentials, no spaces, control characters or
+ * backslashes, at most 2048 characters. The gateway never calls it, so nothing is resolved (unlike
+ * `callbackUrl`); what matters is that the page never links to `javascript:`, `data:` or the like.
+ */
+export function returnUrlErrors(field: string, raw: unknown, environment: Environment): FieldError[] {
+  const fail = (message: string) => [{ field, message }];
+  if (typeof raw !== "string") return fail("must be a URL");
+  if (raw.length === 0 || raw.length > MAX_RETURN_URL_LENGTH)
+    return fail(`must be 1 to ${MAX_RETURN_URL_LENGTH} characters`);
+  if (
+    raw.trim() !== raw ||
+    /[\s\\]/.test(raw) ||
+    [...raw].some((c) => c.charCodeAt(0) < 0x20 || c === "\x7f")
+  )
+    return fail("must not contain spaces, control characters or backslashes");
+  if (!URL.canParse(raw)) return fail("must be an absolute URL");
+  const url = new URL(raw);
+  if (url.protocol !== "https:" && url.protocol !== "http:") return fail("must be an https URL");
+  if (url.protocol === "http:" && environment !== "sandbox")
+    return fail("must be an https URL (plain http is accepted in sandbox only)");
+  if (url.username || url.password) return fail("must not contain credentials");
+  if (!url.hostname) return fail("must have a host");
+  return [];
 }
 
 /** Largest underpayment tolerance a merchant may set: 10 % (1000 basis points). */

@@ -15,6 +15,9 @@ export const ERROR_CODES = [
   // refused (`details.reason`: `token_blacklist` or `screening`), refused before anything is held.
   "DESTINATION_BLOCKED",
   "CHAIN_UNAVAILABLE",
+  // 503 with Retry-After: a checkout session priced in fiat while the exchange rate source has no
+  // rate within EXCHANGE_RATE_MAX_AGE_SECONDS (docs/decisions/prices.md); nothing was created.
+  "RATE_UNAVAILABLE",
   // 503 with Retry-After: a transient fault of the database (a lost connection, a failover, a
   // deadlock) that its retries did not get past. Nothing of the request stands unless its commit's
   // outcome was unknown, and then a retry with the same Idempotency-Key replays it.

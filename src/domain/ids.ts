@@ -17,7 +17,9 @@ export type IdPrefix =
   | "mail"
   | "obs"
   | "wal"
-  | "inv";
+  | "inv"
+  /** A payment link (issue #41). */
+  | "pl";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

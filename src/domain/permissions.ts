@@ -24,7 +24,7 @@ export type AssignableRole = (typeof ASSIGNABLE_ROLES)[number];
 export const PERMISSIONS = [
   /** Balances, volume, transactions, withdrawal requests and payouts (reads). */
   "money:read",
-  /** Create checkout sessions and deposit wallets. */
+  /** Create checkout sessions, deposit wallets and payment links (and deactivate links). */
   "payments:create",
   /** Sandbox test payments. */
   "sandbox:pay",

@@ -44,6 +44,8 @@ export interface TransactionRecord {
    * `screening: <reason>` (the screening provider refused it). Null otherwise.
    */
   holdReason: string | null;
+  /** The payment link that opened this deposit's checkout session (issue #41); null otherwise. */
+  paymentLinkId: string | null;
   createdAt: Date;
   updatedAt: Date;
   confirmedAt: Date | null;
@@ -79,5 +81,7 @@ export function presentTransaction(t: TransactionRecord) {
     ...(t.wrongNetwork ? { wrongNetwork: true as const } : {}),
     // Only on a deposit that is or was held (README.md#frozen-funds).
     ...(t.holdReason !== null ? { holdReason: t.holdReason } : {}),
+    // Only on the deposit of a session opened from a payment link (issue #41).
+    ...(t.paymentLinkId ? { paymentLinkId: t.paymentLinkId } : {}),
   };
 }

@@ -13,6 +13,7 @@ import type { ResolvedSecrets } from "../config/secrets.js";
 import type { Database } from "../db/database.js";
 import type { CheckoutDeps } from "../deposits/index.js";
 import type { Clock } from "../lib/clock.js";
+import type { PaymentLinkDeps } from "../links/index.js";
 import type { ApiKeyLookups } from "../merchants/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -37,6 +38,8 @@ export type App = FastifyInstance<
 export interface UseCases {
   /** Checkout sessions and permanent deposit addresses (one index reserve, one insert coalescer). */
   checkout: CheckoutDeps;
+  /** Payment links: the merchant's use cases and the payer's page (they open sessions through `checkout`). */
+  paymentLinks: PaymentLinkDeps;
   /** Withdrawal requests and payouts (the payout desk: the withdrawal desk and the dashboard kit). */
   withdrawals: PayoutDesk;
   /** The merchant's webhook endpoint: URL, masked secret, rotation. */

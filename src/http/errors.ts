@@ -13,6 +13,8 @@ export function rejectionOf(request: FastifyRequest): { code: string; message: s
 
 /** `Retry-After` of a 503 SERVICE_UNAVAILABLE: a failover or a reconnect takes about this long. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+/** `Retry-After` of a 503 RATE_UNAVAILABLE: a ticker's next request is due within this (docs/decisions/prices.md). */
+export const RATE_UNAVAILABLE_RETRY_AFTER_SECONDS = 30;
 
 /** The one mapping from error code to HTTP status (docs/merchants/errors.md#codes). Exhaustive by construction. */
 export function codeToStatus(code: ErrorCode): number {
@@ -35,6 +37,7 @@ export function codeToStatus(code: ErrorCode): number {
     case "RATE_LIMITED":
       return 429;
     case "CHAIN_UNAVAILABLE":
+    case "RATE_UNAVAILABLE":
     case "SERVICE_UNAVAILABLE":
       return 503;
     case "INTERNAL_ERROR":
@@ -136,12 +139,17 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
 
 export function makeErrorHandler(bodyLimit: number) {
   return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
-    const appErr = toAppError(err, bodyLimit);
+    // A route may declare its own body limit (the logo upload): the message names the one that applied.
+    const appErr = toAppError(err, request.routeOptions?.bodyLimit ?? bodyLimit);
     const status = codeToStatus(appErr.code);
     if (appErr.code === "SERVICE_UNAVAILABLE") {
       // A fault of the moment (the database), not a bug: warn, and tell the client when to retry.
       request.log.warn({ err, code: appErr.code }, "request failed on a transient database fault");
       reply.header("Retry-After", String(SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS));
+    } else if (appErr.code === "RATE_UNAVAILABLE") {
+      // The rate provider's fault, expected now and then: a warning, and when to retry.
+      request.log.warn({ code: appErr.code, details: appErr.details }, "no fresh exchange rate");
+      reply.header("Retry-After", String(RATE_UNAVAILABLE_RETRY_AFTER_SECONDS));
     } else if (status >= 500) {
       request.log.error({ err, code: appErr.code }, "request failed");
     } else {

@@ -34,6 +34,16 @@ export {
   type ApiKeyPrincipal,
   authorizeApiKey,
 } from "./authorize.js";
+export {
+  type BrandingLogo,
+  type BrandingPatch,
+  findLogoByHash,
+  findPageBranding,
+  getBranding,
+  type MerchantBranding,
+  type PageBranding,
+  updateBranding,
+} from "./branding.js";
 export { type CreatedMerchant, createMerchantWithKeys } from "./create.js";
 export { findUnderpaymentToleranceBp } from "./deposit-settings.js";
 export {

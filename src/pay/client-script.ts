@@ -18,12 +18,30 @@ export const CLIENT_SCRIPT = `(function () {
     confirmedAt: null
   };
   var dec = root.getAttribute("data-decimal") || ".";
+  var locale = root.getAttribute("data-locale") || undefined;
   var qrAmount = root.getAttribute("data-qr-amount") || "";
   var deadline = Date.now() + Number(root.getAttribute("data-remaining-ms"));
   var source = null;
 
   function amount(text) { return String(text).replace(".", dec); }
-  function utc(iso) { return iso ? iso.slice(0, 19).replace("T", " ") + " UTC" : ""; }
+  // A moment in the page's language and the browser's own time zone (the server wrote it in UTC);
+  // the options mirror TIME_FORMAT (page.ts).
+  function local(iso) {
+    var d = new Date(iso);
+    if (!iso || isNaN(d.getTime())) return "";
+    try {
+      return new Intl.DateTimeFormat(locale, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" }).format(d);
+    } catch (e) {
+      return iso.slice(0, 19).replace("T", " ") + " UTC";
+    }
+  }
+  function localTimes() {
+    var times = root.querySelectorAll("time[data-local]");
+    for (var i = 0; i < times.length; i++) {
+      var iso = times[i].getAttribute("datetime");
+      if (iso) times[i].textContent = local(iso);
+    }
+  }
   function pad(n) { return (n < 10 ? "0" : "") + n; }
   // Mirrors pageState (page.ts).
   function state() {
@@ -53,7 +71,11 @@ export const CLIENT_SCRIPT = `(function () {
     setField("required", String(data.required));
     setField("remaining", amount(data.remaining));
     if (data.txHash) setField("txHash", data.txHash);
-    if (data.confirmedAt) setField("confirmedAt", utc(data.confirmedAt));
+    if (data.confirmedAt) {
+      var at = root.querySelectorAll('time[data-field="confirmedAt"]');
+      for (var j = 0; j < at.length; j++) at[j].setAttribute("datetime", data.confirmedAt);
+      setField("confirmedAt", local(data.confirmedAt));
+    }
     var stale = document.getElementById("qr-stale");
     if (stale) stale.hidden = !(open && qrAmount !== "" && qrAmount !== data.remaining);
     return st;
@@ -116,6 +138,7 @@ export const CLIENT_SCRIPT = `(function () {
     source = new EventSource(root.getAttribute("data-events"));
     source.addEventListener("status", onStatus);
   }
+  localTimes();
   render();
 })();
 `;

@@ -1,3 +1,4 @@
+import { returnUrlErrors } from "../domain/checkout.js";
 import { type CurrencyType, currencyOf } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { formatUnits } from "../domain/money.js";
@@ -9,10 +10,12 @@ import {
   LANGUAGE_NAMES,
   LANGUAGES,
   type Language,
+  LOCALES,
   type MessageKey,
   messages,
   t,
 } from "./messages.js";
+import type { WalletLink } from "./payment-uri.js";
 import { STYLES } from "./styles.js";
 
 /** What the customer sees: open (waiting / partial), the payment confirming, or one of the end states. */
@@ -55,6 +58,42 @@ export function utcText(d: Date): string {
   return `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
+/** How the page formats a moment (the client script re-formats it with the same options in the browser's zone). */
+export const TIME_FORMAT: Readonly<Intl.DateTimeFormatOptions> = {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  timeZoneName: "short",
+};
+
+/**
+ * A moment in the payer's language, in UTC with the zone named ("7 Dec 2026, 20:30 UTC",
+ * "2026年12月7日 UTC 20:30"): the server does not know the payer's time zone; the page's script
+ * re-renders every `<time data-local>` in the browser's own zone.
+ */
+export function localTimeText(d: Date, lang: Language): string {
+  return new Intl.DateTimeFormat(LOCALES[lang], { ...TIME_FORMAT, timeZone: "UTC" }).format(d);
+}
+
+/** A `<time>` the client script re-renders in the browser's time zone. */
+function timeElement(d: Date, lang: Language, field?: string): SafeHtml {
+  return html`<time datetime="${d.toISOString()}" data-local${field ? raw(` data-field="${field}"`) : ""}>${localTimeText(d, lang)}</time>`;
+}
+
+/**
+ * A return link to the shop (`successUrl`, `cancelUrl`), re-checked when the page is rendered
+ * whatever was stored, by the rule the API applies when they are given (`returnUrlErrors`): an
+ * absolute `https` URL (plain `http` only in the sandbox), no credentials, no spaces or control
+ * characters. Anything else (`javascript:`, `data:`, relative, malformed) is not rendered.
+ * Returns the normalised href, or null.
+ */
+export function safeReturnUrl(url: string | null | undefined, environment: Environment): string | null {
+  if (typeof url !== "string" || returnUrlErrors("url", url, environment).length > 0) return null;
+  return new URL(url).href;
+}
+
 export function countdownText(ms: number): string {
   const total = Math.max(0, Math.ceil(ms / 1000));
   const h = Math.floor(total / 3600);
@@ -78,8 +117,21 @@ function tHtml(lang: Language, token: string, key: MessageKey, vars: Record<stri
   })}`;
 }
 
+/** The shop the page belongs to: its name (display name, else company name) and logo. */
+export interface PageMerchant {
+  name: string;
+  logo: { path: string; width: number; height: number } | null;
+}
+
 export interface PayPageInput {
   lang: Language;
+  merchant: PageMerchant;
+  /** Where "Back to {merchant}" goes once the payment is confirmed (checked again here). */
+  successUrl?: string | null;
+  /** Where "Cancel and return to {merchant}" / "Return to {merchant}" go (checked again here). */
+  cancelUrl?: string | null;
+  /** The "open in wallet" link under the QR code, when there is one. */
+  walletLink?: WalletLink | null;
   environment: Environment;
   sessionId: string;
   network: CurrencyType;
@@ -117,7 +169,16 @@ function warningText(lang: Language, network: CurrencyType, others: readonly Cur
 export function renderPayPage(p: PayPageInput): string {
   const { lang, snapshot: s } = p;
   const token = currencyOf(p.network).token;
-  const tx = (key: MessageKey, vars: Record<string, string> = {}) => t(lang, key, { token, ...vars });
+  const merchant = p.merchant.name;
+  const tx = (key: MessageKey, vars: Record<string, string> = {}) =>
+    t(lang, key, { token, merchant, ...vars });
+  const successHref = safeReturnUrl(p.successUrl, p.environment);
+  const cancelHref = safeReturnUrl(p.cancelUrl, p.environment);
+  // Buttons only, never an automatic redirect; the page is `no-referrer` already.
+  const returnLink = (href: string | null, key: MessageKey, kind: string) =>
+    href
+      ? html`<p class="return"><a class="button button-${kind}" href="${href}" rel="noopener noreferrer" data-return="${kind}">${tx(key)}</a></p>`
+      : "";
   const state = pageState(s, p.expiresAt, p.now);
   const open = state === "waiting" || state === "partial";
   const remaining = remainingAmount(s);
@@ -144,8 +205,13 @@ export function renderPayPage(p: PayPageInput): string {
   data-remaining-ms="${Math.max(0, p.expiresAt.getTime() - p.now)}"
   data-decimal="${DECIMAL_SEPARATOR[lang]}"
   data-events="${self}/events"
-  data-copied="${t(lang, "copied")}">
+  data-copied="${t(lang, "copied")}"
+  data-locale="${LOCALES[lang]}">
 <header>
+  <div class="merchant">
+    ${p.merchant.logo ? html`<img class="logo" src="${p.merchant.logo.path}" alt="${tx("logoAlt")}" width="${p.merchant.logo.width}" height="${p.merchant.logo.height}">` : ""}
+    <p class="merchant-name">${tx("payTo")}</p>
+  </div>
   <h1>${tx("title")}</h1>
   ${p.environment === "sandbox" ? html`<p class="badge">${t(lang, "sandboxBadge")}</p>` : ""}
   <p class="summary"><strong>${amountText} ${token}</strong> · ${network}</p>
@@ -169,11 +235,15 @@ export function renderPayPage(p: PayPageInput): string {
     html`<p>${t(lang, "statePaid")}</p>
     <dl class="facts small">
       <div><dt>${t(lang, "txLabel")}</dt><dd><code data-field="txHash">${s.blockchainTxHash ?? ""}</code></dd></div>
-      <div><dt>${t(lang, "confirmedAtLabel")}</dt><dd>${field("confirmedAt", s.confirmedAt ? utcText(s.confirmedAt) : "")}</dd></div>
-    </dl>`,
+      <div><dt>${t(lang, "confirmedAtLabel")}</dt><dd>${s.confirmedAt ? timeElement(s.confirmedAt, lang, "confirmedAt") : html`<time data-local data-field="confirmedAt"></time>`}</dd></div>
+    </dl>
+    ${returnLink(successHref, "backToMerchant", "success")}`,
   )}
-  ${panel("expired", html`<p>${t(lang, "stateExpired")}</p>`)}
-  ${panel("partialExpired", html`<p>${tHtml(lang, token, "statePartialExpired", { received })}</p>`)}
+  ${panel("expired", html`<p>${tx("stateExpired")}</p>${returnLink(cancelHref, "returnToMerchant", "return")}`)}
+  ${panel(
+    "partialExpired",
+    html`<p>${tHtml(lang, token, "statePartialExpired", { received, merchant: html`${merchant}` })}</p>${returnLink(cancelHref, "returnToMerchant", "return")}`,
+  )}
 </section>
 <section id="instructions" aria-label="${t(lang, "addressLabel")}"${open ? "" : raw(" hidden")}>
   <dl class="facts">
@@ -191,13 +261,15 @@ export function renderPayPage(p: PayPageInput): string {
   </figure>`
       : ""
   }
+  ${p.walletLink ? html`<p class="wallet-link"><a href="${p.walletLink.href}" rel="noopener noreferrer">${t(lang, p.walletLink.label)}</a></p>` : ""}
   <p class="label">${t(lang, "addressLabel")}</p>
   <p class="address-row"><code id="address">${p.address}</code>
   <button type="button" class="copy" data-copy="address" hidden>${t(lang, "copyAddress")}</button></p>
   <p class="warning">${warningText(lang, p.network, p.alsoCredited ?? [])}</p>
   <p class="expiry">${tHtml(lang, token, "expiresAt", {
-    time: html`<time datetime="${p.expiresAt.toISOString()}">${utcText(p.expiresAt)}</time>`,
+    time: timeElement(p.expiresAt, lang),
   })} · ${t(lang, "timeLeft")} <span id="countdown" role="timer">${countdownText(p.expiresAt.getTime() - p.now)}</span></p>
+  ${open ? returnLink(cancelHref, "cancelAndReturn", "cancel") : ""}
 </section>
 ${open || state === "confirming" ? html`<noscript><p class="note">${t(lang, "noscript")} <a href="${self}?lang=${lang}">${t(lang, "refresh")}</a></p></noscript>` : ""}
 ${languageNav(lang, self)}
@@ -253,6 +325,7 @@ function document(d: {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex, nofollow">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>${d.title}</title>
 ${d.refreshSeconds === null ? "" : html`<noscript><meta http-equiv="refresh" content="${d.refreshSeconds}"></noscript>`}
 <style nonce="${d.nonce}">${raw(STYLES)}</style>
@@ -271,7 +344,8 @@ export function contentSecurityPolicy(nonce: string): string {
     "default-src 'none'",
     `script-src 'nonce-${nonce}'`,
     `style-src 'nonce-${nonce}'`,
-    "img-src data:",
+    // The QR code is inline SVG; the shop's logo is served by us (`/pay/logo/{sha256}`), never from elsewhere.
+    "img-src 'self' data:",
     "connect-src 'self'",
     "base-uri 'none'",
     "form-action 'none'",

@@ -10,12 +10,13 @@ import { type CurrencyType, wrongNetworkTwins } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
 import { AppError } from "../domain/errors.js";
 import type { Clock } from "../lib/clock.js";
+import { findPageBranding } from "../merchants/index.js";
 import type { Logger } from "../observability/logger.js";
 import { wrongNetworkTwinsWatched } from "../watcher/index.js";
 import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber, snapshotOf } from "./live-status.js";
 import type { Language } from "./messages.js";
 import { pageState, remainingAmount, renderPayPage } from "./page.js";
-import { paymentUri, uriCarriesAmount } from "./payment-uri.js";
+import { paymentUri, uriCarriesAmount, type WalletLink, walletLink } from "./payment-uri.js";
 import { qrSvg } from "./qr.js";
 
 /** Longest session id we look up (ids are `tx_` + 26 characters). */
@@ -58,19 +59,28 @@ export class PayPages {
     const remaining = remainingAmount(snapshot);
     let qr: string | null = null;
     let qrUnits: bigint | null = null;
+    let wallet: WalletLink | null = null;
     const open = state === "waiting" || state === "partial";
     if (open) {
-      const uri = paymentUri({
+      const payment = {
         network: session.network,
         address: session.address,
         units: remaining,
         tokenContract: this.#tokenContract(session.network, environment),
-      });
+      };
+      const uri = paymentUri(payment);
       qr = await qrSvg(uri);
       qrUnits = uriCarriesAmount(uri) ? remaining : null;
+      wallet = walletLink(payment);
     }
+    const branding = await findPageBranding(this.#deps.db, session.transaction.merchantId);
     return renderPayPage({
       lang,
+      merchant: branding ?? { name: "", logo: null },
+      // Checked again when rendered (page.ts `safeReturnUrl`), whatever was stored.
+      successUrl: session.successUrl,
+      cancelUrl: session.cancelUrl,
+      walletLink: wallet,
       environment,
       sessionId: session.transaction.id,
       network: session.network,

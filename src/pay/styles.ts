@@ -5,6 +5,9 @@ export const STYLES = `
 html{-webkit-text-size-adjust:100%}
 body{margin:0;padding:1rem;background:#eef1f5;color:#1a1d21;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 .card{max-width:30rem;margin:0 auto;background:#fff;border-radius:12px;padding:1.25rem;box-shadow:0 1px 3px rgba(0,0,0,.12)}
+.merchant{display:flex;align-items:center;gap:.75rem;margin:0 0 .75rem;min-width:0}
+.logo{display:block;max-height:48px;max-width:min(160px,40vw);width:auto;height:auto;object-fit:contain;flex:none}
+.merchant-name{margin:0;font-weight:600;color:#3b4148;overflow-wrap:anywhere;min-width:0}
 h1{font-size:1.35rem;margin:0 0 .25rem}
 .summary{margin:.25rem 0;font-size:1.1rem}
 .order{margin:0;color:#4a5058;font-size:.9rem}
@@ -36,6 +39,11 @@ figcaption{color:#4a5058;font-size:.9rem}
 #countdown{font-variant-numeric:tabular-nums;font-weight:600}
 .note{font-size:.9rem;color:#3b4148}
 a{color:#1a4f9c}
+.return{margin:.75rem 0 0}
+.button{display:inline-flex;align-items:center;justify-content:center;min-height:44px;padding:.5rem 1rem;border-radius:6px;border:1px solid #1f5fbf;background:#1f5fbf;color:#fff;text-decoration:none;font-weight:600;max-width:100%;overflow-wrap:anywhere}
+.button-cancel,.button-return{background:#fff;color:#1a4f9c}
+.panel .button{font-weight:600}
+.wallet-link{margin:0 0 1rem;text-align:center}
 .langs{margin-top:1rem;font-size:.9rem}
 footer{margin-top:.75rem;color:#5b626a;font-size:.8rem}
 code{word-break:break-all}

@@ -4,6 +4,7 @@
  */
 export { EXPORT_COLUMNS, exportTransactionsCsv } from "./export.js";
 export { chainObservationOf, heldDepositsAt } from "./held-deposits.js";
+export { linkPayments } from "./link-payments.js";
 export {
   likeLiteral,
   listTransactions,

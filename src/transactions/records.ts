@@ -26,6 +26,7 @@ export const TRANSACTION_RECORD_COLUMNS = [
   "rejection_reason",
   "wrong_network",
   "hold_reason",
+  "payment_link_id",
   "created_at",
   "updated_at",
   "confirmed_at",
@@ -54,6 +55,7 @@ export function toRecord(
     rejectionReason: r.rejection_reason,
     wrongNetwork: r.wrong_network,
     holdReason: r.hold_reason,
+    paymentLinkId: r.payment_link_id,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     confirmedAt: r.confirmed_at,
@@ -85,6 +87,8 @@ export interface NewTransaction {
   wrongNetwork?: boolean;
   /** Why a deposit is `held` (frozen or refused sender). */
   holdReason?: string | null;
+  /** The payment link that opened the session of this deposit (issue #41). */
+  paymentLinkId?: string | null;
   /** Defaults to the database's now(); flows pass their clock's time. */
   createdAt?: Date;
 }
@@ -117,6 +121,7 @@ export function transactionValues(t: NewTransaction) {
     metadata: t.metadata ? JSON.stringify(t.metadata) : null,
     ...(t.wrongNetwork ? { wrong_network: true } : {}),
     ...(t.holdReason ? { hold_reason: t.holdReason } : {}),
+    ...(t.paymentLinkId ? { payment_link_id: t.paymentLinkId } : {}),
   };
 }
 

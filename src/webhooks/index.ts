@@ -25,7 +25,7 @@ export {
 export { type WebhookJobDeps, webhookDeliveryJob } from "./job.js";
 export { createWebhookSending, ManualDelivery } from "./manual.js";
 export { type EnqueueWebhookInput, enqueueWebhookEvent, WEBHOOK_CHANNEL } from "./outbox.js";
-export { webhookData } from "./payload.js";
+export { type WebhookSessionFields, webhookData } from "./payload.js";
 export { createWebhookEndpoints } from "./secrets.js";
 export { validateWebhookUrl } from "./ssrf.js";
 export { registerWebhookMetrics, webhookReadinessCheck } from "./status.js";

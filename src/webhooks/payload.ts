@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { presentSessionPrice, type SessionPrice } from "../domain/checkout.js";
 import type { Environment } from "../domain/environment.js";
 import { newId } from "../domain/ids.js";
 import type { TransactionType } from "../domain/transaction.js";
@@ -35,16 +36,25 @@ export function webhookMessage(type: TransactionType, status: string): string {
   return `${NOUN[type]} ${PHRASE[status] ?? `status changed to ${status}`}`;
 }
 
+/** What a deposit's webhook shows of the checkout session it belongs to. */
+export interface WebhookSessionFields {
+  metadata: Record<string, unknown> | null;
+  /** The session's price in fiat and locked rate (docs/decisions/prices.md); null: priced in the token. */
+  price: SessionPrice | null;
+}
+
 /**
  * The `data` of a transaction's webhook: the API's transaction object, `metadata` (deposits: the
- * checkout session's, else null), `rejectionReason` (withdrawals; null otherwise). `environment`
- * is added by `serializeWebhookBody`.
+ * checkout session's, else null), `rejectionReason` (withdrawals; null otherwise), and on deposits
+ * the session's price fields (`priceAmount`, `priceCurrency`, `exchangeRate`, `rateSource`,
+ * `rateAt`: null without a price in fiat). `environment` is added by `serializeWebhookBody`.
  */
-export function webhookData(t: TransactionRecord, sessionMetadata: Record<string, unknown> | null = null) {
+export function webhookData(t: TransactionRecord, session: WebhookSessionFields | null = null) {
   return {
     ...presentTransaction(t),
-    metadata: t.type === "deposit" ? sessionMetadata : null,
+    metadata: t.type === "deposit" ? (session?.metadata ?? null) : null,
     rejectionReason: t.type === "withdrawal" ? t.rejectionReason : null,
+    ...(t.type === "deposit" ? presentSessionPrice(session?.price ?? null) : {}),
   };
 }
 
@@ -96,6 +106,7 @@ export function testWebhookBody(merchantId: string, environment: Environment, no
     checkoutSessionId: null,
     metadata: null,
     rejectionReason: null,
+    ...presentSessionPrice(null),
   };
   return {
     transactionId,

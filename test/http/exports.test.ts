@@ -201,12 +201,13 @@ describe("GET /api/v1/public/exports/transactions.csv", () => {
     expect(byOrder.get("'+1-2")?.reference).toBe("'@SUM(A1)");
   });
 
-  it("the last column says whether a deposit was paid on the wrong network (issue #37)", async () => {
+  it("the column after confirmedAt says whether a deposit was paid on the wrong network (issue #37)", async () => {
     await addTx(merchant, { orderId: "wn-export", wrongNetwork: true });
     await addTx(merchant, { orderId: "own-export" });
     const r = await call(svc.urls.sandbox, "/api/v1/public/exports/transactions.csv", { headers });
     expect(r.status, r.text).toBe(200);
-    expect(EXPORT_COLUMNS.at(-1)).toBe("wrongNetwork");
+    // Columns are only ever added at the end: wrongNetwork (issue #37), then the price columns (issue #41).
+    expect(EXPORT_COLUMNS.indexOf("wrongNetwork")).toBe(EXPORT_COLUMNS.indexOf("confirmedAt") + 1);
     const byOrder = new Map(objects(r.text).map((x) => [x.orderId, x]));
     expect(byOrder.get("wn-export")?.wrongNetwork).toBe("true");
     expect(byOrder.get("own-export")?.wrongNetwork).toBe("false");

@@ -227,7 +227,8 @@ const sessionOf = {} as Record<CurrencyType, string>;
 function channelOf(path: string): Channel {
   if (path.startsWith("/api/v1/admin/")) return "admin";
   if (path.startsWith("/api/v1/auth/") || path.startsWith("/api/v1/dashboard/")) return "merchant";
-  if (path === "/healthz" || path === "/readyz" || path.startsWith("/pay/")) return "none";
+  if (path === "/healthz" || path === "/readyz" || path.startsWith("/pay/") || path.startsWith("/l/"))
+    return "none";
   return "apiKey";
 }
 
@@ -273,6 +274,11 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
       autoApproveThreshold: { [TRC]: 10 },
       ipAllowlist: [],
     },
+    // The checkout page's name and a 1×1 PNG (issue #41).
+    "PATCH /api/v1/dashboard/settings/branding": {
+      displayName: "Hostile Shop",
+      logo: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    },
     // A public address literal: this machine resolves no public names.
     "POST /api/v1/webhook/url": { webhookUrl: "https://93.184.216.34/hooks" },
     "POST /checkout/session": { amount: 5, currencyType: TRC, orderId: "o-1", expiresInMinutes: 30 },
@@ -280,6 +286,21 @@ function validBody(method: string, path: string): Record<string, unknown> | unde
     "POST /api/v1/sandbox/checkout/{id}/pay": { amount: 1 },
     "POST /api/v1/sandbox/wallet/{address}/pay": { amount: 1, currencyType: TRC },
     "POST /api/v1/public/withdrawal-requests": { amount: 5, currencyType: TRC, walletAddress: TRON_TO },
+    // Issue #41: payment links on both channels.
+    "POST /api/v1/public/payment-links": {
+      title: "Hostile",
+      amount: 5,
+      currencyTypes: [TRC],
+      maxPayments: 3,
+    },
+    "POST /api/v1/dashboard/payment-links": {
+      title: "Hostile",
+      amount: 5,
+      currencyTypes: [TRC],
+      maxPayments: 3,
+    },
+    // The payer's form (sent as JSON here): the path's id is a session's, so the answer is the 404 page.
+    "POST /l/{id}": { currencyType: TRC },
     "POST /api/v1/public/withdrawal-requests/{id}/reject": { reason: "no" },
     "POST /api/v1/dashboard/withdrawal-requests/{id}/reject": { reason: "no" },
     // More than the balance with a real code: refused (422) after the OTP check, which keeps the
@@ -371,9 +392,11 @@ function bodyOf(init: { body?: string }) {
 function fill(path: string, overrides: Record<string, string> = {}): string {
   const id = path.includes("/withdrawal-requests/")
     ? real.withdrawalId
-    : path.includes("/transactions/")
-      ? real.transactionId
-      : real.id;
+    : path.includes("/payment-links/")
+      ? real.paymentLinkId
+      : path.includes("/transactions/")
+        ? real.transactionId
+        : real.id;
   const values: Record<string, string | undefined> = { ...real, id, ...overrides };
   return path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? "x");
 }
@@ -600,11 +623,18 @@ beforeAll(async () => {
   });
   expect(withdrawal.status, withdrawal.text).toBe(201);
   real.withdrawalId = withdrawal.body.data.id;
+  const link = await call(svc.urls.sandbox, "/api/v1/public/payment-links", {
+    headers: api,
+    json: { title: "Hostile link", amount: 5, currencyTypes: [TRC] },
+  });
+  expect(link.status, link.text).toBe(201);
+  real.paymentLinkId = link.body.data.id;
   owned.push(
     session.body.data.id,
     events.body.data[0].transactionId,
     events.body.data[0].webhookEventId,
     withdrawal.body.data.id,
+    link.body.data.id,
     real.address ?? "",
   );
   sensitiveOtp = await outboxOtp(merchant, "sensitive");
@@ -779,7 +809,13 @@ describe("every operation of the OpenAPI document refuses hostile input cleanly"
       const names = op.params.filter((p) => p.in === "path").map((p) => p.name);
       // Admin routes are cross-merchant by design, the payment page is public, and a sandbox
       // payment to an address is what any customer can make.
-      if (names.length === 0 || op.path.startsWith("/api/v1/admin/") || op.path.startsWith("/pay/")) continue;
+      if (
+        names.length === 0 ||
+        op.path.startsWith("/api/v1/admin/") ||
+        op.path.startsWith("/pay/") ||
+        op.path.startsWith("/l/")
+      )
+        continue;
       if (op.path.startsWith("/api/v1/sandbox/wallet/")) continue;
       const channel = channelOf(op.path);
       const body = validBody(op.method, op.path);

@@ -117,7 +117,11 @@ describe("the published OpenAPI document", () => {
       "INSUFFICIENT_BALANCE",
     ]);
     expect(codes("POST /api/v1/public/withdrawal-requests", "409")).toEqual(["IDEMPOTENCY_CONFLICT"]);
-    expect(codes("POST /checkout/session", "503")).toEqual(["CHAIN_UNAVAILABLE", "SERVICE_UNAVAILABLE"]);
+    expect(codes("POST /checkout/session", "503")).toEqual([
+      "CHAIN_UNAVAILABLE",
+      "RATE_UNAVAILABLE",
+      "SERVICE_UNAVAILABLE",
+    ]);
     expect(codes("GET /api/v1/public/balance", "401")).toEqual(["INVALID_AUTH"]);
     expect(op("GET /api/v1/public/balance").responses["404"]).toBeUndefined(); // nothing to miss there
     expect(op("GET /api/v1/public/balance").responses["409"]).toBeUndefined();

@@ -131,6 +131,8 @@ describe("OpenAPI document", () => {
       for (const [method, op] of Object.entries(ops)) {
         // A 2xx with a body schema (creating routes answer 201).
         const success = Object.entries(op.responses ?? {}).find(([code]) => /^2\d\d$/.test(code));
+        // A browser form post answered only by a redirect (the payment link's page, POST /l/{id}: 303).
+        if (!success && op.responses?.["303"]) continue;
         expect(
           (success?.[1] as { content?: unknown } | undefined)?.content,
           `${method.toUpperCase()} ${path} has a 2xx schema`,

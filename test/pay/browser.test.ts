@@ -3,7 +3,9 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { updateBranding } from "../../src/merchants/index.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
+import { makePng } from "./images.js";
 import { createSandboxSession, sandboxHeaders } from "./support.js";
 
 // The hosted page in a real browser (Debian chromium driven by playwright-core): layout at desktop
@@ -22,12 +24,22 @@ const MOBILE = { width: 375, height: 812 };
 let svc: TestService;
 let browser: Browser;
 let headers: Record<string, string>;
+let branded: Record<string, string>;
 
 beforeAll(async () => {
   if (!hasChromium) return;
   await mkdir(ARTIFACTS, { recursive: true });
   svc = await startTestService({ env: { RATE_LIMIT_PUBLIC_PAGE: "1000" } });
   headers = sandboxHeaders(await svc.createMerchant());
+  // A shop with its branding (the dashboard's use case, as PATCH /api/v1/dashboard/settings/branding runs it).
+  const shop = await svc.createMerchant();
+  await updateBranding(
+    svc.database.db,
+    shop.id,
+    { displayName: "Acme Coffee", logo: makePng(180, 60, [176, 58, 46]) },
+    new Date(),
+  );
+  branded = sandboxHeaders(shop);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -75,9 +87,9 @@ async function expectFits(page: Page, width: number) {
   }
 }
 
-const pay = (id: string, amount?: number) =>
+const pay = (id: string, amount?: number, as: Record<string, string> = headers) =>
   call(svc.urls.sandbox, `/api/v1/sandbox/checkout/${id}/pay`, {
-    headers,
+    headers: as,
     json: amount === undefined ? {} : { amount },
   });
 
@@ -170,15 +182,16 @@ describe.skipIf(!hasChromium)("hosted page in Chromium", () => {
     await context.close();
   });
 
-  it("without JavaScript the essentials are there: amount, address, QR, expiry in UTC, refresh link", async () => {
+  it("without JavaScript the essentials are there: amount, address, QR, expiry (UTC), refresh link", async () => {
     const s = await createSandboxSession(svc, headers, { amount: 7.5 });
     const context = await browser.newContext({ viewport: MOBILE, javaScriptEnabled: false });
     const { page } = await open(context, `${svc.urls.sandbox}/pay/${s.id}`);
     await expect(page.locator(".amount").textContent()).resolves.toBe("7.5 USDT");
     await expect(page.locator("#address").isVisible()).resolves.toBe(true);
     await expect(page.locator(".qr-code svg").isVisible()).resolves.toBe(true);
+    // Without the script the server's rendering stays: the payer's language, in UTC (zone named).
     await expect(page.locator(".expiry time").textContent()).resolves.toMatch(
-      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+      /^\d{1,2} [A-Z][a-z]{2} \d{4}, \d\d:\d\d UTC$/,
     );
     await expect(page.locator('button[data-copy="address"]').isHidden()).resolves.toBe(true);
     await expect(page.getByRole("link", { name: "Refresh status" }).isVisible()).resolves.toBe(true);
@@ -186,4 +199,87 @@ describe.skipIf(!hasChromium)("hosted page in Chromium", () => {
     await shot(page, "mobile-nojs");
     await context.close();
   });
+});
+
+describe.skipIf(!hasChromium)("the branded page at 375 px in three languages", () => {
+  const urls = { successUrl: "https://shop.example/thanks", cancelUrl: "https://shop.example/cart" };
+  const cases = [
+    {
+      locale: "en-US",
+      timezoneId: "America/New_York",
+      lang: "en",
+      payTo: "Payment to Acme Coffee",
+      cancel: "Cancel and return to Acme Coffee",
+      back: "Back to Acme Coffee",
+      zone: /GMT-5|EST/,
+    },
+    {
+      locale: "fr-FR",
+      timezoneId: "Europe/Paris",
+      lang: "fr",
+      payTo: "Paiement à Acme Coffee",
+      cancel: "Annuler et revenir à Acme Coffee",
+      back: "Retour à Acme Coffee",
+      zone: /UTC\+1|CET/,
+    },
+    {
+      locale: "zh-CN",
+      timezoneId: "Asia/Shanghai",
+      lang: "zh",
+      payTo: "收款方：Acme Coffee",
+      cancel: "取消并返回 Acme Coffee",
+      back: "返回 Acme Coffee",
+      zone: /GMT\+8|UTC\+8|CST/,
+    },
+  ] as const;
+
+  for (const c of cases) {
+    it(`${c.lang}: the shop's name and logo, times in the browser's zone, cancel while open, back to the shop once paid (live)`, async () => {
+      const s = await createSandboxSession(svc, branded, { amount: 3, ...urls });
+      const context = await browser.newContext({
+        viewport: MOBILE,
+        deviceScaleFactor: 2,
+        isMobile: true,
+        hasTouch: true,
+        locale: c.locale,
+        timezoneId: c.timezoneId,
+        extraHTTPHeaders: { "accept-language": c.locale },
+      });
+      const { page, problems } = await open(context, `${svc.urls.sandbox}/pay/${s.id}`);
+      await expect(page.locator("html").getAttribute("lang")).resolves.toBe(c.lang);
+      await expect(page.locator(".merchant-name").textContent()).resolves.toBe(c.payTo);
+      const logo = page.locator("img.logo");
+      await expect(logo.isVisible()).resolves.toBe(true);
+      // Loaded from our origin under the page's CSP (a refused or broken image has no natural width).
+      await expect(
+        logo.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
+      ).resolves.toBe(180);
+      const box = await logo.boundingBox();
+      expect(box!.height).toBeLessThanOrEqual(48.5);
+      // The script re-rendered the expiry in the browser's own time zone.
+      await expect(page.locator(".expiry time").textContent()).resolves.toMatch(c.zone);
+      const cancel = page.locator('a[data-return="cancel"]');
+      await expect(cancel.textContent()).resolves.toBe(c.cancel);
+      await expect(cancel.isVisible()).resolves.toBe(true);
+      await expect(page.locator('a[data-return="success"]').isVisible()).resolves.toBe(false);
+      await expectFits(page, MOBILE.width);
+      await shot(page, `branded-375-${c.lang}-pending`);
+
+      // Paid: the "back to the shop" button appears without a reload; nothing redirects.
+      await page.evaluate("window.notReloaded = true");
+      expect((await pay(s.id, undefined, branded)).status).toBe(202);
+      await page.locator('[data-panel="paid"]').waitFor({ state: "visible", timeout: 20_000 });
+      const back = page.locator('a[data-return="success"]');
+      await expect(back.isVisible()).resolves.toBe(true);
+      await expect(back.textContent()).resolves.toBe(c.back);
+      await expect(back.getAttribute("href")).resolves.toBe(urls.successUrl);
+      await expect(cancel.isVisible()).resolves.toBe(false);
+      await expect(page.evaluate("window.notReloaded")).resolves.toBe(true);
+      expect(page.url()).toBe(`${svc.urls.sandbox}/pay/${s.id}`);
+      await expect(page.locator('time[data-field="confirmedAt"]').textContent()).resolves.toMatch(c.zone);
+      await shot(page, `branded-375-${c.lang}-paid`);
+      expect(problems).toEqual([]);
+      await context.close();
+    });
+  }
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { localTimeText } from "../../src/pay/page.js";
 import { qrSvg } from "../../src/pay/qr.js";
 import { call, startTestService, type TestService } from "../support/harness.js";
 import {
@@ -42,7 +43,7 @@ function visiblePanel(text: string): string | undefined {
 }
 
 describe("GET /pay/{id}", () => {
-  it("renders a pending sandbox session: amount, network, address, QR, expiry in UTC, countdown, status", async () => {
+  it("renders a pending sandbox session: amount, network, address, QR, expiry (UTC, in the language), countdown, status", async () => {
     const s = await createSandboxSession(svc, headers, { amount: 25.5, orderId: "order-77" });
     const r = await page(svc.urls.sandbox, `/pay/${s.id}`);
     expect(r.status).toBe(200);
@@ -54,7 +55,7 @@ describe("GET /pay/{id}", () => {
     expect(r.text).toContain(await qrSvg(s.walletAddress));
     const expiresAt = new Date(s.expiresAt);
     expect(r.text).toContain(
-      `<time datetime="${expiresAt.toISOString()}">${expiresAt.toISOString().slice(0, 19).replace("T", " ")} UTC</time>`,
+      `<time datetime="${expiresAt.toISOString()}" data-local>${localTimeText(expiresAt, "en")}</time>`,
     );
     expect(r.text).toMatch(/<span id="countdown" role="timer">(29:[0-5]\d|30:00)<\/span>/);
     expect(r.text).toContain('role="status" aria-live="polite"');
@@ -118,7 +119,7 @@ describe("GET /pay/{id}", () => {
     expect(r.text.match(/<script/g)).toHaveLength(1);
   });
 
-  it("speaks German for ?lang=de or Accept-Language: de-CH; ?lang= wins; English otherwise", async () => {
+  it("speaks German for ?lang=de or Accept-Language: de-CH; ?lang= wins; English for an unsupported language", async () => {
     const s = await createSandboxSession(svc, headers, { amount: 12.5 });
     const byQuery = await page(svc.urls.sandbox, `/pay/${s.id}?lang=de`);
     expect(byQuery.text).toMatch(/<html lang="de">/);
@@ -133,7 +134,7 @@ describe("GET /pay/{id}", () => {
     expect(byHeader.headers.get("vary")).toContain("Accept-Language");
     const overridden = await page(svc.urls.sandbox, `/pay/${s.id}?lang=en`, { "accept-language": "de" });
     expect(overridden.text).toMatch(/<html lang="en">/);
-    const other = await page(svc.urls.sandbox, `/pay/${s.id}`, { "accept-language": "fr-FR,fr;q=0.9" });
+    const other = await page(svc.urls.sandbox, `/pay/${s.id}`, { "accept-language": "it-IT,it;q=0.9" });
     expect(other.text).toMatch(/<html lang="en">/);
     expect(other.text).toContain('<a href="/pay/' + s.id + '?lang=de" lang="de" hreflang="de">Deutsch</a>');
   });
@@ -207,10 +208,12 @@ describe("GET /pay/{id}", () => {
     expect(visiblePanel(p.text)).toBe("paid");
     expect(p.text).toContain("Payment received. Thank you!");
     expect(p.text).toContain("0xfeedbeef");
-    expect(p.text).toContain("2026-02-03 04:05:06 UTC");
+    expect(p.text).toContain(
+      '<time datetime="2026-02-03T04:05:06.000Z" data-local data-field="confirmedAt">3 Feb 2026, 04:05 UTC</time>',
+    );
     const e = await page(svc.urls.sandbox, `/pay/${expired}`);
     expect(visiblePanel(e.text)).toBe("expired");
-    expect(e.text).toContain("This payment request has expired");
+    expect(e.text).toContain("This payment to Test Co has expired");
     const pe = await page(svc.urls.sandbox, `/pay/${partialExpired}?lang=de`);
     expect(visiblePanel(pe.text)).toBe("partialExpired");
     expect(pe.text).toContain('Teilzahlung von <span data-field="received">2,5</span> USDT abgelaufen');

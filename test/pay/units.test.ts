@@ -1,16 +1,21 @@
 import { describe, expect, it } from "vitest";
+import { checkLogo, parseDisplayName, sniffLogo } from "../../src/domain/branding.js";
+import { CURRENCY_TYPES, chainScale, currencyOf } from "../../src/domain/currency.js";
 import { escapeHtml, html, raw } from "../../src/pay/html.js";
 import { type LiveSnapshot, LiveStatusHub, type LiveSubscriber } from "../../src/pay/live-status.js";
-import { chooseLanguage, LANGUAGES, messages, t } from "../../src/pay/messages.js";
+import { chooseLanguage, LANGUAGES, t } from "../../src/pay/messages.js";
 import {
   countdownText,
   displayAmount,
+  localTimeText,
   pageState,
   remainingAmount,
   renderPayPage,
+  safeReturnUrl,
   utcText,
 } from "../../src/pay/page.js";
-import { paymentUri, uriCarriesAmount } from "../../src/pay/payment-uri.js";
+import { paymentUri, uriCarriesAmount, walletLink } from "../../src/pay/payment-uri.js";
+import { jpegHeader, makePng, webpHeader } from "./images.js";
 
 describe("html template", () => {
   it("escapes every interpolated value, in text and in attributes", () => {
@@ -34,34 +39,28 @@ describe("language choice", () => {
   it("?lang= wins over Accept-Language; an unknown ?lang= falls back to the header", () => {
     expect(chooseLanguage("de", "en-US,en;q=0.9")).toBe("de");
     expect(chooseLanguage("EN", "de")).toBe("en");
-    expect(chooseLanguage("fr", "de-CH,de;q=0.9")).toBe("de");
+    expect(chooseLanguage("it", "de-CH,de;q=0.9")).toBe("de");
+    expect(chooseLanguage("fr", "de-CH,de;q=0.9")).toBe("fr");
     expect(chooseLanguage("<script>", undefined)).toBe("en");
   });
 
   it("Accept-Language: q-values, order, regional tags, q=0 exclusions, wildcard, garbage", () => {
     expect(chooseLanguage(undefined, undefined)).toBe("en");
     expect(chooseLanguage(undefined, "de-AT")).toBe("de");
-    expect(chooseLanguage(undefined, "fr-FR,fr;q=0.9,de;q=0.8,en;q=0.7")).toBe("de");
+    expect(chooseLanguage(undefined, "it-IT,it;q=0.9,de;q=0.8,en;q=0.7")).toBe("de");
+    expect(chooseLanguage(undefined, "fr-FR,fr;q=0.9,de;q=0.8,en;q=0.7")).toBe("fr");
     expect(chooseLanguage(undefined, "en;q=0.5,de;q=0.9")).toBe("de");
     expect(chooseLanguage(undefined, "de;q=0,en")).toBe("en");
     expect(chooseLanguage(undefined, "de;q=0")).toBe("en");
-    expect(chooseLanguage(undefined, "fr,*;q=0.5")).toBe("en");
+    expect(chooseLanguage(undefined, "it,*;q=0.5")).toBe("en");
     expect(chooseLanguage(undefined, ";;;,,,q=x")).toBe("en");
   });
 
-  it("every language translates every key, with the same placeholders", () => {
-    const keys = Object.keys(messages("en")) as (keyof ReturnType<typeof messages>)[];
-    const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
-    for (const lang of LANGUAGES) {
-      for (const key of keys) {
-        expect(messages(lang)[key], `${lang}.${key}`).toBeTruthy();
-        expect(placeholders(messages(lang)[key]), `${lang}.${key}`).toEqual(
-          placeholders(messages("en")[key]),
-        );
-      }
-    }
+  it("fills placeholders (the completeness of every language: messages.test.ts)", () => {
     expect(t("de", "pageTitle", { amount: "12,5", token: "USDT" })).toBe("Zahlung 12,5 USDT");
     expect(t("en", "title", { token: "USDC" })).toBe("Pay with USDC");
+    // One pass: a value that looks like a placeholder is not filled again.
+    expect(t("en", "backToMerchant", { merchant: "{token}" })).toBe("Back to {token}");
   });
 });
 
@@ -88,6 +87,119 @@ describe("payment URI of the QR code", () => {
     expect(a).toBe(tron);
     expect(uriCarriesAmount(a)).toBe(false);
     expect(paymentUri({ network: "USDT-ERC20", address: to, units: 5n, tokenContract: undefined })).toBe(to);
+  });
+
+  // EIP-681's ABNF: request = "ethereum" ":" [ "pay-" ] target_address [ "@" chain_id ]
+  // [ "/" function_name ] [ "?" parameters ]; target_address = "0x" 40*HEXDIG; chain_id = 1*DIGIT;
+  // parameters = parameter *( "&" parameter ); parameter = key "=" value; a token transfer is
+  // `transfer` with `address` (an ethereum_address) and `uint256` (a number: digits only here, no
+  // exponent, so no wallet reads it as a float).
+  const EIP681 =
+    /^ethereum:(?:pay-)?(?<target>0x[0-9a-fA-F]{40})(?:@(?<chain>[0-9]+))?(?:\/(?<fn>[A-Za-z_][A-Za-z0-9_]*))?(?:\?(?<params>[A-Za-z0-9_]+=[^&=?#\s]+(?:&[A-Za-z0-9_]+=[^&=?#\s]+)*))?$/;
+  function eip681(uri: string) {
+    const m = EIP681.exec(uri);
+    if (!m?.groups) return null;
+    return {
+      target: m.groups.target,
+      chainId: m.groups.chain === undefined ? null : Number(m.groups.chain),
+      fn: m.groups.fn ?? null,
+      params: Object.fromEntries(
+        (m.groups.params ?? "")
+          .split("&")
+          .filter(Boolean)
+          .map((p) => p.split("=")),
+      ),
+    };
+  }
+
+  it("every EVM network of the registry: a grammatical EIP-681 transfer with the registry's chain id", () => {
+    const evm = CURRENCY_TYPES.map(currencyOf).filter((x) => x.definition.family === "evm");
+    expect(evm.length).toBeGreaterThan(3);
+    for (const c of evm) {
+      const uri = paymentUri({
+        network: c.currencyType,
+        address: to,
+        units: 1_500_000n,
+        tokenContract: c.defaultContract,
+      });
+      const parsed = eip681(uri);
+      expect(parsed, `${c.currencyType}: ${uri}`).not.toBeNull();
+      expect(parsed!.target).toBe(c.defaultContract);
+      expect(parsed!.chainId).toBe(c.definition.chainId);
+      expect(parsed!.fn).toBe("transfer");
+      expect(Object.keys(parsed!.params).sort()).toEqual(["address", "uint256"]);
+      expect(parsed!.params.address).toBe(to);
+      expect(parsed!.params.uint256).toMatch(/^[0-9]+$/);
+      expect(BigInt(parsed!.params.uint256)).toBe(1_500_000n * chainScale(c.currencyType));
+    }
+    // The grammar refuses what a wallet would misread.
+    expect(eip681("ethereum:0x12/transfer?address=x")).toBeNull();
+    expect(eip681(`ethereum:${USDT}@1/transfer?address=${to}&uint256=1 2`)).toBeNull();
+  });
+
+  it("the wallet link: EVM the EIP-681 URI itself; TRON Trust Wallet's documented send link", () => {
+    expect(
+      walletLink({ network: "USDT-ERC20", address: to, units: 12_500_000n, tokenContract: USDT }),
+    ).toEqual({
+      href: `ethereum:${USDT}@1/transfer?address=${to}&uint256=12500000`,
+      label: "openInWallet",
+    });
+    const tron = "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8";
+    const contract = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+    const link = walletLink({
+      network: "USDT-TRC20",
+      address: tron,
+      units: 12_500_000n,
+      tokenContract: contract,
+    });
+    expect(link?.label).toBe("openInTrustWallet");
+    // developer.trustwallet.com, Deep Linking → Send Payment: https://link.trustwallet.com/send with
+    // `asset` (Universal Asset ID `c{coin}_t{token}`, TRON's SLIP-44 coin 195), `address`, `amount`.
+    const url = new URL(link!.href);
+    expect(url.protocol).toBe("https:");
+    expect(url.host).toBe("link.trustwallet.com");
+    expect(url.pathname).toBe("/send");
+    expect([...url.searchParams.keys()].sort()).toEqual(["address", "amount", "asset"]);
+    expect(url.searchParams.get("asset")).toMatch(/^c195_tT[1-9A-HJ-NP-Za-km-z]{33}$/);
+    expect(url.searchParams.get("asset")).toBe(`c195_t${contract}`);
+    expect(url.searchParams.get("address")).toBe(tron);
+    expect(url.searchParams.get("amount")).toBe("12.5");
+    // Nothing to pay, or no token contract (the sandbox simulator): no link.
+    expect(
+      walletLink({ network: "USDT-TRC20", address: tron, units: 0n, tokenContract: contract }),
+    ).toBeNull();
+    expect(
+      walletLink({ network: "USDT-TRC20", address: tron, units: 5n, tokenContract: undefined }),
+    ).toBeNull();
+    expect(
+      walletLink({ network: "USDT-ERC20", address: to, units: 5n, tokenContract: undefined }),
+    ).toBeNull();
+  });
+});
+
+describe("return links to the shop", () => {
+  it("only an absolute https URL (http in the sandbox) is rendered; javascript:, data: and the like never", () => {
+    expect(safeReturnUrl("https://shop.example/thanks?o=1", "production")).toBe(
+      "https://shop.example/thanks?o=1",
+    );
+    expect(safeReturnUrl("http://shop.example/", "sandbox")).toBe("http://shop.example/");
+    expect(safeReturnUrl("http://shop.example/", "production")).toBeNull();
+    for (const bad of [
+      "javascript:alert(1)",
+      "JAVASCRIPT:alert(1)",
+      " javascript:alert(1)",
+      "data:text/html,<script>alert(1)</script>",
+      "vbscript:msgbox",
+      "//evil.example/",
+      "/relative",
+      "https://user:pw@shop.example/",
+      "https://shop.example/\u0000",
+      "",
+      null,
+      undefined,
+    ]) {
+      expect(safeReturnUrl(bad, "sandbox"), String(bad)).toBeNull();
+    }
   });
 });
 
@@ -136,6 +248,7 @@ describe("page state and formatting", () => {
     expect(pageState(snap({ status: "failed", detectedAmount: 0n }), expiresAt, after)).toBe("expired");
     const page = renderPayPage({
       lang: "en",
+      merchant: { name: "Shop", logo: null },
       environment: "production",
       sessionId: "tx_1",
       network: "USDT-ERC20",
@@ -154,12 +267,19 @@ describe("page state and formatting", () => {
     );
   });
 
-  it("amounts stay exact (only the decimal separator is localised); times are UTC", () => {
+  it("amounts stay exact (only the decimal separator is localised); times in the language, in UTC", () => {
     expect(displayAmount(12_500_000n, "en")).toBe("12.5");
     expect(displayAmount(12_500_000n, "de")).toBe("12,5");
     expect(displayAmount(1n, "en")).toBe("0.000001");
     expect(displayAmount(123_456_789_012_345_678n, "en")).toBe("123456789012.345678");
     expect(utcText(new Date("2026-03-04T05:06:07.890Z"))).toBe("2026-03-04 05:06:07 UTC");
+    const at = new Date("2026-03-04T05:06:07.890Z");
+    expect(localTimeText(at, "en")).toBe("4 Mar 2026, 05:06 UTC");
+    expect(localTimeText(at, "de")).toBe("4. März 2026, 05:06 UTC");
+    expect(localTimeText(at, "zh")).toMatch(/^2026年3月4日/);
+    for (const lang of LANGUAGES) expect(localTimeText(at, lang), lang).toMatch(/UTC/);
+    expect(displayAmount(12_500_000n, "fr")).toBe("12,5");
+    expect(displayAmount(12_500_000n, "zh")).toBe("12.5");
     expect(countdownText(29 * 60_000 + 59_001)).toBe("30:00");
     expect(countdownText(61_000)).toBe("1:01");
     expect(countdownText(3 * 3600_000 + 5 * 60_000)).toBe("3:05:00");
@@ -169,6 +289,7 @@ describe("page state and formatting", () => {
   it("renders every value escaped, and no QR code, instructions or script in an end state", () => {
     const base = {
       lang: "en" as const,
+      merchant: { name: "Shop", logo: null },
       environment: "sandbox" as const,
       sessionId: "tx_1",
       network: "USDT-TRC20" as const,
@@ -358,5 +479,37 @@ describe("live status hub", () => {
     rows.set("a", snap({ status: "failed" }));
     expect((await changed).status).toBe("failed");
     hub.close();
+  });
+});
+
+describe("logo files are recognised by their bytes", () => {
+  it("PNG, JPEG and WebP with their sizes; SVG, HTML, GIF, truncated or oversized files are not logos", () => {
+    expect(sniffLogo(makePng(120, 40))).toEqual({ contentType: "image/png", width: 120, height: 40 });
+    expect(sniffLogo(jpegHeader(300, 100))).toEqual({ contentType: "image/jpeg", width: 300, height: 100 });
+    expect(sniffLogo(webpHeader(64, 32))).toEqual({ contentType: "image/webp", width: 64, height: 32 });
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+    expect(sniffLogo(svg)).toBeNull();
+    expect(sniffLogo(Buffer.from("<!doctype html><script>alert(1)</script>"))).toBeNull();
+    expect(sniffLogo(Buffer.from("GIF89a\x01\x00\x01\x00"))).toBeNull();
+    expect(sniffLogo(makePng(10, 10).subarray(0, 20))).toBeNull();
+    expect(checkLogo(new Uint8Array())).toEqual({ error: { field: "logo", message: "is empty" } });
+    expect(checkLogo(makePng(4096, 1))).toMatchObject({ error: { field: "logo" } });
+    const big = Buffer.concat([makePng(1, 1), Buffer.alloc(256 * 1024)]);
+    expect(checkLogo(big)).toMatchObject({ error: { message: expect.stringContaining("256 KiB") } });
+  });
+
+  it("display names: trimmed, 1–80 characters, no control or bidi characters", () => {
+    expect(parseDisplayName("  Acme Shop  ")).toEqual({ value: "Acme Shop" });
+    expect(parseDisplayName("商店".repeat(40))).toEqual({ value: "商店".repeat(40) });
+    for (const bad of [
+      "",
+      "   ",
+      "a".repeat(81),
+      "Acme\u0000",
+      "Acme\nShop",
+      "Acme\u202eShop",
+      "Acme\u200bShop",
+    ])
+      expect(parseDisplayName(bad), JSON.stringify(bad)).toHaveProperty("error.field", "displayName");
   });
 });

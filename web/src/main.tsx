@@ -19,6 +19,7 @@ const Overview = lazy(() => import("./screens/Overview"));
 const Transactions = lazy(() => import("./screens/Transactions"));
 const TransactionDetail = lazy(() => import("./screens/TransactionDetail"));
 const Sessions = lazy(() => import("./screens/Sessions"));
+const PaymentLinks = lazy(() => import("./screens/PaymentLinks"));
 const Withdrawals = lazy(() => import("./screens/Withdrawals"));
 const Payouts = lazy(() => import("./screens/Payouts"));
 const Webhooks = lazy(() => import("./screens/Webhooks"));
@@ -136,6 +137,14 @@ function App() {
           element={
             <RequireSession permission="money:read">
               <Sessions />
+            </RequireSession>
+          }
+        />
+        <Route
+          path="/payment-links"
+          element={
+            <RequireSession permission="money:read">
+              <PaymentLinks />
             </RequireSession>
           }
         />

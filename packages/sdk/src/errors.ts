@@ -15,6 +15,7 @@ export type ErrorCode =
   | "INSUFFICIENT_BALANCE"
   | "RATE_LIMITED"
   | "CHAIN_UNAVAILABLE"
+  | "RATE_UNAVAILABLE"
   | "SERVICE_UNAVAILABLE"
   | "INTERNAL_ERROR";
 
@@ -109,6 +110,8 @@ export class RateLimitError extends StablegateError {
 export class ServiceUnavailableError extends StablegateError {}
 /** 503 CHAIN_UNAVAILABLE: the chain is not configured or not reachable. */
 export class ChainUnavailableError extends ServiceUnavailableError {}
+/** 503 RATE_UNAVAILABLE: a price in fiat while the gateway has no fresh exchange rate (retry after `Retry-After`). */
+export class RateUnavailableError extends ServiceUnavailableError {}
 /** 500 INTERNAL_ERROR or another 5xx: quote `requestId` to the operator. */
 export class InternalServerError extends StablegateError {}
 
@@ -128,6 +131,7 @@ const BY_CODE: Record<ErrorCode, new (init: StablegateErrorInit) => StablegateEr
   INSUFFICIENT_BALANCE: InsufficientBalanceError,
   RATE_LIMITED: RateLimitError,
   CHAIN_UNAVAILABLE: ChainUnavailableError,
+  RATE_UNAVAILABLE: RateUnavailableError,
   SERVICE_UNAVAILABLE: ServiceUnavailableError,
   INTERNAL_ERROR: InternalServerError,
 };

@@ -24,6 +24,7 @@ export {
   NotFoundError,
   PermissionError,
   RateLimitError,
+  RateUnavailableError,
   ServiceUnavailableError,
   StablegateError,
   TimeoutError,

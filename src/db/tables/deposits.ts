@@ -18,6 +18,18 @@ export interface CheckoutSessionsTable {
   callback_url: string | null;
   closed_at: NullableTimestamp;
   created_at: Timestamp;
+  /**
+   * A price in fiat (migration 0037, issue #41): the price in 10^-6 units of `price_currency`, the
+   * locked rate (token units per unit of fiat, exact decimal text), its source and time; all or none.
+   */
+  price_amount: ColumnType<string | null, bigint | string | null | undefined, never>;
+  price_currency: ColumnType<string | null, string | null | undefined, never>;
+  exchange_rate: ColumnType<string | null, string | null | undefined, never>;
+  rate_source: ColumnType<string | null, string | null | undefined, never>;
+  rate_at: ColumnType<Date | null, Date | null | undefined, never>;
+  /** Where the hosted page sends the payer back to the shop (migration 0037). */
+  success_url: ColumnType<string | null, string | null | undefined, never>;
+  cancel_url: ColumnType<string | null, string | null | undefined, never>;
 }
 
 export interface DepositWalletsTable {

@@ -75,6 +75,8 @@ export interface TransactionsTable {
   wrong_network: Generated<boolean>;
   /** Why a deposit is (or was) `held` (migration 0031, issue #40). */
   hold_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The payment link that opened the session of this deposit transaction (migration 0039, issue #41). */
+  payment_link_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LedgerTables {

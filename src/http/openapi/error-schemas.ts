@@ -20,6 +20,7 @@ const NAMES: Record<ErrorCode, string> = {
   INSUFFICIENT_BALANCE: "InsufficientBalanceError",
   DESTINATION_BLOCKED: "DestinationBlockedError",
   CHAIN_UNAVAILABLE: "ChainUnavailableError",
+  RATE_UNAVAILABLE: "RateUnavailableError",
   SERVICE_UNAVAILABLE: "ServiceUnavailableError",
   RATE_LIMITED: "RateLimitedError",
   INTERNAL_ERROR: "InternalError",
@@ -45,6 +46,9 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     "screening provider (`screening`); nothing was held. Ask the end user for another address.",
   CHAIN_UNAVAILABLE:
     "The network of this currency type is not available in this environment right now; retry later.",
+  RATE_UNAVAILABLE:
+    "A price in fiat was given while the gateway has no fresh exchange rate for its currency; nothing was " +
+    "created. Retry after `Retry-After` seconds (with the same Idempotency-Key), or give `amount` in the token.",
   SERVICE_UNAVAILABLE:
     "A brief fault of the service; nothing was done. Retry after `Retry-After` seconds (with the same Idempotency-Key).",
   RATE_LIMITED: "Too many requests in the window; retry after `Retry-After` seconds.",
@@ -81,6 +85,10 @@ const DETAILS: Record<Exclude<ErrorCode, "RATE_LIMITED">, TObject> = {
   CHAIN_UNAVAILABLE: Type.Object({
     network: Type.Optional(Type.String()),
     environment: Type.Optional(Type.String()),
+  }),
+  RATE_UNAVAILABLE: Type.Object({
+    currency: Type.Optional(Type.String({ description: "The priceCurrency that has no fresh rate" })),
+    source: Type.Optional(Type.String({ description: "The exchange rate source (EXCHANGE_RATE_SOURCE)" })),
   }),
   SERVICE_UNAVAILABLE: Empty,
   INTERNAL_ERROR: Empty,

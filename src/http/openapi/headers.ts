@@ -27,6 +27,10 @@ export const RESPONSE_HEADERS = {
     description: "Seconds to wait before retrying.",
     schema: { type: "integer", minimum: 1 },
   },
+  Location: {
+    description: "Where to continue: a redirect's target (a path on this service).",
+    schema: { type: "string" },
+  },
   "Idempotent-Replayed": {
     description:
       "`true` when this is the stored answer of an earlier request with the same Idempotency-Key " +
@@ -46,6 +50,7 @@ export function headersOf(
   if (route.rateLimited)
     names.push("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy");
   if (status === 429 || status === 503) names.push("Retry-After");
+  if (status >= 300 && status < 400) names.push("Location");
   if (route.idempotent && status >= 200 && status < 300) names.push("Idempotent-Replayed");
   return Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
 }

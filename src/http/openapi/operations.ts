@@ -54,6 +54,8 @@ const OPERATION_IDS: Record<string, string> = {
   "DELETE /api/v1/dashboard/api-keys/{id}": "dashboardRevokeApiKey",
   "GET /api/v1/dashboard/settings": "dashboardGetSettings",
   "PATCH /api/v1/dashboard/settings": "dashboardUpdateSettings",
+  "GET /api/v1/dashboard/settings/branding": "dashboardGetBranding",
+  "PATCH /api/v1/dashboard/settings/branding": "dashboardUpdateBranding",
   "GET /api/v1/dashboard/dev/mail": "dashboardListDevMail",
   "GET /api/v1/dashboard/balance": "dashboardGetBalance",
   "GET /api/v1/dashboard/currencies": "dashboardListCurrencies",
@@ -76,6 +78,16 @@ const OPERATION_IDS: Record<string, string> = {
   "POST /api/v1/dashboard/withdrawal-requests/{id}/reject": "dashboardRejectWithdrawalRequest",
   "GET /api/v1/dashboard/payouts": "dashboardGetPayouts",
   "POST /api/v1/dashboard/payouts": "dashboardCreatePayout",
+  "POST /api/v1/public/payment-links": "createPaymentLink",
+  "GET /api/v1/public/payment-links": "listPaymentLinks",
+  "GET /api/v1/public/payment-links/{id}": "getPaymentLink",
+  "POST /api/v1/public/payment-links/{id}/deactivate": "deactivatePaymentLink",
+  "POST /api/v1/dashboard/payment-links": "dashboardCreatePaymentLink",
+  "GET /api/v1/dashboard/payment-links": "dashboardListPaymentLinks",
+  "GET /api/v1/dashboard/payment-links/{id}": "dashboardGetPaymentLink",
+  "POST /api/v1/dashboard/payment-links/{id}/deactivate": "dashboardDeactivatePaymentLink",
+  "GET /l/{id}": "getPaymentLinkPage",
+  "POST /l/{id}": "payThroughPaymentLink",
   "GET /api/v1/admin/merchants": "adminListMerchants",
   "GET /api/v1/admin/merchants/{id}": "adminGetMerchant",
   "GET /api/v1/admin/transactions": "adminListTransactions",
@@ -83,6 +95,7 @@ const OPERATION_IDS: Record<string, string> = {
   "GET /api/v1/admin/chain-costs": "adminListChainCosts",
   "GET /pay/{id}": "getPaymentPage",
   "GET /pay/{id}/events": "streamPaymentPageEvents",
+  "GET /pay/logo/{file}": "getPaymentPageLogo",
 };
 
 const VERBS: Record<string, string> = {
@@ -147,6 +160,12 @@ export const TAGS: { name: string; description: string }[] = [
     description:
       "Take payments: a checkout session is one payment of an amount to a fresh address with a hosted " +
       "page; a deposit wallet is a permanent address for one of your users. API key or dashboard session.",
+  },
+  {
+    name: "Payment links",
+    description:
+      "Reusable pages (`/l/{id}`) that open a checkout session for each payer: a fixed amount, a price in " +
+      "fiat, or an amount the payer enters. Writes need the API secret.",
   },
   {
     name: "Sandbox",

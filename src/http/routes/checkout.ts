@@ -64,14 +64,15 @@ export function checkoutRoutes(app: App, deps: RouteDeps) {
         auth: "merchant",
         tier: "standard",
         permission: "payments:create",
-        errors: ["CHAIN_UNAVAILABLE"],
+        errors: ["CHAIN_UNAVAILABLE", "RATE_UNAVAILABLE"],
       },
       schema: {
         summary: "Create a checkout session",
         description:
           "A fresh deposit address for one payment of `amount`, a hosted page (`checkoutUrl`) and a timer. " +
           "The session becomes `confirmed` when the address has received `amount` with the required " +
-          "confirmations, or `failed` at `expiresAt`; a `deposit` webhook reports either.",
+          "confirmations, or `failed` at `expiresAt`; a `deposit` webhook reports either. A price in fiat " +
+          "(`priceAmount` + `priceCurrency` instead of `amount`) is converted at the exchange rate locked now.",
         tags,
         headers: IdempotencyHeaders,
         body: CreateCheckoutSessionBody,

@@ -7,6 +7,7 @@ import { balanceRoutes } from "./balance.js";
 import { checkoutRoutes } from "./checkout.js";
 import { currencyRoutes } from "./currencies.js";
 import { dashboardApiKeyRoutes } from "./dashboard-api-keys.js";
+import { dashboardBrandingRoutes } from "./dashboard-branding.js";
 import { dashboardMailRoutes } from "./dashboard-mail.js";
 import { dashboardReadRoutes } from "./dashboard-reads.js";
 import { dashboardSettingsRoutes } from "./dashboard-settings.js";
@@ -18,8 +19,10 @@ import { exportRoutes } from "./exports.js";
 import { guidesRoutes } from "./guides.js";
 import { healthRoutes } from "./health.js";
 import { heldDepositRoutes } from "./held-deposits.js";
+import { linkPageRoutes } from "./link-page.js";
 import { memberRoutes } from "./members.js";
 import { payRoutes } from "./pay.js";
+import { paymentLinkRoutes } from "./payment-links.js";
 import { sandboxRoutes } from "./sandbox.js";
 import { staticWebRoutes } from "./static-web.js";
 import { transactionRoutes } from "./transactions.js";
@@ -40,6 +43,7 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   twoFactorRoutes,
   dashboardApiKeyRoutes,
   dashboardSettingsRoutes,
+  dashboardBrandingRoutes,
   dashboardMailRoutes,
   devMailRoutes,
   dashboardReadRoutes,
@@ -56,6 +60,8 @@ export const routeModules: ((app: App, deps: RouteDeps) => void)[] = [
   checkoutRoutes,
   sandboxRoutes,
   withdrawalRoutes,
+  paymentLinkRoutes,
   payRoutes,
+  linkPageRoutes,
   staticWebRoutes,
 ];

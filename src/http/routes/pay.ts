@@ -3,7 +3,9 @@ import type { Server } from "node:net";
 import { PassThrough } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
+import { AppError } from "../../domain/errors.js";
 import { formatAmount } from "../../domain/money.js";
+import { findLogoByHash } from "../../merchants/index.js";
 import {
   chooseLanguage,
   contentSecurityPolicy,
@@ -72,7 +74,9 @@ export function payRoutes(app: App, deps: RouteDeps) {
         tags,
         params: Params,
         querystring: Type.Object({
-          lang: Type.Optional(Type.String({ description: "Page language: `en` or `de`" })),
+          lang: Type.Optional(
+            Type.String({ description: "Page language: `en`, `de`, `fr`, `es`, `pt`, `tr`, `ru` or `zh`" }),
+          ),
         }),
         response: {
           200: Html("The payment page"),
@@ -90,6 +94,50 @@ export function payRoutes(app: App, deps: RouteDeps) {
       const page = await pages.page(request.environment, request.params.id, lang, nonce);
       if (page === null) return reply.code(404).send(renderNotFoundPage(lang, nonce));
       return reply.send(page);
+    },
+  );
+
+  app.get(
+    "/pay/logo/:file",
+    {
+      config: { tier: "publicPage" },
+      schema: {
+        summary: "A merchant's logo on the hosted payment page",
+        description:
+          "The logo file a merchant uploaded (PNG, JPEG or WebP, checked by its bytes), by its SHA-256: " +
+          "its exact `Content-Type`, `X-Content-Type-Options: nosniff`, `Content-Security-Policy: " +
+          "default-src 'none'; sandbox`, and cached for a year (`immutable`: a new logo is a new path).",
+        tags,
+        params: Type.Object({
+          file: Type.String({ maxLength: 64, description: "The logo's SHA-256, 64 lowercase hex digits" }),
+        }),
+        response: {
+          200: {
+            description: "The image",
+            content: {
+              "image/png": { schema: Type.String({ format: "binary" }) },
+              "image/jpeg": { schema: Type.String({ format: "binary" }) },
+              "image/webp": { schema: Type.String({ format: "binary" }) },
+            },
+          },
+          404: ErrorEnvelope,
+          429: RateLimitedEnvelope,
+          500: ErrorEnvelope,
+        },
+      },
+    },
+    async (request, reply) => {
+      const logo = await findLogoByHash(deps.database.db, request.params.file);
+      if (!logo) throw AppError.notFound("No logo with this name.");
+      return reply
+        .type(logo.contentType) // exactly what the bytes are; never a charset, never sniffed
+        .header("X-Content-Type-Options", "nosniff")
+        .header("Content-Security-Policy", "default-src 'none'; sandbox")
+        .header("Cross-Origin-Resource-Policy", "same-origin")
+        .header("Cache-Control", "public, max-age=31536000, immutable")
+        .header("ETag", `"${request.params.file}"`)
+        .header("Content-Disposition", "inline")
+        .send(logo.bytes as never); // raw bytes: the schema documents the image
     },
   );
 

@@ -32,6 +32,7 @@ export const CLIENT_ROUTES = [
   "accept-invite",
   "transactions",
   "sessions",
+  "payment-links",
   "withdrawals",
   "payouts",
   "webhooks",

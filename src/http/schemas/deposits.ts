@@ -1,5 +1,9 @@
 import { Type } from "@sinclair/typebox";
-import type { CheckoutSessionRecord, SessionDetection } from "../../domain/checkout.js";
+import {
+  type CheckoutSessionRecord,
+  presentSessionPrice,
+  type SessionDetection,
+} from "../../domain/checkout.js";
 import { formatAmount } from "../../domain/money.js";
 import type { TransactionStatus } from "../../domain/transaction.js";
 import { CurrencyTypeSchema, nullable } from "./transaction.js";
@@ -25,9 +29,41 @@ export const AmountInput = Type.Union([Type.Number(), Type.String({ maxLength: 6
   description: "In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000",
 });
 
+/** A URL the hosted page sends the payer to (`successUrl`, `cancelUrl`): checked by `returnUrlErrors`. */
+const ReturnUrl = (description: string) =>
+  Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      description: `${description}. An absolute https URL (plain http in the sandbox only), without credentials; never called by the gateway`,
+    }),
+  );
+
 export const CreateCheckoutSessionBody = Type.Object(
   {
-    amount: AmountInput,
+    amount: Type.Optional(
+      Type.Union([Type.Number(), Type.String({ maxLength: 64 })], {
+        description:
+          "In the token of currencyType (USDT, USDC), positive, at most 6 decimals, at most 1000000000. " +
+          "Required unless the price is given in fiat (`priceAmount` + `priceCurrency`); never both",
+      }),
+    ),
+    priceAmount: Type.Optional(
+      Type.Union([Type.Number(), Type.String({ maxLength: 64 })], {
+        description:
+          "The price in `priceCurrency` instead of `amount` (the same rules as an amount). The gateway " +
+          "converts it at its exchange rate source's current rate, locks that rate, and asks for the " +
+          "token amount rounded up to 6 decimals (503 RATE_UNAVAILABLE without a fresh rate)",
+      }),
+    ),
+    priceCurrency: Type.Optional(
+      Type.String({
+        pattern: "^[A-Z]{3}$",
+        description:
+          "ISO 4217 code of `priceAmount`, e.g. EUR; one the gateway's exchange rate source quotes",
+      }),
+    ),
+    successUrl: ReturnUrl("Where the hosted page sends the payer once the session is `confirmed` (a button)"),
+    cancelUrl: ReturnUrl("Where the hosted page sends the payer who cancels, or after the session failed"),
     currencyType: CurrencyTypeSchema,
     callbackUrl: Type.Optional(
       Type.String({
@@ -68,6 +104,11 @@ export const CheckoutSessionSchema = Type.Object(
     callbackUrl: nullable(Type.String()),
     orderId: nullable(Type.String()),
     metadata: nullable(Type.Record(Type.String(), Type.Unknown())),
+    paymentLinkId: nullable(
+      Type.String({
+        description: "The payment link the session was opened from; null: created through the API",
+      }),
+    ),
     actualBalance: Type.Number({ description: "What has arrived on-chain so far" }),
     blockchainTxHash: nullable(Type.String()),
     createdAt: Type.String({ format: "date-time" }),
@@ -92,6 +133,26 @@ export const CheckoutSessionSchema = Type.Object(
       },
       { description: "How far the detected payment is confirmed" },
     ),
+    priceAmount: nullable(
+      Type.Number({
+        description: "The price in priceCurrency the session was created with; null: priced in the token",
+      }),
+    ),
+    priceCurrency: nullable(Type.String({ description: "ISO 4217 code of priceAmount" })),
+    exchangeRate: nullable(
+      Type.String({
+        pattern: "^[0-9]+(\\.[0-9]+)?$",
+        description:
+          "The rate locked at creation: token units per unit of priceCurrency, exact decimal text " +
+          "(amount = priceAmount × exchangeRate rounded up to 6 decimals)",
+      }),
+    ),
+    rateSource: nullable(Type.String({ description: "Where the rate came from: fixed, coinbase or kraken" })),
+    rateAt: nullable(Type.String({ format: "date-time", description: "When the source quoted the rate" })),
+    successUrl: nullable(
+      Type.String({ description: "Where the hosted page sends the payer once confirmed" }),
+    ),
+    cancelUrl: nullable(Type.String({ description: "Where the hosted page sends the payer who cancels" })),
   },
   {
     title: "CheckoutSession",
@@ -101,7 +162,7 @@ export const CheckoutSessionSchema = Type.Object(
         id: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
         transactionId: "tx_01JD7Y2K8M3N4P5Q6R7S8T9V0W",
         status: "pending",
-        amount: 50,
+        amount: 50.004,
         currencyType: "USDT-TRC20",
         network: "USDT-TRC20",
         walletAddress: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE",
@@ -110,6 +171,7 @@ export const CheckoutSessionSchema = Type.Object(
         callbackUrl: null,
         orderId: "order-1042",
         metadata: { cartId: "c-77" },
+        paymentLinkId: null,
         actualBalance: 0,
         blockchainTxHash: null,
         createdAt: "2026-01-15T10:00:00.000Z",
@@ -117,6 +179,13 @@ export const CheckoutSessionSchema = Type.Object(
         detectedAt: null,
         detectedAmount: 0,
         confirmations: { current: 0, required: 19 },
+        priceAmount: 46.3,
+        priceCurrency: "EUR",
+        exchangeRate: "1.08",
+        rateSource: "fixed",
+        rateAt: "2026-01-15T10:00:00.000Z",
+        successUrl: "https://shop.example/orders/1042/thanks",
+        cancelUrl: "https://shop.example/cart",
       },
     ],
   },
@@ -164,6 +233,7 @@ export function presentCheckoutSession(
     callbackUrl: s.callbackUrl,
     orderId: t.orderId,
     metadata: s.metadata,
+    paymentLinkId: t.paymentLinkId,
     actualBalance: t.actualBalance === null ? 0 : formatAmount(t.actualBalance),
     blockchainTxHash: t.blockchainTxHash,
     createdAt: t.createdAt.toISOString(),
@@ -171,5 +241,8 @@ export function presentCheckoutSession(
     detectedAt: detection.detectedAt ? detection.detectedAt.toISOString() : null,
     detectedAmount: formatAmount(detection.detectedAmount),
     confirmations: { ...detection.confirmations },
+    ...presentSessionPrice(s.price),
+    successUrl: s.successUrl,
+    cancelUrl: s.cancelUrl,
   };
 }

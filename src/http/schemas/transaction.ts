@@ -59,6 +59,11 @@ export const TransactionSchema = Type.Object(
           "Only on a deposit that is or was `held`: `token_blacklist` (the token's issuer froze its sender) or `screening: <reason>` (the screening provider refused it)",
       }),
     ),
+    paymentLinkId: Type.Optional(
+      Type.String({
+        description: "Only on the deposit of a checkout session opened from a payment link: the link's id",
+      }),
+    ),
   },
   {
     title: "Transaction",

@@ -62,10 +62,32 @@ function dataFields() {
           "Only on a deposit that is or was `held` (frozen or refused sender): `token_blacklist` or `screening: <reason>`; absent otherwise",
       }),
     ),
+    paymentLinkId: Type.Optional(
+      Type.String({
+        description:
+          "Only on the deposit of a checkout session opened from a payment link: the link's id; absent otherwise",
+      }),
+    ),
   };
 }
 
 const NullField = (description: string) => Type.Null({ description });
+
+/** A deposit's checkout-session price in fiat (docs/decisions/prices.md): null when it has none. */
+function priceFields(none: string) {
+  return {
+    priceAmount: nullable(Type.Number({ description: `The session's price in priceCurrency; ${none}` })),
+    priceCurrency: nullable(Type.String({ description: "ISO 4217 code of priceAmount" })),
+    exchangeRate: nullable(
+      Type.String({
+        description:
+          "The rate locked at the session's creation: token units per unit of priceCurrency, exact decimal text",
+      }),
+    ),
+    rateSource: nullable(Type.String({ description: "Where the rate came from: fixed, coinbase or kraken" })),
+    rateAt: nullable(Timestamp),
+  };
+}
 
 function delivery<D extends TSchema>(title: string, description: string, data: D) {
   return Type.Object(
@@ -90,6 +112,7 @@ export const DepositWebhookData = Type.Object({
       description: "The checkout session's metadata (also for a late payment); null for other deposits",
     }),
   ),
+  ...priceFields("null unless the checkout session (also of a late payment) was priced in fiat"),
 
   rejectionReason: NullField("Always null for deposits"),
 });
@@ -119,6 +142,7 @@ export const TestWebhookData = Type.Object({
   ...dataFields(),
   metadata: NullField("Always null for test deliveries"),
   rejectionReason: NullField("Always null for test deliveries"),
+  ...priceFields("always null for test deliveries"),
 });
 
 export const DepositWebhook = delivery(

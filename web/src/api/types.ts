@@ -45,6 +45,7 @@ export const AUDIT_LABELS = {
   "api_key.reassign": "API key pair taken over",
   "api_key.revoke": "API key pair revoked",
   "settings.update": "Settings changed",
+  "settings.branding_update": "Checkout page branding changed",
   "webhook.url_update": "Webhook URL changed",
   "webhook.secret_rotate": "Webhook secret rotated",
   "payout.create": "Payout sent",
@@ -70,6 +71,8 @@ export type Balance = Schemas["Balance"];
 export type Transaction = Schemas["Transaction"];
 export type VolumePoint = Schemas["VolumePoint"];
 export type CheckoutSession = Schemas["CheckoutSession"];
+/** A reusable page that opens a checkout session per payer (issue #41). */
+export type PaymentLink = Schemas["PaymentLink"];
 export type Withdrawal = Schemas["Withdrawal"];
 export type Payout = Schemas["Payout"];
 export type WebhookEvent = Schemas["WebhookEvent"];
@@ -80,6 +83,8 @@ export type SortOrder = NonNullable<
 >;
 export type WebhookAttempt = Schemas["WebhookDeliveryAttempt"];
 export type Settings = Schemas["Settings"];
+/** The hosted payment page's display name and logo (per merchant). */
+export type Branding = Schemas["Branding"];
 export type Mail = Schemas["DevMail"];
 export type Member = Schemas["Member"];
 export type Invitation = Schemas["Invitation"];

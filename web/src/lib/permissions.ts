@@ -47,6 +47,7 @@ export const NAV: readonly NavItem[] = [
   { to: "/", label: "Overview", permission: "money:read" },
   { to: "/transactions", label: "Transactions", permission: "money:read" },
   { to: "/sessions", label: "Checkout sessions", permission: "money:read" },
+  { to: "/payment-links", label: "Payment links", permission: "money:read" },
   { to: "/withdrawals", label: "Withdrawal requests", permission: "money:read" },
   { to: "/payouts", label: "Payouts", permission: "money:read" },
   { to: "/webhooks", label: "Webhooks", permission: "webhooks:read" },

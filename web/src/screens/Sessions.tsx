@@ -115,6 +115,25 @@ function SessionCard({ id }: { id: string }) {
             {formatAmount(s.amount)} {label(s.currencyType)}
           </dd>
         </div>
+        {s.priceAmount !== null && s.priceCurrency !== null ? (
+          <div>
+            <dt>Price</dt>
+            <dd>
+              {formatAmount(s.priceAmount)} {s.priceCurrency}
+            </dd>
+          </div>
+        ) : null}
+        {s.exchangeRate !== null && s.priceCurrency !== null ? (
+          <div>
+            <dt>Locked rate</dt>
+            <dd data-testid="session-rate">
+              1 {s.priceCurrency} = {s.exchangeRate} {unit(s.currencyType)}{" "}
+              <span className="muted">
+                ({s.rateSource ?? "—"}, {formatDate(s.rateAt)})
+              </span>
+            </dd>
+          </div>
+        ) : null}
         <div>
           <dt>Received so far</dt>
           <dd>{formatAmount(s.actualBalance)}</dd>

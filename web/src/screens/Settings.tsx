@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { get, patch, post } from "../api/client";
-import type { Settings as SettingsData } from "../api/types";
+import type { Branding, Settings as SettingsData } from "../api/types";
 import { Form, FormError, SubmitButton } from "../components/Form";
 import { useStepUp } from "../components/StepUp";
 import { CodeField, ErrorNotice, Field, Loading, Notice, PageHeader, SIX_DIGIT_CODE } from "../components/ui";
@@ -168,6 +168,121 @@ function WithdrawalSettings() {
         {canWrite ? <SubmitButton pendingLabel="Saving…">Save settings</SubmitButton> : null}
       </Form>
       {stepUp.dialog}
+    </section>
+  );
+}
+
+/** Largest logo file the server accepts (domain/branding.ts). */
+const MAX_LOGO_BYTES = 256 * 1024;
+
+/** A file's bytes as standard base64 (in slices: a spread of 256 KiB would overflow the call stack). */
+async function base64Of(file: File): Promise<string> {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000)
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/**
+ * The hosted payment page's name and logo (issue #41): one per merchant, shown in both environments.
+ * The server decides what a logo is from its bytes; the checks here only spare a round trip.
+ */
+function CheckoutPageSettings() {
+  const canWrite = useCan()("settings:write");
+  const client = useQueryClient();
+  const branding = useQuery({
+    queryKey: ["branding"],
+    queryFn: () => get<Branding>("/api/v1/dashboard/settings/branding"),
+  });
+  const [displayName, setDisplayName] = useState("");
+  const [file, setFile] = useState<File | null>(null);
+  const [fileError, setFileError] = useState<string | null>(null);
+  useEffect(() => {
+    if (branding.data) setDisplayName(branding.data.displayName ?? "");
+  }, [branding.data]);
+  const save = useMutation({
+    mutationFn: async () =>
+      patch<Branding>("/api/v1/dashboard/settings/branding", {
+        displayName: displayName.trim() === "" ? null : displayName,
+        ...(file ? { logo: await base64Of(file) } : {}),
+      }),
+    onSuccess: (b) => {
+      client.setQueryData(["branding"], b);
+      setFile(null);
+    },
+  });
+  const removeLogo = useMutation({
+    mutationFn: () => patch<Branding>("/api/v1/dashboard/settings/branding", { logo: null }),
+    onSuccess: (b) => client.setQueryData(["branding"], b),
+  });
+
+  if (branding.isPending) return <Loading />;
+  if (branding.error) return <ErrorNotice error={branding.error} />;
+  const b = branding.data;
+  return (
+    <section className="card" aria-labelledby="checkout-page-settings">
+      <h2 id="checkout-page-settings">Checkout page</h2>
+      <p className="muted">
+        The name and logo your customers see on the hosted payment page, in both environments.
+      </p>
+      <Form submission={save} onSubmit={() => save.mutate()}>
+        <fieldset className="plain-fieldset" disabled={!canWrite}>
+          <legend className="visually-hidden">Checkout page branding</legend>
+          <Field
+            label="Display name"
+            hint={`Up to 80 characters. Empty: your company name (${b.companyName}).`}
+          >
+            {(id, hint) => (
+              <input
+                id={id}
+                maxLength={80}
+                aria-describedby={hint}
+                value={displayName}
+                onChange={(e) => setDisplayName(e.target.value)}
+              />
+            )}
+          </Field>
+          {b.logo ? (
+            <p>
+              <img
+                className="brand-logo-preview"
+                src={b.logo.url}
+                alt="Current logo"
+                width={b.logo.width}
+                height={b.logo.height}
+              />
+            </p>
+          ) : null}
+          <Field
+            label="Logo"
+            hint="PNG, JPEG or WebP, at most 256 KiB and 2048 × 2048 pixels. SVG is not accepted."
+          >
+            {(id, hint) => (
+              <input
+                id={id}
+                type="file"
+                accept="image/png,image/jpeg,image/webp"
+                aria-describedby={hint}
+                onChange={(e) => {
+                  const f = e.target.files?.[0] ?? null;
+                  setFileError(f && f.size > MAX_LOGO_BYTES ? "This file is larger than 256 KiB." : null);
+                  setFile(f && f.size <= MAX_LOGO_BYTES ? f : null);
+                }}
+              />
+            )}
+          </Field>
+          {fileError ? <Notice kind="warning">{fileError}</Notice> : null}
+        </fieldset>
+        <FormError />
+        {save.isSuccess ? <Notice kind="success">Checkout page saved.</Notice> : null}
+        {canWrite ? <SubmitButton pendingLabel="Saving…">Save checkout page</SubmitButton> : null}
+      </Form>
+      {canWrite && b.logo ? (
+        <button type="button" className="btn btn-small" onClick={() => removeLogo.mutate()}>
+          Remove logo
+        </button>
+      ) : null}
     </section>
   );
 }
@@ -353,6 +468,7 @@ export default function Settings() {
     <>
       <PageHeader title="Settings" />
       <WithdrawalSettings />
+      <CheckoutPageSettings />
       <TwoFactor />
       <PasswordChange />
     </>

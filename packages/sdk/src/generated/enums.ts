@@ -31,6 +31,7 @@ export const AUDIT_ACTIONS = all<Schemas["AuditAction"]>()([
   "api_key.reassign",
   "api_key.revoke",
   "settings.update",
+  "settings.branding_update",
   "webhook.url_update",
   "webhook.secret_rotate",
   "payout.create",
