@@ -301,6 +301,26 @@ describe("payment links: the payer's page", () => {
     expect(await linkCount()).toBe(before + 1);
   });
 
+  it("the page speaks the payer's language from Accept-Language (the hosted page's choice)", async () => {
+    const link = await createLink(svc, m.headers, { title: "Tea", amount: 12.5, currencyTypes: [TRC] });
+    const pageIn = async (acceptLanguage: string) => {
+      const r = await fetch(`${svc.urls.sandbox}/l/${link.id}`, {
+        headers: { "accept-language": acceptLanguage },
+      });
+      return { lang: r.headers.get("content-language"), text: await r.text() };
+    };
+    const fr = await pageIn("fr-FR,fr;q=0.9,en;q=0.5");
+    expect(fr.lang).toBe("fr");
+    expect(fr.text).toContain('<html lang="fr">');
+    expect(fr.text).toContain("Continuer vers le paiement");
+    expect(fr.text).toContain("12,5 USDT");
+    const zh = await pageIn("zh-CN,zh;q=0.9");
+    expect(zh.lang).toBe("zh");
+    expect(zh.text).toContain('<html lang="zh">');
+    expect(zh.text).toContain("继续付款");
+    expect(zh.text).toContain("12.5 USDT");
+  });
+
   it("refuses a network the link does not offer, and a form posted from another site", async () => {
     const link = await createLink(svc, m.headers, { title: "TRON only", amount: 1, currencyTypes: [TRC] });
     const wrong = await payerPost(svc.urls.sandbox, link.id, { currencyType: "USDT-ERC20" });
@@ -321,6 +341,19 @@ describe("payment links: the payer's page", () => {
         { origin, "sec-fetch-site": "same-origin" },
       );
       expect(own.status, origin).toBe(303);
+    }
+    // What Chromium sends for the page's own form (its referrer policy is no-referrer): Origin null.
+    const browser = await payerPost(
+      svc.urls.sandbox,
+      link.id,
+      { currencyType: TRC },
+      { origin: "null", "sec-fetch-site": "same-origin" },
+    );
+    expect(browser.status).toBe(303);
+    // Without the browser's word, an opaque or foreign Origin is refused.
+    for (const origin of ["null", "https://evil.example"]) {
+      const bare = await payerPost(svc.urls.sandbox, link.id, { currencyType: TRC }, { origin });
+      expect(bare.status, origin).toBe(403);
     }
     const unknown = await payerPost(svc.urls.sandbox, "pl_nope", { currencyType: TRC });
     expect(unknown.status).toBe(404);

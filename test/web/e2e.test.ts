@@ -778,12 +778,97 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
       memberContext = undefined;
     });
 
+    it("creates a payment link, opens it as a payer at 375 px, picks a network, pays in the sandbox and returns to the shop through successUrl", async () => {
+      // The shop the payer returns to: a local page (http is allowed in the sandbox).
+      let shopVisits = 0;
+      const shop = http.createServer((req, res) => {
+        if (req.url === "/thanks") shopVisits += 1; // (the browser asks for /favicon.ico too)
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+        res.end("<!doctype html><title>Tour Coffee</title><h1>Thanks for your order at Tour Coffee</h1>");
+      });
+      await new Promise<void>((r) => shop.listen(0, "127.0.0.1", () => r()));
+      const shopUrl = `http://127.0.0.1:${(shop.address() as AddressInfo).port}/thanks`;
+      const payerContext = await browser.newContext({
+        viewport: { width: 375, height: 812 },
+        locale: "en-GB",
+        extraHTTPHeaders: { "Accept-Language": "en-GB,en;q=0.9" },
+      });
+      payerContext.setDefaultTimeout(STEP);
+      try {
+        await nav("Payment links");
+        await page.getByLabel("Title").fill("Coffee beans 1 kg");
+        await page.getByLabel("Amount", { exact: true }).fill("12");
+        await page.getByLabel("Success URL (optional)").fill(shopUrl);
+        await page.getByRole("button", { name: "Create link" }).click();
+        const row = page.getByTestId("payment-link-row").filter({ hasText: "Coffee beans 1 kg" });
+        await pwExpect(row).toContainText("active");
+        const url = ((await row.locator("code").first().textContent()) ?? "").trim();
+        expect(url).toMatch(new RegExp(`^${base}/l/pl_`));
+        await row.getByRole("button", { name: "QR code" }).click();
+        await pwExpect(row.getByRole("img")).toBeVisible();
+        await shot("payment-link-created");
+
+        // The payer opens the link on a phone, picks TRON and continues to the ordinary checkout.
+        const payer = await payerContext.newPage();
+        await payer.goto(url);
+        await pwExpect(payer.getByRole("heading", { level: 1, name: "Coffee beans 1 kg" })).toBeVisible();
+        const overflow = await payer.evaluate(
+          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        );
+        expect(overflow, "the link's page scrolls sideways at 375 px").toBeLessThanOrEqual(0);
+        await shot("payment-link-page-375", payer);
+        await payer.getByRole("radio", { name: /TRON/ }).check();
+        const [posted] = await Promise.all([
+          payer.waitForResponse((r) => r.request().method() === "POST"),
+          payer.getByRole("button", { name: "Continue to payment" }).click(),
+        ]);
+        expect(posted.status(), await posted.text().catch(() => "")).toBe(303);
+        await payer.waitForURL(/\/pay\/tx_/);
+        const sessionId = new URL(payer.url()).pathname.split("/").pop() as string;
+        await pwExpect(payer.locator("body")).toContainText("12");
+        await pwExpect(payer.locator("body")).toContainText("Tour Coffee Ltd");
+        await shot("payment-link-checkout-375", payer);
+
+        // Paid in the sandbox: the page flips to paid and offers the way back to the shop.
+        const paid = await call(base, `/api/v1/sandbox/checkout/${sessionId}/pay`, {
+          headers: { apikey: keys.apiKey as string, "x-api-secret": keys.apiSecret as string },
+          json: {},
+        });
+        expect(paid.status, paid.text).toBeLessThan(300);
+        const back = payer.getByRole("link", { name: "Back to Tour Coffee Ltd" });
+        await pwExpect(back).toBeVisible({ timeout: 30_000 });
+        await pwExpect(back).toHaveAttribute("href", shopUrl);
+        expect(shopVisits).toBe(0); // a button, never an automatic redirect
+        await shot("payment-link-paid-375", payer);
+        await back.click();
+        await payer.waitForURL(shopUrl);
+        await pwExpect(
+          payer.getByRole("heading", { name: "Thanks for your order at Tour Coffee" }),
+        ).toBeVisible();
+        expect(shopVisits).toBe(1);
+
+        // The dashboard counts the payment on the link.
+        const session = await call(base, `/checkout/session/${sessionId}`, {
+          headers: { apikey: keys.apiKey as string, "x-api-secret": keys.apiSecret as string },
+        });
+        expect(session.body.data).toMatchObject({ status: "confirmed", successUrl: shopUrl });
+        expect(session.body.data.paymentLinkId).toMatch(/^pl_/);
+        await page.reload();
+        await pwExpect(row).toContainText(/\b1\b/);
+        await shot("payment-link-paid-in-list");
+      } finally {
+        await payerContext.close();
+        await new Promise<void>((r) => shop.close(() => r()));
+      }
+    });
+
     it("works at 375 px: every screen fits without horizontal scrolling and the menu is keyboard-usable", async () => {
       await page.setViewportSize({ width: 375, height: 760 });
       const screens = [
         ["/", "overview"],
         ["/transactions", "transactions"],
         ["/sessions", "sessions"],
+        ["/payment-links", "payment-links"],
         ["/withdrawals", "withdrawals"],
         ["/payouts", "payouts"],
         ["/webhooks", "webhooks"],

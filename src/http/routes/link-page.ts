@@ -19,7 +19,12 @@ const Html = (description: string) => ({
 });
 const Params = Type.Object({ id: Type.String({ maxLength: 100, description: "The payment link id" }) });
 const Query = Type.Object({
-  lang: Type.Optional(Type.String({ maxLength: 16, description: "Page language: `en` or `de`" })),
+  lang: Type.Optional(
+    Type.String({
+      maxLength: 16,
+      description: "Page language (`en`, `de`, `fr`, `es`, `pt`, `tr`, `ru`, `zh`)",
+    }),
+  ),
 });
 const FormBody = Type.Object(
   {
@@ -54,6 +59,9 @@ function pageHeaders(reply: FastifyReply, nonce: string, lang: string) {
 function sameOrigin(request: FastifyRequest, baseUrl: string): boolean {
   const site = request.headers["sec-fetch-site"];
   if (typeof site === "string" && site !== "same-origin" && site !== "none") return false;
+  // The browser itself vouches for it (a page cannot set `Sec-Fetch-*`). Its `Origin` is then
+  // `null`: the page's referrer policy is `no-referrer` (the Playwright tour found the 403).
+  if (site === "same-origin") return true;
   const origin = request.headers.origin;
   if (origin === undefined) return true;
   if (typeof origin !== "string" || origin === "null") return false;

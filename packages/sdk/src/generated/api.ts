@@ -14356,7 +14356,7 @@ export interface operations {
     getPaymentLinkPage: {
         parameters: {
             query?: {
-                /** @description Page language: `en` or `de` */
+                /** @description Page language (`en`, `de`, `fr`, `es`, `pt`, `tr`, `ru`, `zh`) */
                 lang?: string;
             };
             header?: never;
@@ -14473,7 +14473,7 @@ export interface operations {
     payThroughPaymentLink: {
         parameters: {
             query?: {
-                /** @description Page language: `en` or `de` */
+                /** @description Page language (`en`, `de`, `fr`, `es`, `pt`, `tr`, `ru`, `zh`) */
                 lang?: string;
             };
             header?: never;
