@@ -418,7 +418,18 @@ function composeUseCases(parts: {
       allowedPorts: config.webhooks.allowedPorts,
     },
     baseUrl,
-    rates: createRateSource(config.rates, clock),
+    rates: createRateSource(config.rates, clock, (r) =>
+      parts.logger.error(
+        {
+          alert: "exchange_rate_jump",
+          source: r.source,
+          pair: r.pair,
+          last: String(r.last),
+          quoted: String(r.quoted),
+        },
+        "ALERT: the ticker's quote moved too far from the last good one and was not taken; fiat prices get no rate once the last one is too old",
+      ),
+    ),
   });
   return {
     checkout,

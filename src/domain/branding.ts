@@ -23,10 +23,11 @@ export interface LogoImage {
   height: number;
 }
 
-// C0 and C1 controls, DEL, and the Unicode format characters that reorder or hide text (bidi
-// overrides and isolates, zero-width joiners, the BOM): a payer must read the name as it is.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
-const FORBIDDEN_NAME_CHARS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u;
+// Controls, every format character (Cf: bidi overrides, isolates and marks, zero-width characters,
+// the BOM, soft hyphen, tags), line and paragraph separators, private-use and unassigned code
+// points: a payer must read the name as it is (the outside review of issue #41 found U+061C,
+// U+00AD, U+180E, U+2028, U+FFF9 and the tag characters let through by a list of ranges).
+const FORBIDDEN_NAME_CHARS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u;
 
 /** The trimmed display name, or the field's error. `null`/empty-after-trim is refused (send `null` to clear). */
 export function parseDisplayName(input: string): { value: string } | { error: FieldError } {

@@ -1,6 +1,7 @@
-import type { Selectable } from "kysely";
+import type { ExpressionBuilder, Selectable } from "kysely";
 import type { Db } from "../db/database.js";
 import { paginate } from "../db/paginate.js";
+import type { DB } from "../db/schema.js";
 import type { PaymentLinksTable } from "../db/tables/links.js";
 import type { CurrencyType } from "../domain/currency.js";
 import type { Environment } from "../domain/environment.js";
@@ -99,6 +100,20 @@ export async function findPaymentLink(db: Db, scope: Scope, id: string): Promise
   return row ? toRecord(row) : null;
 }
 
+/**
+ * Only a merchant in good standing takes payments through its links: a suspended merchant's link is
+ * not found by the payer (outside review of issue #41: its shared links kept opening sessions while
+ * every credential of the merchant was refused).
+ */
+const activeMerchant = (eb: ExpressionBuilder<DB, "payment_links">) =>
+  eb.exists(
+    eb
+      .selectFrom("merchants")
+      .select("merchants.id")
+      .whereRef("merchants.id", "=", "payment_links.merchant_id")
+      .where("merchants.status", "=", "active"),
+  );
+
 /** The link behind a public page: any merchant's, in the environment of the base URL asked. */
 export async function findPublicPaymentLink(
   db: Db,
@@ -110,6 +125,7 @@ export async function findPublicPaymentLink(
     .selectAll()
     .where("id", "=", id)
     .where("environment", "=", environment)
+    .where(activeMerchant)
     .executeTakeFirst();
   return row ? toRecord(row) : null;
 }
@@ -128,6 +144,7 @@ export async function lockPublicPaymentLink(
     .selectAll()
     .where("id", "=", id)
     .where("environment", "=", environment)
+    .where(activeMerchant)
     .forUpdate()
     .executeTakeFirst();
   return row ? toRecord(row) : null;

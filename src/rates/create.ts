@@ -13,12 +13,17 @@ export const TICKERS: Readonly<Record<Exclude<RatesConfig["source"], "fixed">, T
 };
 
 /** The process's one rate source, as `EXCHANGE_RATE_SOURCE` names it (built once by the runtime). */
-export function createRateSource(config: RatesConfig, clock: Clock): RateSource {
+export function createRateSource(
+  config: RatesConfig,
+  clock: Clock,
+  onRefused?: (r: { source: string; pair: string; last: bigint; quoted: bigint }) => void,
+): RateSource {
   if (config.source === "fixed") return fixedRates(config.fixed, clock);
   return tickerRates(TICKERS[config.source], {
     baseUrl: config.url,
     timeoutMs: config.timeoutMs,
     maxAgeMs: config.maxAgeSeconds * 1000,
     clock,
+    onRefused,
   });
 }

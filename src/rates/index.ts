@@ -6,4 +6,4 @@ export { fixedRates } from "./fixed.js";
 export { kraken } from "./kraken.js";
 export { lockRate } from "./lock.js";
 export type { RateQuote, RateSource, RateToken, TickerProvider } from "./source.js";
-export { tickerRates } from "./ticker.js";
+export { MAX_JUMP_PERCENT, tickerRates, withinJump } from "./ticker.js";

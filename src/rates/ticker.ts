@@ -10,8 +10,19 @@ export interface TickerOptions {
   /** `EXCHANGE_RATE_MAX_AGE_SECONDS` in ms: an older quote is no rate. */
   maxAgeMs: number;
   clock: Clock;
+  /** Told of a quote refused for jumping too far from the last good one (the runtime logs an alert). */
+  onRefused?: (r: { source: string; pair: string; last: bigint; quoted: bigint }) => void;
   /** A quote older than this is asked again (in the background while still usable); default min(60 s, maxAge / 2). */
   refreshAfterMs?: number;
+}
+
+/** How far (percent) one quote may move from the last good one of the same pair. */
+export const MAX_JUMP_PERCENT = 10n;
+
+/** Whether `next` is within MAX_JUMP_PERCENT of `last` (both rates > 0, exact integers). */
+export function withinJump(last: bigint, next: bigint): boolean {
+  const diff = next > last ? next - last : last - next;
+  return diff * 100n <= last * MAX_JUMP_PERCENT;
 }
 
 /**
@@ -26,6 +37,8 @@ export function tickerRates(provider: TickerProvider, options: TickerOptions): R
   const base = (options.baseUrl ?? provider.defaultBaseUrl).replace(/\/+$/, "");
   const refreshAfterMs = options.refreshAfterMs ?? Math.min(60_000, options.maxAgeMs / 2);
   const cache = new Map<string, { rate: bigint; at: number }>();
+  /** The last quote taken per pair, however old: a new one is measured against it. */
+  const lastGood = new Map<string, bigint>();
   const inFlight = new Map<string, Promise<void>>();
 
   function refresh(key: string, token: string, currency: string): Promise<void> {
@@ -39,7 +52,19 @@ export function tickerRates(provider: TickerProvider, options: TickerOptions): R
         } catch {
           rate = null;
         }
-        if (rate !== null) cache.set(key, { rate, at: options.clock.now() });
+        if (rate === null) return;
+        // One provider alone does not move a price by more than MAX_JUMP_PERCENT between two
+        // quotes (outside review of issue #41: a hostile or glitching ticker made 100 EUR cost
+        // 0.001 USDT). The jump is not taken: the last good quote serves until it is too old, then
+        // there is no rate (503 RATE_UNAVAILABLE) until the ticker agrees again or the operator
+        // restarts the process (docs/decisions/prices.md).
+        const last = lastGood.get(key);
+        if (last !== undefined && !withinJump(last, rate)) {
+          options.onRefused?.({ source: provider.name, pair: key, last, quoted: rate });
+          return;
+        }
+        lastGood.set(key, rate);
+        cache.set(key, { rate, at: options.clock.now() });
       })().finally(() => inFlight.delete(key));
       inFlight.set(key, pending);
     }

@@ -283,10 +283,11 @@ describe("public tickers (a local fake answering the provider's shape)", () => {
       expect(Number(stale.headers.get("retry-after"))).toBeGreaterThan(0);
       // A token-priced session does not need a rate.
       expect((await create({ amount: 1 }, s.urls.sandbox, headers)).status).toBe(201);
-      fake.answer({ kind: "json", body: krakenTicker("USDTEUR", "0.5") });
+      // (Within 10 % of the last good quote: a larger jump is not taken, docs/decisions/prices.md.)
+      fake.answer({ kind: "json", body: krakenTicker("USDTEUR", "0.78125") });
       const fresh = await create({ priceAmount: "8", priceCurrency: "EUR" }, s.urls.sandbox, headers);
       expect(fresh.status, fresh.text).toBe(201);
-      expect(fresh.body.data).toMatchObject({ amount: 16, exchangeRate: "2" });
+      expect(fresh.body.data).toMatchObject({ amount: 10.24, exchangeRate: "1.28" });
     } finally {
       await s.close();
     }

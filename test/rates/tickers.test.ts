@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { formatRate } from "../../src/domain/exchange-rate.js";
 import { ManualClock } from "../../src/lib/clock.js";
-import { coinbase, fixedRates, kraken, type TickerProvider, tickerRates } from "../../src/rates/index.js";
+import {
+  coinbase,
+  fixedRates,
+  kraken,
+  type TickerProvider,
+  tickerRates,
+  withinJump,
+} from "../../src/rates/index.js";
 import {
   coinbaseRates,
   type FakeTicker,
@@ -193,10 +200,44 @@ describe("the cache: a quote serves until EXCHANGE_RATE_MAX_AGE_SECONDS, then th
     clock.advance(211_000);
     await expect(s.rate("USDT", "EUR")).resolves.toBeNull();
     // The provider is back: a new quote, timed now.
-    fake.answer({ kind: "json", body: krakenTicker("USDTEUR", "0.5") });
+    fake.answer({ kind: "json", body: krakenTicker("USDTEUR", "0.78125") });
     const fresh = await s.rate("USDT", "EUR");
-    expect(fresh && formatRate(fresh.rate)).toBe("2");
+    expect(fresh && formatRate(fresh.rate)).toBe("1.28");
     expect(fresh?.at.getTime()).toBe(clock.now());
+  });
+
+  it("a quote more than 10 % from the last good one is not taken: the last serves until too old, then no rate; a quote back in the band is taken", async () => {
+    const clock = new ManualClock();
+    const refused: string[] = [];
+    const s = tickerRates(kraken, {
+      baseUrl: fake.url,
+      timeoutMs: 2_000,
+      maxAgeMs: 300_000,
+      clock,
+      onRefused: (r) => refused.push(`${r.pair} ${formatRate(r.last)} → ${formatRate(r.quoted)}`),
+    });
+    fake.answer(GOOD.kraken as TickerAnswer); // 0.8 → 1.25 USDT per EUR
+    expect(formatRate((await s.rate("USDT", "EUR"))?.rate as bigint)).toBe("1.25");
+    // 1.25 → 2 (+60 %): refused; the cached 1.25 still serves while young enough.
+    fake.answer({ kind: "json", body: krakenTicker("USDTEUR", "0.5") });
+    clock.advance(61_000);
+    await s.rate("USDT", "EUR"); // the background refresh
+    await new Promise((r) => setTimeout(r, 100));
+    expect(formatRate((await s.rate("USDT", "EUR"))?.rate as bigint)).toBe("1.25");
+    expect(refused).toContain("USDT/EUR 1.25 → 2");
+    // Past the maximum age with the ticker still far off: no rate (503 RATE_UNAVAILABLE).
+    clock.advance(300_000);
+    await expect(s.rate("USDT", "EUR")).resolves.toBeNull();
+    // 1.25 → 1.28 (+2.4 %): taken.
+    fake.answer({ kind: "json", body: krakenTicker("USDTEUR", "0.78125") });
+    expect(formatRate((await s.rate("USDT", "EUR"))?.rate as bigint)).toBe("1.28");
+  });
+
+  it("withinJump: exactly 10 % either way is in, one unit more is out", () => {
+    expect(withinJump(1_000n, 1_100n)).toBe(true);
+    expect(withinJump(1_000n, 900n)).toBe(true);
+    expect(withinJump(1_000n, 1_101n)).toBe(false);
+    expect(withinJump(1_000n, 899n)).toBe(false);
   });
 
   it("concurrent callers share one request", async () => {

@@ -76,6 +76,27 @@ describe("resources", () => {
     expect(confirmed.blockchainTxHash).toBeTruthy();
   });
 
+  it("payment links: create (with an automatic Idempotency-Key), get, list, iterate and deactivate", async () => {
+    seen.length = 0;
+    const link = await m.client.paymentLinks.create({
+      title: "SDK coffee",
+      amount: 3,
+      currencyTypes: [TRC],
+      maxPayments: 5,
+    });
+    expect(link).toMatchObject({ title: "SDK coffee", amount: 3, active: true, payments: 0 });
+    expect(link.url).toContain(`/l/${link.id}`);
+    expect(seen[0]?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await m.client.paymentLinks.get(link.id)).id).toBe(link.id);
+    const page = await m.client.paymentLinks.list({ limit: 10 });
+    expect(page.data.map((l) => l.id)).toContain(link.id);
+    const all: string[] = [];
+    for await (const l of m.client.paymentLinks.iterate({ limit: 1 })) all.push(l.id);
+    expect(all).toContain(link.id);
+    const closed = await m.client.paymentLinks.deactivate(link.id);
+    expect(closed.active).toBe(false);
+  });
+
   it("checkout sessions: the caller's own Idempotency-Key replays the first answer", async () => {
     seen.length = 0;
     const key = `order-${Date.now()}`;

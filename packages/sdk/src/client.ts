@@ -2,6 +2,7 @@ import { AccountResource } from "./resources/account.js";
 import { BalanceResource } from "./resources/balance.js";
 import { CheckoutSessions } from "./resources/checkout-sessions.js";
 import { Currencies } from "./resources/currencies.js";
+import { PaymentLinks } from "./resources/payment-links.js";
 import { Payouts } from "./resources/payouts.js";
 import { Sandbox } from "./resources/sandbox.js";
 import { Transactions } from "./resources/transactions.js";
@@ -71,6 +72,7 @@ export class Stablegate {
   readonly wallets: Wallets;
   readonly withdrawals: Withdrawals;
   readonly payouts: Payouts;
+  readonly paymentLinks: PaymentLinks;
   readonly transactions: Transactions;
   readonly webhooks: Webhooks;
   readonly sandbox: Sandbox;
@@ -105,6 +107,7 @@ export class Stablegate {
     this.wallets = new Wallets(http);
     this.withdrawals = new Withdrawals(http);
     this.payouts = new Payouts(http);
+    this.paymentLinks = new PaymentLinks(http);
     this.transactions = new Transactions(http);
     this.webhooks = new Webhooks(http);
     this.sandbox = new Sandbox(http);

@@ -61,6 +61,10 @@ export type WithdrawalCreateParams = RequestBody<"/api/v1/public/withdrawal-requ
 export type WithdrawalListParams = QueryParams<"/api/v1/public/withdrawal-requests", "get">;
 export type WithdrawalRejectParams = RequestBody<"/api/v1/public/withdrawal-requests/{id}/reject", "post">;
 
+export type PaymentLink = Data<"/api/v1/public/payment-links/{id}", "get">;
+export type PaymentLinkCreateParams = RequestBody<"/api/v1/public/payment-links", "post">;
+export type PaymentLinkListParams = QueryParams<"/api/v1/public/payment-links", "get">;
+
 /** `GET /payout/get` answers one payout with `?id=`, else a page: the list variant names the item. */
 export type Payout = Item<"/api/v1/public/payout/get", "get">;
 export type PayoutListParams = Omit<QueryParams<"/api/v1/public/payout/get", "get">, "id">;
