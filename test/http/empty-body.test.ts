@@ -129,7 +129,9 @@ describe.each(FORMS)("bodiless requests ($name)", (form) => {
   });
 
   it.each([
-    ["/checkout/session", ["amount", "currencyType"]],
+    // `amount` or `priceAmount` + `priceCurrency` (issue #41) is a rule across fields, checked once the
+    // body has its shape: an empty body names the one field required alone (the next test, the rest).
+    ["/checkout/session", ["currencyType"]],
     ["/wallet/generate", ["currencyType"]],
     ["/api/v1/public/withdrawal-requests", ["amount", "currencyType", "walletAddress"]],
     ["/api/v1/webhook/url", ["webhookUrl"]],
@@ -141,6 +143,19 @@ describe.each(FORMS)("bodiless requests ($name)", (form) => {
     expect(r.body.success).toBe(false);
     expect(r.body.error.code).toBe("VALIDATION_ERROR");
     expect(r.body.error.details.fields).toEqual(required.map((field) => ({ field, message: "is required" })));
+  });
+});
+
+describe("a checkout session without any price", () => {
+  it("names amount (or priceAmount with priceCurrency) once the body has its shape", async () => {
+    const r = await call(svc.urls.sandbox, "/checkout/session", {
+      headers: m.api,
+      json: { currencyType: "USDT-TRC20" },
+    });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.details.fields).toEqual([
+      { field: "amount", message: "is required (or priceAmount with priceCurrency)" },
+    ]);
   });
 });
 

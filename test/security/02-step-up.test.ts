@@ -405,6 +405,11 @@ describe("a new sensitive route cannot forget the step-up silently", () => {
       "DELETE /api/v1/dashboard/members/{id}",
       "DELETE /api/v1/dashboard/invitations/{id}",
       "POST /api/v1/auth/invitations/accept", // the mailed single-use token; no session yet
+      // Issue #41: a link only opens checkout sessions that pay the merchant (like creating one);
+      // deactivating takes a way of paying away; the shop's name and logo move nothing (audited).
+      "POST /api/v1/dashboard/payment-links",
+      "POST /api/v1/dashboard/payment-links/{id}/deactivate",
+      "PATCH /api/v1/dashboard/settings/branding",
     ]);
     const unguarded: string[] = [];
     for (const [path, byMethod] of Object.entries(doc.paths)) {

@@ -232,6 +232,14 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
         seeded.sessionId = s.body.data.id;
         expect((await dash("POST", `/api/v1/sandbox/checkout/${s.body.data.id}/pay`, {})).status).toBe(202);
       }
+      // A payment link with a long title and URL (issue #41).
+      const link = await dash("POST", "/api/v1/dashboard/payment-links", {
+        title: `A payment link with a rather long title for the layout ${"y".repeat(30)}`,
+        amount: 12,
+        currencyTypes: ["USDT-TRC20"],
+        maxPayments: 100,
+      });
+      expect(link.status, JSON.stringify(link.body)).toBe(201);
       await eventually(async () => {
         const b = await dash("GET", "/api/v1/dashboard/balance");
         const trc = (b.body.data as { currencyType: string; available: number }[]).find(
@@ -290,6 +298,7 @@ describe.skipIf(!haveChromium && process.env.REQUIRE_BROWSER !== "1")(
           ["transaction detail (withdrawal, long hash)", `/transactions/${seeded.withdrawalTx}`],
           ["transaction detail (deposit)", `/transactions/${seeded.depositTx}`],
           ["sessions", "/sessions"],
+          ["payment-links", "/payment-links"],
           ["withdrawals", "/withdrawals"],
           ["payouts", "/payouts"],
           ["webhooks", "/webhooks"],

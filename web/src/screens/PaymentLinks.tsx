@@ -266,7 +266,7 @@ export default function PaymentLinks() {
               <tbody>
                 {links.data.data.map((l) => (
                   <tr key={l.id} data-testid="payment-link-row">
-                    <td>
+                    <td className="cell-break">
                       {l.title}
                       <br />
                       <span className="muted">created {formatDate(l.createdAt)}</span>
@@ -284,7 +284,7 @@ export default function PaymentLinks() {
                           : "active"
                         : "deactivated"}
                     </td>
-                    <td>
+                    <td className="cell-break">
                       <code>{l.url}</code> <CopyButton value={l.url} label="Copy URL" />{" "}
                       <button
                         type="button"
