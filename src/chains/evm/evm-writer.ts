@@ -30,6 +30,7 @@ import { ERC20_READ_ABI } from "./erc20-abi.js";
 import {
   batchGas,
   CREATE2_DEPLOYER,
+  DEPLOY_GAS_CAP,
   delegationCode,
   sweeperAddress,
   sweeperDeployData,
@@ -236,8 +237,14 @@ export class EvmChainWriter implements SignedChainWriter {
       if (options.replacing?.gas)
         return { txTo: to, data, gas: BigInt(options.replacing.gas), authorizations: [] };
       try {
-        const gas = await this.client.estimateGas({ account: from, to, data });
-        return { txTo: to, data, gas: withBuffer(gas, this.gasMargin), authorizations: [] };
+        // The deployment's gas is known (429,624 measured): one provider's low estimate must not
+        // make it run out of gas and revert (the lying-provider cluster test saw a deployment
+        // revert); never below 600,000, never above the signer's cap.
+        const estimate = await this.client.estimateGas({ account: from, to, data });
+        const wanted = withBuffer(estimate < 600_000n ? 600_000n : estimate, this.gasMargin);
+        // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers)
+        const gas = wanted > DEPLOY_GAS_CAP ? DEPLOY_GAS_CAP : wanted;
+        return { txTo: to, data, gas, authorizations: [] };
       } catch (err) {
         if (err instanceof BaseError && /revert/i.test(err.message))
           throw new TransferWouldFailError(`the sweeper's deployment would revert: ${err.shortMessage}`);
