@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { Db } from "../db/database.js";
 import { GAS_TANK_INDEX } from "../wallet/index.js";
 import { requestTransfer, type TransferIntent } from "./intents.js";
@@ -143,6 +144,32 @@ export async function openSweeperDeploy(db: Db, scope: SenderScope): Promise<str
     .where("status", "in", OPEN_STATES)
     .executeTakeFirst();
   return row?.intent_id ?? null;
+}
+
+/**
+ * The deployment of the sweeper this chain's batches wait for: the open one, or `deploy` queued now
+ * when none is open and `stillMissing()` — the contract's code, read again under the lock — says
+ * the contract is not on the chain. Under a transaction-scoped lock per chain: two workers
+ * assembling batches at once queue one deployment, not two. A second deployment through CREATE2
+ * reverts (its address is taken), and the batches waiting for it fail with it: the lying-provider
+ * cluster test saw it. Returns the deployment's intent id, or null when the contract is there.
+ */
+export async function sweeperDeployToWaitFor(
+  db: Db,
+  scope: SenderScope,
+  deploy: { intentId: string; deployer: string },
+  stillMissing: () => Promise<boolean>,
+): Promise<{ intentId: string; queued: boolean } | null> {
+  return db.transaction().execute(async (trx) => {
+    const key = `sweeper-deploy:${scope.network}:${scope.environment}`;
+    await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(trx);
+    const open = await openSweeperDeploy(trx, scope);
+    if (open) return { intentId: open, queued: false };
+    // A deployment that finished between the caller's first look and this lock shows here.
+    if (!(await stillMissing())) return null;
+    await requestSweeperDeploy(trx, scope, deploy);
+    return { intentId: deploy.intentId, queued: true };
+  });
 }
 
 /** Queues the deployment of the sweeper of `hotWallet` (through the CREATE2 deployer `deployer`). */

@@ -9,9 +9,8 @@ export {
   type CarriedSweep,
   carriedSweeps,
   failUncarriedSweeps,
-  openSweeperDeploy,
   requestCarriedSweep,
-  requestSweeperDeploy,
+  sweeperDeployToWaitFor,
   uncarriedSweeps,
 } from "./batches.js";
 export type { EnergyGate, GateRow } from "./context.js";

@@ -15,13 +15,12 @@ import {
   hasOpenSweep,
   isRecordedFrozen,
   nativeUnit,
-  openSweeperDeploy,
   openSweepsFrom,
   recordFreezeCheck,
   requestCarriedSweep,
   requestRental,
-  requestSweeperDeploy,
   requestTransfer,
+  sweeperDeployToWaitFor,
   type TransferOutcomes,
   uncarriedSweeps,
 } from "../sender/index.js";
@@ -210,16 +209,17 @@ export class Sweeper {
     if (waiting.length === 0) return;
     const hot = this.o.address(HOT_WALLET_INDEX);
     let deploy: string | null = null;
-    if (!(await writer.sweeperDeployed(hot))) {
-      deploy = await openSweeperDeploy(db, scope);
-      if (!deploy) {
-        deploy = `dpl_${base62(randomBytes(16))}`;
-        const id = deploy;
-        await db
-          .transaction()
-          .execute((trx) => requestSweeperDeploy(trx, scope, { intentId: id, deployer: CREATE2_DEPLOYER }));
-        this.o.logger.info({ network, environment, intentId: id }, "sweeper contract deployment queued");
-      }
+    const deployed = writer.sweeperDeployed.bind(writer);
+    if (!(await deployed(hot))) {
+      const queued = await sweeperDeployToWaitFor(
+        db,
+        scope,
+        { intentId: `dpl_${base62(randomBytes(16))}`, deployer: CREATE2_DEPLOYER },
+        async () => !(await deployed(hot)),
+      );
+      deploy = queued?.intentId ?? null;
+      if (queued?.queued)
+        this.o.logger.info({ network, environment, intentId: deploy }, "sweeper contract deployment queued");
     }
     while (waiting.length > 0) {
       const itemIds = waiting.map((w) => w.intent_id);

@@ -29,7 +29,7 @@ let node: AnvilNode;
 let token: Hex;
 
 beforeAll(async () => {
-  node = await startAnvil();
+  node = await startAnvil(["--hardfork", "prague"]);
   token = await deployTestUsdt(node);
 });
 afterAll(async () => {
@@ -85,8 +85,15 @@ async function depositAddress(db: Db, merchantId: string, network: CurrencyType,
   });
 }
 
-function sweeperOn(db: Db, network: CurrencyType, writer: ChainWriter) {
+function sweeperOn(
+  db: Db,
+  network: CurrencyType,
+  writer: ChainWriter,
+  o: { batch?: boolean; beforeAssemble?: () => Promise<void> } = {},
+) {
   return new Sweeper({
+    ...(o.batch ? { batch: {} } : {}),
+    ...(o.beforeAssemble ? { fault: o.beforeAssemble } : {}),
     db,
     network,
     environment: "sandbox",
@@ -107,6 +114,8 @@ async function transfersByKind(db: Db, network: CurrencyType) {
   return {
     sweeps: rows.filter((r) => r.kind === "sweep"),
     topUps: rows.filter((r) => r.kind === "gas_topup"),
+    deploys: rows.filter((r) => r.kind === "sweeper_deploy"),
+    batches: rows.filter((r) => r.kind === "sweep_batch"),
   };
 }
 
@@ -180,6 +189,66 @@ describe("two sweepers at once on anvil (ERC20, with gas top-ups)", () => {
     expect(await makeSender({ db: w.first.db, network, writer: writerA, outcomes }).drain(60_000)).toBe(0);
     const after = await transfersByKind(w.first.db, network);
     expect([...after.sweeps, ...after.topUps].filter((t) => t.status !== "confirmed")).toEqual([]);
+    for (const a of addresses) expect(await writerA.tokenBalance(a)).toBe(0n);
+  }, 120_000);
+});
+
+describe("two sweepers at once on anvil with batched sweeps (issue #39), before the sweeper contract is deployed", () => {
+  const w = useTwoWorkers();
+  it("queue one deployment of the contract, not two (a second one would revert, failing the batches waiting for it)", async () => {
+    const network = "USDT-ERC20";
+    const gasTank = wallet.address(network, "sandbox", GAS_TANK_INDEX) as Hex;
+    await node.testClient.setBalance({ address: gasTank, value: 10n ** 18n });
+    const writerA = new EvmChainWriter({ rpcUrl: node.rpcUrl, tokenAddress: token });
+    const writerB = new EvmChainWriter({ rpcUrl: node.rpcUrl, tokenAddress: token });
+    expect(await writerA.sweeperDeployed(wallet.address(network, "sandbox", HOT_WALLET_INDEX))).toBe(false);
+    const addresses: string[] = [];
+    const depositsAt = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const address = await depositAddress(w.first.db, w.merchantId, network, i);
+        await mintTestUsdt(node, token, address as Hex, USDT(20 + i));
+        addresses.push(address);
+      }
+    };
+
+    // The first worker's round queues the carried sweeps of half the addresses and waits before it
+    // assembles them; the second worker's round queues the other half's; then both assemble
+    // batches together (or after 5 s: `arrived` says whether they met).
+    let arrived = 0;
+    let release = () => {};
+    const together = new Promise<void>((r) => {
+      release = r;
+      setTimeout(r, 5_000);
+    });
+    let firstWaits = () => {};
+    const firstWaiting = new Promise<void>((r) => {
+      firstWaits = r;
+    });
+    const beforeAssemble = async () => {
+      if (++arrived === 2) release();
+      firstWaits();
+      await together;
+    };
+    await depositsAt(10, 10 + ADDRESSES / 2);
+    const first = sweeperOn(w.first.db, network, writerA, { batch: true, beforeAssemble }).tick();
+    await firstWaiting;
+    await depositsAt(10 + ADDRESSES / 2, 10 + ADDRESSES);
+    await Promise.all([
+      first,
+      sweeperOn(w.second.db, network, writerB, { batch: true, beforeAssemble }).tick(),
+    ]);
+    expect(arrived).toBe(2);
+    const queued = await transfersByKind(w.first.db, network);
+    expect(queued.deploys).toHaveLength(1);
+    expect(queued.sweeps).toHaveLength(ADDRESSES);
+    expect(queued.topUps).toEqual([]);
+
+    const outcomes = new TransferOutcomes();
+    registerSweepOutcomes(outcomes);
+    expect(await makeSender({ db: w.first.db, network, writer: writerA, outcomes }).drain(60_000)).toBe(0);
+    const after = await transfersByKind(w.first.db, network);
+    expect(after.deploys.map((d) => d.status)).toEqual(["confirmed"]);
+    expect([...after.sweeps, ...after.batches].filter((t) => t.status !== "confirmed")).toEqual([]);
     for (const a of addresses) expect(await writerA.tokenBalance(a)).toBe(0n);
   }, 120_000);
 });

@@ -238,8 +238,9 @@ export class EvmChainWriter implements SignedChainWriter {
         return { txTo: to, data, gas: BigInt(options.replacing.gas), authorizations: [] };
       try {
         // The deployment's gas is known (429,624 measured): one provider's low estimate must not
-        // make it run out of gas and revert (the lying-provider cluster test saw a deployment
-        // revert); never below 600,000, never above the signer's cap.
+        // make it run out of gas; never below 600,000, never above the signer's cap. (The
+        // deployment that reverted in the lying-provider cluster test was a second one, queued by
+        // another worker at the same time: `sweeperDeployToWaitFor` now queues one.)
         const estimate = await this.client.estimateGas({ account: from, to, data });
         const wanted = withBuffer(estimate < 600_000n ? 600_000n : estimate, this.gasMargin);
         // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers)
