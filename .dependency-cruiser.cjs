@@ -12,6 +12,7 @@
  * Type-only imports count too: a type is a dependency of the design.
  */
 const FEATURES = [
+  "backup",
   "auth",
   "chains",
   "deposits",

@@ -25,18 +25,19 @@ async function main(argv: string[]): Promise<number> {
   // The command line is checked, and help answered, before the configuration is loaded: `--help`
   // works on a host whose configuration is broken or lacks production secrets, and a mistyped
   // option is refused before anything is opened or written.
-  const [first = "serve", second, ...more] = argv;
+  const [first = "serve", second] = argv;
   if (first === "help") return help(argv.slice(1));
   if (first.startsWith("-")) {
     if (wantsHelp(argv)) return help([]);
     parseCommandLine("", {}, argv);
   }
 
-  const command = findCliCommand(first, second);
-  if (command) {
-    const name = `${first} ${second}`;
-    if (wantsHelp(more)) return help([first, second]);
-    const flags = parseCommandLine(name, command.options, more);
+  const found = findCliCommand(first, second);
+  if (found) {
+    const { name, command } = found;
+    const rest = argv.slice(found.words);
+    if (wantsHelp(rest)) return help(argv.slice(0, found.words));
+    const flags = parseCommandLine(name, command.options, rest);
     // Each command gets the secrets it uses (`signer export-xpubs` none of the service's) and, in
     // production mode, refuses the mnemonic unless it is the signer's own command.
     const { config } = configForRole(loadConfig(), name);
@@ -71,9 +72,10 @@ async function main(argv: string[]): Promise<number> {
  */
 function help(words: (string | undefined)[]): number {
   const [first = "", second] = words;
-  const command = findCliCommand(first, second);
+  const found = findCliCommand(first, second);
   let text: string;
-  if (command) text = commandUsage(`${first} ${second}`, command.summary, command.options);
+  if (found && words.length === found.words)
+    text = commandUsage(found.name, found.command.summary, found.command.options);
   else if (isRoleName(first) && second === undefined) text = roleUsage(first);
   else if (words.length === 0 || (isCliGroup(first) && second === undefined)) text = fullUsage();
   else {

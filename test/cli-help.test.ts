@@ -15,6 +15,16 @@ const COMMANDS: Record<string, string[]> = {
   "ledger verify": ["--json"],
   "chain costs": ["--months", "--json"],
   "signer export-xpubs": [],
+  backup: ["--output", "--include-secrets", "--passphrase-file", "--passphrase-stdin", "--json"],
+  restore: [
+    "--input",
+    "--passphrase-file",
+    "--passphrase-stdin",
+    "--wipe",
+    "--env-file",
+    "--dry-run",
+    "--json",
+  ],
 };
 const ROLES = ["serve", "api", "worker", "migrate", "signer"];
 
@@ -113,6 +123,11 @@ describe.concurrent("stablegate --help and refused command lines", { timeout: 12
       /missing --company <name>/,
     );
     expectOneLineError(await run(["admin", "create"]), /^stablegate: admin create: missing --email <email>/);
+    // A single-word command (issue #42) is parsed the same way.
+    expectOneLineError(
+      await run(["backup"]),
+      /^stablegate: backup: missing --output <file> \(see stablegate backup --help\)$/,
+    );
   });
 
   for (const args of [["--help"], ["-h"], ["help"]]) {

@@ -27,7 +27,8 @@ export interface CliCommand {
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v : "");
 
 /**
- * Every operator command, keyed `"<group> <name>"`. Add new ones here: the usage follows. Each
+ * Every operator command, keyed `"<group> <name>"` or a single word (`backup`). Add new ones here:
+ * the usage follows. Each
  * `run` imports what it uses: those modules take seconds to load, which `--help` and a refused
  * command line (answered from this table) need not wait for.
  */
@@ -295,6 +296,107 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
     },
   },
 
+  backup: {
+    summary:
+      "write the database (pg_dump --format=custom, or the embedded database while serve is stopped),\n" +
+      "a manifest and the non-secret configuration into one archive; secrets only with\n" +
+      "--include-secrets, sealed with a passphrase (docs/decisions/backups.md)",
+    options: {
+      output: {
+        type: "string",
+        value: "file",
+        required: true,
+        help: "the archive to write (never replaced)",
+      },
+      "include-secrets": {
+        type: "boolean",
+        help: "also the secrets (variables, DATA_DIR/secrets.json …), sealed with a passphrase",
+      },
+      "passphrase-file": { type: "string", value: "file", help: "read the passphrase from this file" },
+      "passphrase-stdin": { type: "boolean", help: "read the passphrase from standard input" },
+      json: { type: "boolean", help: "print the manifest as JSON" },
+    },
+    async run(config, flags) {
+      const passphrase = await readPassphrase(flags);
+      if (passphrase !== undefined && !flags["include-secrets"])
+        throw new UsageError("backup: a passphrase seals secrets: give --include-secrets with it");
+      if (flags["include-secrets"] && passphrase === undefined)
+        throw new UsageError(
+          "backup: --include-secrets needs --passphrase-file <file> or --passphrase-stdin",
+        );
+      const { BackupFailure, BackupRefusal, createBackup, formatBackupResult } = await import(
+        "../backup/index.js"
+      );
+      const { readEnvironment } = await import("../config/load.js");
+      try {
+        const r = await createBackup(config, readEnvironment(), {
+          output: str(flags.output),
+          includeSecrets: flags["include-secrets"] === true,
+          ...(passphrase !== undefined ? { passphrase } : {}),
+        });
+        process.stdout.write(`${flags.json ? JSON.stringify(r, null, 2) : formatBackupResult(r)}\n`);
+        return 0;
+      } catch (err) {
+        // A refusal wrote nothing (2); a failure under way is named in one line (1).
+        if (!(err instanceof BackupRefusal || err instanceof BackupFailure)) throw err;
+        process.stderr.write(`stablegate: backup: ${err.message}\n`);
+        return err instanceof BackupRefusal ? 2 : 1;
+      }
+    },
+  },
+
+  restore: {
+    summary:
+      "restore a backup into an empty database (or --wipe), refusing other account keys than the\n" +
+      "backup's and a newer schema; then migrate, verify the ledger and reconcile the reserves;\n" +
+      "exit 1 when the books do not verify",
+    options: {
+      input: { type: "string", value: "file", required: true, help: "the archive `stablegate backup` wrote" },
+      "passphrase-file": { type: "string", value: "file", help: "open the sealed secrets: passphrase file" },
+      "passphrase-stdin": { type: "boolean", help: "open the sealed secrets: passphrase on standard input" },
+      wipe: {
+        type: "boolean",
+        help: "restore over a database (PostgreSQL: drops the public schema; embedded: moves it aside)",
+      },
+      "env-file": {
+        type: "string",
+        value: "file",
+        help: "write the backup's configuration there (new, 0600)",
+      },
+      "dry-run": { type: "boolean", help: "check the archive, keys and target; write nothing" },
+      json: { type: "boolean", help: "print the report as JSON" },
+    },
+    async run(config, flags) {
+      const passphrase = await readPassphrase(flags);
+      const { BackupFailure, BackupRefusal, formatRestoreReport, restoreBackup } = await import(
+        "../backup/index.js"
+      );
+      const { operatorContext } = await import("./merchant-create.js");
+      try {
+        const r = await restoreBackup(
+          config,
+          {
+            input: str(flags.input),
+            wipe: flags.wipe === true,
+            dryRun: flags["dry-run"] === true,
+            ...(passphrase !== undefined ? { passphrase } : {}),
+            ...(typeof flags["env-file"] === "string" ? { envFile: flags["env-file"] } : {}),
+          },
+          (database) => operatorContext(config, database.db),
+        );
+        process.stdout.write(
+          `${flags.json ? JSON.stringify(r, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2) : formatRestoreReport(r)}\n`,
+        );
+        return r.ok ? 0 : 1;
+      } catch (err) {
+        // A refusal wrote nothing (2); a failure under way is named in one line (1).
+        if (!(err instanceof BackupRefusal || err instanceof BackupFailure)) throw err;
+        process.stderr.write(`stablegate: restore: ${err.message}\n`);
+        return err instanceof BackupRefusal ? 2 : 1;
+      }
+    },
+  },
+
   "signer export-xpubs": {
     summary:
       "print MASTER_XPUBS=… (the account public keys) for the api and worker hosts, which\n" +
@@ -309,14 +411,45 @@ export const CLI_COMMANDS: Record<string, CliCommand> = {
   },
 };
 
-/** The command `<group> <name>`, or null when there is none. */
-export function findCliCommand(group: string, name: string | undefined): CliCommand | null {
-  return CLI_COMMANDS[`${group} ${name}`] ?? null;
+/**
+ * The command a command line starts with: a single word (`backup`) or `<group> <name>`; `words`
+ * is how many of the line's words name it. Null when there is none.
+ */
+export function findCliCommand(
+  first: string,
+  second: string | undefined,
+): { name: string; command: CliCommand; words: 1 | 2 } | null {
+  const single = CLI_COMMANDS[first];
+  if (single && !first.includes(" ")) return { name: first, command: single, words: 1 };
+  const name = `${first} ${second}`;
+  const command = CLI_COMMANDS[name];
+  return command ? { name, command, words: 2 } : null;
 }
 
 /** Whether `word` starts an operator command (so that a wrong second word prints the usage). */
 export function isCliGroup(word: string): boolean {
   return Object.keys(CLI_COMMANDS).some((k) => k.startsWith(`${word} `));
+}
+
+/**
+ * The passphrase of `--passphrase-file` or `--passphrase-stdin` (never a command-line value, which
+ * other users of the host can read), without its final line break; undefined when neither is given.
+ */
+async function readPassphrase(flags: Flags): Promise<string | undefined> {
+  const file = flags["passphrase-file"];
+  if (typeof file === "string" && flags["passphrase-stdin"])
+    throw new UsageError("give --passphrase-file or --passphrase-stdin, not both");
+  let text: string | undefined;
+  if (typeof file === "string") {
+    const { readFile } = await import("node:fs/promises");
+    text = await readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => {
+      throw new UsageError(`cannot read the passphrase file ${file} (${err.code ?? "error"})`);
+    });
+  } else if (flags["passphrase-stdin"]) text = await readStdin();
+  if (text === undefined) return undefined;
+  const passphrase = text.replace(/\r?\n$/, "");
+  if (passphrase === "") throw new UsageError("the passphrase is empty");
+  return passphrase;
 }
 
 async function readStdin(): Promise<string> {

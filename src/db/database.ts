@@ -22,6 +22,12 @@ export interface Database {
    * `onNotify` is called once: notifications may have been missed). PGlite: the instance's listener.
    */
   listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  /**
+   * PGlite only: its data directory as one gzipped tarball (PGlite's `dumpDataDir`), taken while
+   * holding the single connection, so no transaction is half-way; `stablegate backup` writes it
+   * and `snapshot` (below) reads it back.
+   */
+  dumpDataDir?(): Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -88,6 +94,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     async close() {
       await wrapped.close();
       if (dataDir) await makePrivate(dataDir);
+    },
+    async dumpDataDir() {
+      const held = await pglitePool.connect();
+      try {
+        return await pglite.dumpDataDir("gzip");
+      } finally {
+        held.release();
+      }
     },
     // LISTEN/UNLISTEN take the single connection, so they never land inside someone's transaction.
     async listen(channel, onNotify) {

@@ -275,3 +275,16 @@ export async function pendingMigrations(db: Db, dir = MIGRATIONS_DIR): Promise<s
   const applied = new Set(done.rows.map((r) => r.version));
   return [...files.filter((f) => !applied.has(f.version)).map((f) => f.name), ...(await pendingFunctions())];
 }
+
+/** The versioned migrations this database recorded, in version order (none on an unmigrated one). */
+export async function appliedMigrations(
+  db: Db,
+): Promise<{ version: number; name: string; checksum: string }[]> {
+  const exists = await sql<{ m: string | null }>`select to_regclass('schema_migrations')::text as m`.execute(
+    db,
+  );
+  if (!exists.rows[0]?.m) return [];
+  const done = await sql<{ version: number; name: string; checksum: string }>`
+    select version, name, checksum from schema_migrations order by version`.execute(db);
+  return done.rows.map((r) => ({ version: Number(r.version), name: r.name, checksum: r.checksum }));
+}

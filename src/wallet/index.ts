@@ -27,5 +27,5 @@ export {
 } from "./derivation-path.js";
 export { DEPOSIT_INDEX_BLOCK, DepositIndexReserve, reserveIndexes } from "./index-reserve.js";
 export { generateMnemonic, isValidMnemonic, normalizeMnemonic } from "./mnemonic.js";
-export { pinAccountKeys } from "./pinned-account-keys.js";
+export { pinAccountKeys, recordedAccountKeys } from "./pinned-account-keys.js";
 export { PrivateKeyDeriver } from "./private-key-deriver.js";

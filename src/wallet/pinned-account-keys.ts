@@ -32,3 +32,15 @@ export async function pinAccountKeys(db: Db, xpubs: AccountXpubs): Promise<Accou
   );
   return accountKeyNames().filter((name) => differ.has(name));
 }
+
+/** The account keys this database recorded (`stablegate backup` names them in its manifest). */
+export async function recordedAccountKeys(
+  db: Db,
+): Promise<{ network: string; environment: string; xpub: string }[]> {
+  return db
+    .selectFrom("account_keys")
+    .select(["network", "environment", "xpub"])
+    .orderBy("network")
+    .orderBy("environment")
+    .execute();
+}
