@@ -6,16 +6,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/harness.js";
-import { runToEnd } from "./support/processes.js";
+import { mainArgs, runToEnd } from "./support/processes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 /**
- * The CLI as node running `src/main.ts` through tsx's loader — not the `tsx` binary, which runs the
+ * The CLI as node running `src/main.ts` (bundled: mainArgs) — not the `tsx` binary, which runs the
  * program in a child and, on SIGTERM, kills that child outright (exit 143) when it has not
  * acknowledged the signal within 30 ms, as happens under load; the graceful stop is what is tested.
  */
-const NODE_TSX = [process.execPath, "--import", "tsx"] as const;
-const MAIN = path.join(ROOT, "src", "main.ts");
 
 let dataDir: string;
 beforeAll(async () => {
@@ -47,7 +45,7 @@ function startServe(): Promise<{
   ports: { production: number; sandbox: number };
   log: () => string;
 }> {
-  const child = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), MAIN, "serve"], { env: env(), cwd: ROOT });
+  const child = spawn(process.execPath, [...mainArgs(), "serve"], { env: env(), cwd: ROOT });
   let out = "";
   child.stderr?.on("data", (c) => {
     out += c;

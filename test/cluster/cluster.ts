@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import path from "node:path";
-import { runToEnd } from "../support/processes.js";
+import { mainArgs, runToEnd } from "../support/processes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN = path.join(ROOT, "src", "main.ts");
 
 export type ClusterRole = "migrate" | "api" | "worker" | "signer";
 
@@ -108,7 +107,7 @@ export async function exportXpubs(s: ClusterSettings): Promise<string> {
   throw new Error(`signer export-xpubs exited ${r.code}: ${(r.stdout + r.stderr).slice(-2000)}`);
 }
 
-/** One OS process of the cluster: `node --import tsx src/main.ts <role>`, its log in a file. */
+/** One OS process of the cluster: `node src/main.ts <role>` (bundled: mainArgs), its log in a file. */
 export class ClusterProcess {
   readonly child: ChildProcess;
   readonly startedAt = Date.now();
@@ -129,9 +128,9 @@ export class ClusterProcess {
     readonly logFile: string,
   ) {
     this.log = createWriteStream(logFile, { flags: "a" });
-    // `node --import tsx` (not the tsx binary, which runs the program in a child that a SIGKILL of
-    // the parent would orphan): the signal must hit the role itself (test/cli.test.ts).
-    this.child = spawn(process.execPath, ["--import", "tsx", MAIN, role], {
+    // `node` itself (not the tsx binary, which runs the program in a child that a SIGKILL of the
+    // parent would orphan): the signal must hit the role itself (test/cli.test.ts).
+    this.child = spawn(process.execPath, [...mainArgs(), role], {
       cwd: ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],

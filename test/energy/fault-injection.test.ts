@@ -24,6 +24,7 @@ import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../sup
 import { startTronEmulator, type TronEmulator } from "../support/chain/tron-emulator.js";
 import { confirmedDeposit } from "../support/confirmed-deposit.js";
 import { openTestDatabase } from "../support/db.js";
+import { type BundledProgram, bundleProgram } from "../support/program.js";
 
 // Issue #38: the energy engine keeps the sender's crash safety. Deposits on fresh TRON addresses are
 // collected through activation → delegation → sweep → reclaim, each an outgoing transfer, while the
@@ -43,6 +44,8 @@ const resource = address(RESOURCE_ACCOUNT_INDEX);
 const WEI_PER_SUN = 10n ** 12n;
 
 let node: AnvilNode;
+/** The child, bundled once: each of its many starts then loads one module, not tsx's compile of hundreds. */
+let program: BundledProgram;
 let emulator: TronEmulator;
 let token: Hex;
 let dbUrl: string | undefined;
@@ -56,6 +59,7 @@ async function openShared(): Promise<Database> {
 }
 
 beforeAll(async () => {
+  program = await bundleProgram(CHILD);
   node = await startAnvil();
   token = await deployTestUsdt(node);
   emulator = await startTronEmulator(node, token);
@@ -136,6 +140,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await program?.remove();
   await keep?.close();
   await emulator?.stop();
   await node?.stop();
@@ -144,7 +149,7 @@ afterAll(async () => {
 
 function runChild(point: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", CHILD], {
+    const child = spawn(process.execPath, program.args, {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -7,6 +7,7 @@ import { UNIT } from "../../src/domain/money.js";
 import { getBalances } from "../../src/ledger/balances.js";
 import { verifyLedger } from "../../src/ledger/verify.js";
 import { onPostgres, openTestDatabase } from "../support/db.js";
+import { mainArgs } from "../support/processes.js";
 import { fund, newMerchant } from "./support.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -67,14 +68,10 @@ it.skipIf(!onPostgres)(
     await fund(db, m, 4n);
     const verify = () =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(
-          process.execPath,
-          ["--import", "tsx", path.join(ROOT, "src/main.ts"), "ledger", "verify"],
-          {
-            cwd: ROOT,
-            env: { PATH: process.env.PATH ?? "", DATABASE_URL: database!.url!, LOG_LEVEL: "silent" },
-          },
-        );
+        const child = spawn(process.execPath, [...mainArgs(), "ledger", "verify"], {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH ?? "", DATABASE_URL: database!.url!, LOG_LEVEL: "silent" },
+        });
         let out = "";
         child.stdout.on("data", (c) => {
           out += c;
@@ -94,5 +91,5 @@ it.skipIf(!onPostgres)(
     expect(bad.out).toContain(`balance_mismatch: ${m} sandbox USDT-TRC20 available`);
     expect(bad.out).toContain("stored 5000000, journal 4000000");
   },
-  120_000, // two CLI processes compiled by tsx: tens of seconds on a loaded runner
+  120_000, // two CLI processes: tens of seconds on a loaded runner
 );

@@ -4,19 +4,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Browser } from "../dashboard/support.js";
+import { mainArgs } from "../support/processes.js";
 
 // Security issue #18, finding 6: the embedded database (PGlite) wrote its WAL and catalogs 0666
 // under a 0755 DATA_DIR, so any local account could read password hashes, outbox OTPs and reset
 // tokens, and tamper with the WAL. docs/decisions/security.md: DATA_DIR and everything the service writes in it
 // are private to the service's user (directories 0700, files 0600).
 //
-// The real CLI (`src/main.ts` through tsx's loader, as test/cli.test.ts runs it) is started by a
+// The real CLI (`src/main.ts`, bundled: test/support/processes.ts, as test/cli.test.ts runs it) is started by a
 // shell with `umask 022`, as an operator's login shell would: the service must not depend on the
 // umask it inherits. Always the embedded database, on both CI passes: the finding is about
 // PGlite's files, so the child gets a clean environment without DATABASE_URL or REDIS_URL.
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN = path.join(ROOT, "src", "main.ts");
 const PASSWORD = "correct horse battery staple 9";
 
 let parent: string;
@@ -45,9 +45,11 @@ interface Serve {
   log: () => string;
 }
 
-/** `sh -c 'umask 022; exec node --import tsx src/main.ts serve'`, resolved once it listens. */
+/** `sh -c 'umask 022; exec node src/main.ts serve'` (bundled: mainArgs), resolved once it listens. */
 function startServe(dataDir: string): Promise<Serve> {
-  const script = `umask 022; exec "${process.execPath}" --import tsx "${MAIN}" serve`;
+  const script = `umask 022; exec "${process.execPath}" ${mainArgs()
+    .map((a) => `"${a}"`)
+    .join(" ")} serve`;
   const child = spawn("/bin/sh", ["-c", script], { env: env(dataDir), cwd: ROOT });
   let out = "";
   child.stderr?.on("data", (c) => {

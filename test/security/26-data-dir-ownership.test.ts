@@ -21,6 +21,7 @@ import { resolveMnemonic } from "../../src/config/mnemonic.js";
 import { resolveSecrets } from "../../src/config/secrets.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { tightenDataDir } from "../../src/roles/data-dir.js";
+import { mainArgs } from "../support/processes.js";
 
 // Issue #34, finding 8: a DATA_DIR owned by another local user was accepted, with a mnemonic and a
 // `secrets.json` planted in it: the service derived its deposit addresses from the attacker's
@@ -30,13 +31,12 @@ import { tightenDataDir } from "../../src/roles/data-dir.js";
 // folder — which holds the mail outbox —, lock file, control socket), is a symbolic link or is not
 // owned by the process's user; the key files are opened without following links.
 //
-// The real CLI (`src/main.ts` through tsx, as test/security/06 runs it), with a clean environment
+// The real CLI (`src/main.ts`, bundled: test/support/processes.ts, as test/security/06 runs it), with a clean environment
 // (always the embedded database: DATA_DIR is where it lives). These tests run as root; "another
 // user" is `nobody` (uid 65534): root can chown a folder to it, as an attacker with a local account
 // would simply own theirs.
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN = path.join(ROOT, "src", "main.ts");
 const NOBODY = 65534;
 const silent = createLogger("silent");
 const ATTACKER_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
@@ -82,7 +82,7 @@ function run(
   dataDir: string,
   role = "serve",
 ): Promise<{ outcome: "exited" | "started"; code: number | null; out: string }> {
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", MAIN, role], {
+  const child: ChildProcess = spawn(process.execPath, [...mainArgs(), role], {
     env: env(dataDir),
     cwd: ROOT,
   });

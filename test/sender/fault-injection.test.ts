@@ -13,6 +13,7 @@ import { HOT_WALLET_INDEX } from "../../src/wallet/derivation-path.js";
 import { requestTransfer } from "../support/backed-transfer.js";
 import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
 import { openTestDatabase } from "../support/db.js";
+import { type BundledProgram, bundleProgram } from "../support/program.js";
 import { wallet } from "./support.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -29,6 +30,8 @@ const INTENTS = TRANSFERS + 1;
 const TRANSFER = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
 
 let node: AnvilNode;
+/** The child, bundled once: each of its many starts then loads one module, not tsx's compile of hundreds. */
+let program: BundledProgram;
 let token: Hex;
 let dbUrl: string | undefined;
 let pgliteDir: string | undefined;
@@ -40,6 +43,7 @@ async function openShared(): Promise<Database> {
 }
 
 beforeAll(async () => {
+  program = await bundleProgram(CHILD);
   node = await startAnvil();
   token = await deployTestUsdt(node);
   await mintTestUsdt(node, token, hot, 10n ** 12n);
@@ -84,6 +88,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await program?.remove();
   await keep?.close();
   await node?.stop();
   if (pgliteDir) await rm(pgliteDir, { recursive: true, force: true });
@@ -94,7 +99,7 @@ function runChild(
   at: number,
 ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", CHILD], {
+    const child = spawn(process.execPath, program.args, {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -8,6 +8,20 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openDatabase } from "../../src/db/database.js";
 import { migrate } from "../../src/db/migrate.js";
+import { bundleProgram } from "./program.js";
+
+/** What every test file of the run shares: the databases to start from and the bundled CLI. */
+export default async function setup(project: TestProject) {
+  // The CLI (src/main.ts) that tests start as OS processes, bundled once per run
+  // (test/support/processes.ts: mainArgs).
+  const main = await bundleProgram(path.resolve(import.meta.dirname, "../../src/main.ts"));
+  project.provide("mainProgram", main.args);
+  const databases = await setupDatabases(project);
+  return async () => {
+    await databases();
+    await main.remove();
+  };
+}
 
 /**
  * With TEST_DATABASE_URL (a PostgreSQL server), migrate one template database per run; every
@@ -15,7 +29,7 @@ import { migrate } from "../../src/db/migrate.js";
  * Without it, test files use in-memory PGlite: one migrated PGlite is dumped to a file here, and
  * every test database starts from that snapshot (≈ 0.4 s instead of ≈ 1.5 s for initdb + migrations).
  */
-export default async function setup(project: TestProject) {
+async function setupDatabases(project: TestProject): Promise<() => Promise<void>> {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) {
     const dir = await mkdtemp(path.join(tmpdir(), "sg-pglite-template-"));
@@ -56,5 +70,7 @@ declare module "vitest" {
     templateDatabase: string | undefined;
     /** A dumped, migrated PGlite data directory (a file) that test databases start from. */
     pgliteTemplate: string | undefined;
+    /** The arguments of `node` that run the CLI (src/main.ts, bundled): test/support/processes.ts. */
+    mainProgram: string[];
   }
 }

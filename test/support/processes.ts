@@ -2,14 +2,24 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
+import { inject } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN = path.join(ROOT, "src", "main.ts");
 
 /**
- * `node --import tsx src/main.ts …` as a real OS process with exactly `env` (never the test
- * runner's environment). Node with tsx's loader, not the `tsx` binary: that one runs the program
- * in a child, so the pid would not be the role's and its environment could not be read back
+ * The arguments of `node` that run the CLI, src/main.ts: its bundle, made once per run by the global
+ * setup (test/support/program.ts), so that a start loads one module instead of compiling a few
+ * hundred through tsx's loader (≈ 2 s of CPU per role start, measured). `spawn(process.execPath, [...mainArgs(), role])`.
+ */
+export function mainArgs(): string[] {
+  // Without the global setup (a config of one's own): the source through tsx's loader.
+  return inject("mainProgram") ?? ["--import", "tsx", path.join(ROOT, "src", "main.ts")];
+}
+
+/**
+ * `node <src/main.ts bundled> …` (mainArgs) as a real OS process with exactly `env` (never the
+ * test runner's environment). Node itself, not the `tsx` binary: that one runs the program in a
+ * child, so the pid would not be the role's and its environment could not be read back
  * (test/cli.test.ts has the signal reason too).
  */
 export class RoleProcess {
@@ -23,7 +33,7 @@ export class RoleProcess {
     args: string[],
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+    this.child = spawn(process.execPath, [...mainArgs(), ...args], {
       cwd: ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],

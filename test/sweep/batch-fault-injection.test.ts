@@ -14,6 +14,7 @@ import { USDT, wallet } from "../sender/support.js";
 import { type AnvilNode, deployTestUsdt, mintTestUsdt, startAnvil } from "../support/chain/anvil.js";
 import { confirmedDeposit } from "../support/confirmed-deposit.js";
 import { openTestDatabase } from "../support/db.js";
+import { type BundledProgram, bundleProgram } from "../support/program.js";
 
 // Issue #39: batched sweeps keep the sender's crash safety. 20 deposit addresses without ETH are
 // collected in batches of 5 through the EIP-7702 sweeper (its deployment first), while the process
@@ -33,6 +34,8 @@ const hot = address(HOT_WALLET_INDEX);
 const TRANSFER = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
 
 let node: AnvilNode;
+/** The child, bundled once: each of its many starts then loads one module, not tsx's compile of hundreds. */
+let program: BundledProgram;
 let token: Hex;
 let dbUrl: string | undefined;
 let pgliteDir: string | undefined;
@@ -45,6 +48,7 @@ async function openShared(): Promise<Database> {
 }
 
 beforeAll(async () => {
+  program = await bundleProgram(CHILD);
   node = await startAnvil(["--hardfork", "prague"]);
   token = await deployTestUsdt(node);
   await node.testClient.setBalance({ address: address(GAS_TANK_INDEX), value: 10n ** 20n });
@@ -83,6 +87,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await program?.remove();
   await keep?.close();
   await node?.stop();
   if (pgliteDir) await rm(pgliteDir, { recursive: true, force: true });
@@ -90,7 +95,7 @@ afterAll(async () => {
 
 function runChild(point: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", CHILD], {
+    const child = spawn(process.execPath, program.args, {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -10,10 +10,10 @@ import { createMerchantWithKeys } from "../../src/merchants/index.js";
 import { enqueueWebhookEvent } from "../../src/webhooks/outbox.js";
 import { setWebhookUrl } from "../../src/webhooks/secrets.js";
 import { onPostgres, openTestDatabase } from "../support/db.js";
+import { mainArgs } from "../support/processes.js";
 import { type Receiver, sampleTransaction, sleep, startReceiver, waitFor } from "./support.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN = path.join(ROOT, "src", "main.ts");
 const KEY = randomBytes(32).toString("hex");
 const EVENTS = 2000;
 const TIMEOUT_MS = 2000; // lease = timeout + 5 s
@@ -25,10 +25,10 @@ const children: ChildProcess[] = [];
 let stderr = "";
 
 function startWorker(name: string): ChildProcess {
-  // `node --import tsx` (not the tsx binary, which runs the program in a child process that a
-  // SIGKILL of the parent would orphan): the signal must hit the worker itself.
+  // `node` itself (not the tsx binary, which runs the program in a child process that a SIGKILL
+  // of the parent would orphan): the signal must hit the worker itself.
   // A clean environment: only what a worker needs (see test/cli.test.ts).
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "worker"], {
+  const child = spawn(process.execPath, [...mainArgs(), "worker"], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",
