@@ -16,10 +16,10 @@ import * as tar from "tar-stream";
  *   before ends at (no extended or empty headers tar-stream would skip silently), every padding
  *   byte zero, and after the last entry two or more zero blocks and nothing else: with the
  *   headers' checksums (tar-stream's) and the digests below, a flipped byte anywhere is found;
- * - the last entry, `SHA256SUMS` (`sha256sum -c` reads it), holds the digest of every other entry:
- *   a truncated archive lacks it or an entry, an altered one differs from it. Plain digests catch
- *   accidents, not a forger who recomputes them; an archive with encrypted secrets binds its
- *   manifest (which holds the digests of the other entries) into the secrets' authentication tag.
+ * - `SHA256SUMS` (`sha256sum -c` reads it) holds the digest of every entry before it: a truncated
+ *   archive lacks it or an entry, an altered one differs from it. Plain digests catch accidents,
+ *   not a forger who recomputes them: the last entry, `SHA256SUMS.hmac`, authenticates
+ *   `SHA256SUMS` under a key of the installation (`authenticity.ts`; the restore checks it).
  */
 
 export const ENTRY_NAMES = [
@@ -29,10 +29,13 @@ export const ENTRY_NAMES = [
   "database.pglite.tar.gz",
   "secrets.enc",
   "SHA256SUMS",
+  "SHA256SUMS.hmac",
 ] as const;
 export type EntryName = (typeof ENTRY_NAMES)[number];
 
 export const SUMS_ENTRY = "SHA256SUMS";
+/** After `SHA256SUMS`, the only entry that may follow, and the last: its authentication (`authenticity.ts`). */
+export const SUMS_MAC_ENTRY = "SHA256SUMS.hmac";
 
 /** The entries that are read into memory (parsed as JSON or text) have a size limit. */
 export const MAX_SMALL_ENTRY = 16 * 1024 * 1024;
@@ -109,9 +112,15 @@ async function addEntry(pack: tar.Pack, header: EntryHeader, source: Buffer | st
 /**
  * Writes `entries` and their `SHA256SUMS` as one archive at `target`, mode 0600, never replacing a
  * file: written under a temporary name in the same folder, synced, then linked to `target` (which
- * fails if it exists) and the temporary name removed. Returns the archive's size.
+ * fails if it exists) and the temporary name removed. `authenticate` makes the `SHA256SUMS.hmac`
+ * entry from the bytes of `SHA256SUMS` (a backup always has one; without it the restore refuses
+ * the archive). Returns the archive's size.
  */
-export async function writeArchive(target: string, entries: readonly EntrySource[]): Promise<number> {
+export async function writeArchive(
+  target: string,
+  entries: readonly EntrySource[],
+  authenticate?: (sums: Buffer) => Buffer,
+): Promise<number> {
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString("hex")}`);
   const fh = await open(temp, "wx", 0o600);
   const mtime = new Date(Math.floor(Date.now() / 1000) * 1000);
@@ -125,13 +134,18 @@ export async function writeArchive(target: string, entries: readonly EntrySource
     try {
       const sums: string[] = [];
       for (const entry of entries) {
-        if (entry.name === SUMS_ENTRY) throw new Error(`${SUMS_ENTRY} is written by the archive itself`);
+        if (entry.name === SUMS_ENTRY || entry.name === SUMS_MAC_ENTRY)
+          throw new Error(`${entry.name} is written by the archive itself`);
         const size = "data" in entry ? entry.data.length : (await stat(entry.file)).size;
         const source = "data" in entry ? entry.data : entry.file;
         sums.push(`${await addEntry(pack, header(entry.name, size), source)}  ${entry.name}\n`);
       }
       const sumsData = Buffer.from(sums.join(""), "utf8");
       await addEntry(pack, header(SUMS_ENTRY, sumsData.length), sumsData);
+      if (authenticate) {
+        const mac = authenticate(sumsData);
+        await addEntry(pack, header(SUMS_MAC_ENTRY, mac.length), mac);
+      }
       pack.finalize();
     } catch (err) {
       packing = err;
@@ -248,8 +262,12 @@ export async function extractArchive(file: string, into: string): Promise<Map<En
     try {
       for await (const entry of extract) {
         const { name, size, type } = entry.header;
-        if (out.has(SUMS_ENTRY))
-          throw new ArchiveError(`an entry follows ${SUMS_ENTRY}, which must be the last`);
+        if (out.has(SUMS_MAC_ENTRY))
+          throw new ArchiveError(`an entry follows ${SUMS_MAC_ENTRY}, which must be the last`);
+        if (out.has(SUMS_ENTRY) && name !== SUMS_MAC_ENTRY)
+          throw new ArchiveError(`an entry follows ${SUMS_ENTRY} other than ${SUMS_MAC_ENTRY}`);
+        if (name === SUMS_MAC_ENTRY && !out.has(SUMS_ENTRY))
+          throw new ArchiveError(`${SUMS_MAC_ENTRY} must follow ${SUMS_ENTRY}`);
         if (type !== "file") throw new ArchiveError(`entry ${JSON.stringify(name)} is not a regular file`);
         if (!(ENTRY_NAMES as readonly string[]).includes(name))
           throw new ArchiveError(`unexpected entry ${JSON.stringify(name)}: not a stablegate backup`);
@@ -298,7 +316,7 @@ export async function extractArchive(file: string, into: string): Promise<Map<En
     listed.set(m[2] as string, m[1] as string);
   }
   for (const entry of out.values()) {
-    if (entry.name === SUMS_ENTRY) continue;
+    if (entry.name === SUMS_ENTRY || entry.name === SUMS_MAC_ENTRY) continue;
     const digest = listed.get(entry.name);
     if (digest === undefined) throw new ArchiveError(`${SUMS_ENTRY} does not list ${entry.name}`);
     if (digest !== entry.sha256)

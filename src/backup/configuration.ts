@@ -63,14 +63,12 @@ export const PLAIN_VARIABLES = [
   "SIGNER_MAX_OUTFLOW_PER_HOUR",
   "SIGNER_MAX_OUTFLOW_PER_DAY",
   "SENDER_STUCK_AFTER_SECONDS",
-  "SCREENING_URL",
   "SCREENING_TIMEOUT_MS",
   "SCREENING_ON_ERROR",
   "SCREENING_CACHE_SECONDS",
   "EXCHANGE_RATE_SOURCE",
   "FIXED_RATES",
   "EXCHANGE_RATE_MAX_AGE_SECONDS",
-  "EXCHANGE_RATE_URL",
   "EXCHANGE_RATE_TIMEOUT_MS",
   "CURRENCY_TYPES",
 ] as const;
@@ -88,6 +86,9 @@ export const SECRET_VARIABLES = [
   "DATABASE_URL",
   "REDIS_URL",
   "SMTP_URL",
+  // A provider's URL often holds its API key, in its path (`/v6/<key>/latest`) or its query.
+  "SCREENING_URL",
+  "EXCHANGE_RATE_URL",
 ] as const;
 
 /** Each network's variables, both environments: RPC endpoints and rental credentials are secret. */
@@ -102,6 +103,7 @@ export function networkVariableClasses(): { plain: string[]; secret: string[] } 
       secret.add(v.endpoints);
       secret.add(v.rental("API_KEY"));
       secret.add(v.rental("API_SECRET"));
+      secret.add(v.rental("URL"));
       for (const listing of definition.tokens) plain.add(v.contract(listing.token));
       for (const name of [
         v.confirmations,
@@ -111,7 +113,6 @@ export function networkVariableClasses(): { plain: string[]; secret: string[] } 
         v.sweepEip7702,
         v.hotWalletMax,
         v.coldWallet,
-        v.rental("URL"),
         v.rental("MAX_SUN_PER_ENERGY"),
       ])
         plain.add(name);
@@ -121,7 +122,10 @@ export function networkVariableClasses(): { plain: string[]; secret: string[] } 
   return { plain: [...plain].sort(), secret: [...secret].sort() };
 }
 
-/** A URL with a user name or password in it (`https://user:pass@host`): secret wherever it appears. */
+/**
+ * A URL with a user name or password in it (`https://user:pass@host`), or a query string (where
+ * providers put API keys: `?access_key=…`): secret wherever it appears.
+ */
 function holdsCredentials(value: string): boolean {
   return value
     .split(",")
@@ -129,7 +133,7 @@ function holdsCredentials(value: string): boolean {
     .some((part) => {
       if (!URL.canParse(part)) return false;
       const u = new URL(part);
-      return u.username !== "" || u.password !== "";
+      return u.username !== "" || u.password !== "" || u.search !== "" || part.includes("?");
     });
 }
 
@@ -157,4 +161,15 @@ export function splitConfiguration(env: Readonly<Record<string, string>>): Confi
     }
   }
   return { plain, secret };
+}
+
+/** The names `config.json` may hold: the plain variables (a restore refuses any other). */
+export function plainVariableNames(): Set<string> {
+  return new Set<string>([...PLAIN_VARIABLES, ...networkVariableClasses().plain]);
+}
+
+/** The names the sealed secrets may hold: any variable of the gateway's (a plain one holding credentials too). */
+export function configurationVariableNames(): Set<string> {
+  const networks = networkVariableClasses();
+  return new Set<string>([...PLAIN_VARIABLES, ...networks.plain, ...SECRET_VARIABLES, ...networks.secret]);
 }

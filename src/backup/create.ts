@@ -1,12 +1,16 @@
+import { createReadStream } from "node:fs";
 import { access, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { createGunzip } from "node:zlib";
 import { sql } from "kysely";
 import type { Config } from "../config/config.js";
 import { generatedMnemonicPath } from "../config/mnemonic.js";
+import { resolveSecrets } from "../config/secrets.js";
 import { openDatabase } from "../db/database.js";
 import { acquireEmbeddedLock } from "../db/embedded-lock.js";
 import { readKeyFile } from "../lib/private-files.js";
 import { type EntrySource, sha256, sha256OfFile, writeArchive } from "./archive.js";
+import { backupMacKey, macEntry } from "./authenticity.js";
 import { splitConfiguration } from "./configuration.js";
 import { BackupRefusal } from "./errors.js";
 import { type BackupManifest, describeDatabase, stablegateVersion } from "./manifest.js";
@@ -78,6 +82,9 @@ export async function createBackup(
         ? await dumpPostgres(config.database.url as string, dumpFile)
         : await dumpEmbedded(config.dataDir, dumpFile);
 
+    // The key that authenticates the archive (`authenticity.ts`): the installation's
+    // SECRET_ENCRYPTION_KEY, as the service resolves it (generated in DATA_DIR outside production).
+    const macKey = backupMacKey((await resolveSecrets(config, "backup")).SECRET_ENCRYPTION_KEY);
     const split = splitConfiguration(env);
     const configData = Buffer.from(`${JSON.stringify({ variables: split.plain }, null, 2)}\n`, "utf8");
     const secrets = options.includeSecrets ? await collectSecrets(config, split.secret) : null;
@@ -91,6 +98,7 @@ export async function createBackup(
       database: {
         serverVersion: facts.serverVersion,
         ...(facts.pgDumpVersion ? { pgDumpVersion: facts.pgDumpVersion } : {}),
+        ...(facts.uncompressedSize !== undefined ? { uncompressedSize: facts.uncompressedSize } : {}),
       },
       schema: facts.schema,
       accountKeys: facts.accountKeys,
@@ -118,14 +126,25 @@ export async function createBackup(
       const sealed = await sealSecrets(secrets, options.passphrase as string, sha256(manifestData));
       entries.push({ name: "secrets.enc", data: Buffer.from(`${JSON.stringify(sealed)}\n`, "utf8") });
     }
-    const size = await writeArchive(output, entries);
+    const size = await writeArchive(output, entries, (sums) => macEntry(sums, macKey));
     return { file: output, size, manifest };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-type Facts = Awaited<ReturnType<typeof describeDatabase>> & { pgDumpVersion?: string };
+type Facts = Awaited<ReturnType<typeof describeDatabase>> & {
+  pgDumpVersion?: string;
+  uncompressedSize?: number;
+};
+
+/** The size of a gzip file's content, read through once. */
+async function gunzippedSize(file: string): Promise<number> {
+  let size = 0;
+  for await (const chunk of createReadStream(file).pipe(createGunzip()) as AsyncIterable<Buffer>)
+    size += chunk.length;
+  return size;
+}
 
 async function dumpPostgres(url: string, file: string): Promise<Facts> {
   const tool = await toolVersion("pg_dump").catch((err: Error) => {
@@ -174,7 +193,11 @@ async function dumpEmbedded(dataDir: string, file: string): Promise<Facts> {
       const facts = await describeDatabase(database.db);
       const dump = await (database.dumpDataDir as () => Promise<Blob>)();
       await writeFile(file, Buffer.from(await dump.arrayBuffer()), { mode: 0o600 });
-      return { ...facts, serverVersion: `${facts.serverVersion} (PGlite)` };
+      return {
+        ...facts,
+        serverVersion: `${facts.serverVersion} (PGlite)`,
+        uncompressedSize: await gunzippedSize(file),
+      };
     } finally {
       await database.close();
     }

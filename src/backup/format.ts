@@ -30,6 +30,16 @@ export function formatBackupResult(r: BackupResult): string {
   ].join("\n");
 }
 
+function accountKeysLine(r: RestoreReport): string {
+  const k = r.accountKeys;
+  const checked = k.checked.length > 0 ? `${k.checked.length} checked against ${k.source}` : null;
+  if (k.pinned !== undefined)
+    return k.pinned.length > 0
+      ? `${k.pinned.length} pinned in the restored database, as in the manifest${checked ? `; ${checked}` : ""}`
+      : "none pinned in the restored database";
+  return checked ?? "none pinned in the backup";
+}
+
 /** What `stablegate restore` prints. */
 export function formatRestoreReport(r: RestoreReport): string {
   const lines = [
@@ -40,7 +50,8 @@ export function formatRestoreReport(r: RestoreReport): string {
       (r.dryRun
         ? ""
         : `, now at ${r.migrations.now ?? "(none)"}${r.migrations.applied.length > 0 ? ` (applied ${r.migrations.applied.join(", ")})` : ""}`),
-    `  account keys ${r.accountKeys.checked.length > 0 ? `${r.accountKeys.checked.length} checked against ${r.accountKeys.source}` : "none pinned in the backup"}`,
+    `  authentic    by ${r.authenticatedBy}`,
+    `  account keys ${accountKeysLine(r)}`,
     `  config keys  ${r.configuration.keys.join(", ") || "(none)"}` +
       (r.configuration.envFile ? `\n               written to ${r.configuration.envFile}` : ""),
     `  secrets      ${r.secrets ? [...r.secrets.env, ...r.secrets.files.map((f) => `DATA_DIR/${f}`)].join(", ") || "(none)" : "not restored"}`,

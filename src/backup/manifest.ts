@@ -21,6 +21,8 @@ export interface BackupManifest {
     serverVersion: string;
     /** PostgreSQL: the `pg_dump --version` that wrote the dump. */
     pgDumpVersion?: string;
+    /** Embedded: the size of the dump's tar once decompressed (a restore stops beyond it). */
+    uncompressedSize?: number;
   };
   schema: {
     /** The last versioned migration applied (`0039_payment_links`), null on an unmigrated database. */
@@ -174,6 +176,11 @@ export function parseManifest(text: string): BackupManifest {
     if (typeof m.createdAt !== "string" || typeof m.stablegateVersion !== "string")
       problems.push("no date or version");
     if (typeof m.database?.serverVersion !== "string") problems.push("no server version");
+    else if (
+      m.driver === "pglite" &&
+      !(Number.isSafeInteger(m.database.uncompressedSize) && (m.database.uncompressedSize as number) >= 0)
+    )
+      problems.push("no uncompressed size of the embedded dump");
     if (!names(m.configuration?.keys) || !names(m.configuration?.secretKeys))
       problems.push("no configuration keys");
   }

@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { type Kysely, sql } from "kysely";
+import { readFunctionFiles, readMigrations } from "../db/migrate.js";
 import type { DB } from "../db/schema.js";
-import { BackupFailure } from "./errors.js";
+import { BackupFailure, BackupRefusal } from "./errors.js";
 
 /**
  * PostgreSQL's own tools, from PATH: `pg_dump --format=custom` writes the dump, `pg_restore` reads
@@ -183,4 +184,131 @@ async function createGroupRoles(db: Kysely<DB>): Promise<void> {
         end if;
       end loop;
     end $$`.execute(db);
+}
+
+/**
+ * The entry types of `pg_restore --list` a backup of stablegate's schema holds (listed from a real
+ * backup of the migrated schema with data; test/backup/backup-restore.test.ts restores one). A type
+ * the migrations never make — a materialized view (its data is a REFRESH that runs code as the
+ * restoring role), a view, a rule, an event trigger, a schema, a cast, a foreign server … — is
+ * refused before anything is written.
+ */
+export const DUMP_ENTRY_TYPES = [
+  "ACL",
+  "COMMENT",
+  "CONSTRAINT",
+  "EXTENSION",
+  "FK CONSTRAINT",
+  "FUNCTION",
+  "INDEX",
+  "SEQUENCE",
+  "SEQUENCE SET",
+  "TABLE",
+  "TABLE DATA",
+  "TRIGGER",
+] as const;
+
+/** The names the migrations (and the function files) give extensions, functions and triggers. */
+async function migrationObjects(): Promise<{
+  extensions: Set<string>;
+  functions: Set<string>;
+  triggers: Set<string>;
+}> {
+  const text = [
+    ...(await readMigrations()).map((m) => m.sql),
+    ...(await readFunctionFiles()).map((f) => f.sql),
+  ]
+    .join("\n")
+    .toLowerCase();
+  const names = (re: RegExp) => new Set([...text.matchAll(re)].map((m) => m[1] as string));
+  return {
+    extensions: names(/create\s+extension\s+(?:if\s+not\s+exists\s+)?"?([a-z0-9_]+)/g),
+    functions: names(/create\s+(?:or\s+replace\s+)?function\s+(?:public\.)?"?([a-z0-9_]+)/g),
+    triggers: names(/create\s+(?:or\s+replace\s+)?(?:constraint\s+)?trigger\s+"?([a-z0-9_]+)/g),
+  };
+}
+
+/**
+ * Refuses a dump whose table of contents (`pg_restore --list`) holds what stablegate's migrations
+ * never make: an entry type outside `DUMP_ENTRY_TYPES`, an object outside the public schema, an
+ * extension, function or trigger the migrations do not name. Defence in depth behind the archive's
+ * authentication: the function bodies themselves are not compared.
+ */
+export async function checkDumpContents(file: string): Promise<void> {
+  const r = await run("pg_restore", ["--list", file], {});
+  if (r.code !== 0)
+    throw new BackupRefusal(
+      `pg_restore --list cannot read the dump (${r.stderr.trim()}); nothing was restored`,
+    );
+  const known = await migrationObjects();
+  const types = [...DUMP_ENTRY_TYPES].sort((a, b) => b.length - a.length);
+  const refused: string[] = [];
+  for (const line of r.stdout.split("\n")) {
+    if (line.trim() === "" || line.startsWith(";")) continue;
+    const m = /^\d+; \d+ \d+ (.*)$/.exec(line);
+    if (!m) {
+      refused.push(`an unreadable line (${JSON.stringify(line.slice(0, 80))})`);
+      continue;
+    }
+    const rest = m[1] as string;
+    const type = types.find((t) => rest.startsWith(`${t} `));
+    if (!type) {
+      refused.push(rest.split(" ").slice(0, 4).join(" "));
+      continue;
+    }
+    const [schema = "", name = ""] = rest.slice(type.length + 1).split(" ");
+    const base = name.replace(/\(.*$/, "");
+    const ok =
+      type === "EXTENSION"
+        ? schema === "-" && known.extensions.has(name)
+        : type === "ACL" || type === "COMMENT"
+          ? schema === "public" ||
+            (schema === "-" && /^(SCHEMA public|EXTENSION [a-z0-9_]+)\b/.test(rest.slice(type.length + 3)))
+          : schema === "public" &&
+            (type !== "FUNCTION" || known.functions.has(base)) &&
+            (type !== "TRIGGER" || known.triggers.has(rest.slice(type.length + 1).split(" ")[2] ?? ""));
+    if (!ok) refused.push(rest.replace(/ \S+$/, ""));
+  }
+  if (refused.length > 0)
+    throw new BackupRefusal(
+      `the dump holds what stablegate's migrations never make (${refused.slice(0, 5).join("; ")}${refused.length > 5 ? "; …" : ""}): ` +
+        "not a backup of a stablegate database; nothing was restored",
+    );
+}
+
+/**
+ * What `--wipe` would leave (it drops the public schema only), looked for before it drops anything:
+ * schemas other than public and the system's, extensions outside public (but plpgsql), event triggers.
+ */
+export async function foreignObjects(db: Kysely<DB>): Promise<string[]> {
+  const schemas = await sql<{ what: string }>`
+    select 'schema ' || nspname as what from pg_namespace
+    where nspname not in ('public', 'pg_catalog', 'information_schema')
+      and nspname !~ '^pg_(toast|temp_|toast_temp_)'
+    order by 1 limit 5`.execute(db);
+  const extensions = await sql<{ what: string }>`
+    select 'extension ' || e.extname as what from pg_extension e join pg_namespace n on n.oid = e.extnamespace
+    where e.extname <> 'plpgsql' and n.nspname <> 'public' order by 1 limit 5`.execute(db);
+  const triggers = await sql<{ what: string }>`
+    select 'event trigger ' || evtname as what from pg_event_trigger order by 1 limit 5`.execute(db);
+  return [...schemas.rows, ...extensions.rows, ...triggers.rows].map((r) => r.what);
+}
+
+/** The other client sessions on this connection's database (pg_stat_activity), described. */
+export async function otherSessions(db: Kysely<DB>): Promise<string[]> {
+  const r = await sql<{ what: string }>`
+    select coalesce(nullif(application_name, ''), 'no application name') || ' as ' || coalesce(usename, '?') ||
+           ' (pid ' || pid || ')' as what
+    from pg_stat_activity
+    where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
+    order by pid`.execute(db);
+  return r.rows.map((x) => x.what);
+}
+
+/** Whether the connection's role is a superuser (a restore should run as the database owner). */
+export async function isSuperuser(db: Kysely<DB>): Promise<boolean> {
+  const r = await sql<{
+    s: boolean;
+  }>`select rolsuper as s from pg_roles where rolname = current_user`.execute(db);
+  return r.rows[0]?.s === true;
 }

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { extractArchive, writeArchive } from "../../src/backup/archive.js";
+import { backupMacKey, macEntry } from "../../src/backup/authenticity.js";
 import {
   BackupRefusal,
   type BackupResult,
@@ -68,6 +69,8 @@ function envFor(target: { url?: string; dataDir: string }, extra: Record<string,
     DATA_DIR: target.dataDir,
     PRODUCTION_BASE_URL: "http://api.stablegate.test",
     SANDBOX_BASE_URL: "http://sandbox.stablegate.test",
+    // The installation's key: the restore authenticates a plain backup with it.
+    SECRET_ENCRYPTION_KEY: SECRETS.SECRET_ENCRYPTION_KEY,
     ...(target.url ? { DATABASE_URL: target.url } : {}),
     ...extra,
   };
@@ -399,13 +402,18 @@ describe(`backup and restore (${onPostgres ? "PostgreSQL" : "embedded PGlite"})`
     manifest.schema.migrations.push({ version: 9999, name: "from_the_future", checksum: "0".repeat(64) });
     manifest.schema.lastMigration = "9999_from_the_future";
     const future = path.join(work, "future.sgb");
-    await writeArchive(future, [
-      { name: "manifest.json", data: Buffer.from(JSON.stringify(manifest)) },
-      { name: "config.json", file: entries.get("config.json")?.file as string },
-      onPostgres
-        ? { name: "database.pgdump", file: entries.get("database.pgdump")?.file as string }
-        : { name: "database.pglite.tar.gz", file: entries.get("database.pglite.tar.gz")?.file as string },
-    ]);
+    // As a later build of this installation would write it: authenticated with its key.
+    await writeArchive(
+      future,
+      [
+        { name: "manifest.json", data: Buffer.from(JSON.stringify(manifest)) },
+        { name: "config.json", file: entries.get("config.json")?.file as string },
+        onPostgres
+          ? { name: "database.pgdump", file: entries.get("database.pgdump")?.file as string }
+          : { name: "database.pglite.tar.gz", file: entries.get("database.pglite.tar.gz")?.file as string },
+      ],
+      (sums) => macEntry(sums, backupMacKey(SECRETS.SECRET_ENCRYPTION_KEY)),
+    );
     const target = await newTarget();
     await expectRefused(
       restore(target, { input: future }),

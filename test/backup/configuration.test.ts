@@ -49,20 +49,28 @@ describe("backup configuration", () => {
       DATABASE_URL: "postgres://u:p@db/x",
       ERC20_RPC_URL: "https://mainnet.example/v3/key",
       SCREENING_URL: "https://user:pass@screening.example/check",
-      EXCHANGE_RATE_URL: "https://api.exchange.example",
+      // A provider's URL holds its key in the path (`/v6/<key>/latest`): secret as a whole.
+      EXCHANGE_RATE_URL: "https://v6.exchange.example/v6/key/latest",
+      TRC20_RENTAL_URL: "https://rental.example/api",
+      // Any plain variable holding a URL with a query string (where API keys go) is secret.
+      SIGNER_URL: "http://signer.internal:8090/?token=abc",
+      PRODUCTION_BASE_URL: "https://pay.example.com",
       MASTER_XPUBS: "USDT-TRC20/production=xpub…",
       EMPTY: "",
     });
     expect(split.plain).toEqual({
-      EXCHANGE_RATE_URL: "https://api.exchange.example",
       MASTER_XPUBS: "USDT-TRC20/production=xpub…",
       PORT: "8080",
+      PRODUCTION_BASE_URL: "https://pay.example.com",
     });
     expect(Object.keys(split.secret)).toEqual([
       "DATABASE_URL",
       "ERC20_RPC_URL",
+      "EXCHANGE_RATE_URL",
       "JWT_SECRET",
       "SCREENING_URL",
+      "SIGNER_URL",
+      "TRC20_RENTAL_URL",
     ]);
   });
 });

@@ -65,6 +65,14 @@ checks each value's shape; this checks how they go together.
     {{- $errors = append $errors (printf "worker.extraEnv must not hold %s: only the signer holds the mnemonic" $e.name) -}}
   {{- end -}}
 {{- end -}}
+{{/* The outflow caps come from signer.maxOutflowPerHour/PerDay (checked above), never from a free-form variable that would override them. values.schema.json refuses them in config.env, api.env and signer.env. */}}
+{{- range $where := list "api" "signer" -}}
+  {{- range $e := (index $v $where).extraEnv -}}
+    {{- if has $e.name (list "SIGNER_MAX_OUTFLOW_PER_HOUR" "SIGNER_MAX_OUTFLOW_PER_DAY") -}}
+      {{- $errors = append $errors (printf "%s.extraEnv must not hold %s: set signer.maxOutflowPerHour and signer.maxOutflowPerDay" $where $e.name) -}}
+    {{- end -}}
+  {{- end -}}
+{{- end -}}
 {{- if $v.ingress.enabled -}}
   {{- if not (and $v.ingress.production.host $v.ingress.sandbox.host) -}}
     {{- $errors = append $errors "ingress.production.host and ingress.sandbox.host: the Host of a request selects its environment" -}}
