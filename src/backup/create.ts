@@ -1,5 +1,5 @@
 import { createReadStream } from "node:fs";
-import { access, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createGunzip } from "node:zlib";
 import { sql } from "kysely";
@@ -13,6 +13,7 @@ import { type EntrySource, sha256, sha256OfFile, writeArchive } from "./archive.
 import { backupMacKey, macEntry } from "./authenticity.js";
 import { splitConfiguration } from "./configuration.js";
 import { BackupRefusal } from "./errors.js";
+import { pathExists } from "./files.js";
 import { type BackupManifest, describeDatabase, stablegateVersion } from "./manifest.js";
 import { pgDump, serverMajor, toolVersion } from "./postgres-tools.js";
 import { type SecretPayload, sealSecrets } from "./sealed-secrets.js";
@@ -44,13 +45,6 @@ export function embeddedDatabaseDir(dataDir: string): string {
   return path.join(dataDir, "pglite");
 }
 
-async function exists(p: string): Promise<boolean> {
-  return access(p).then(
-    () => true,
-    () => false,
-  );
-}
-
 /**
  * `stablegate backup`: the database (PostgreSQL through `pg_dump --format=custom`, in the snapshot
  * the manifest is read in; the embedded one through PGlite's `dumpDataDir`, holding DATA_DIR's
@@ -64,7 +58,7 @@ export async function createBackup(
   options: BackupOptions,
 ): Promise<BackupResult> {
   const output = path.resolve(options.output);
-  if (await exists(output)) throw new BackupRefusal(`${output} exists: a backup never replaces a file`);
+  if (await pathExists(output)) throw new BackupRefusal(`${output} exists: a backup never replaces a file`);
   const folder = path.dirname(output);
   if (!(await stat(folder).catch(() => null))?.isDirectory())
     throw new BackupRefusal(`${folder} is not a folder`);
@@ -182,7 +176,7 @@ async function dumpPostgres(url: string, file: string): Promise<Facts> {
 
 async function dumpEmbedded(dataDir: string, file: string): Promise<Facts> {
   const dir = embeddedDatabaseDir(dataDir);
-  if (!(await exists(path.join(dir, "PG_VERSION"))))
+  if (!(await pathExists(path.join(dir, "PG_VERSION"))))
     throw new BackupRefusal(`no embedded database in ${dir} (set DATABASE_URL for PostgreSQL)`);
   // Refuses (DataDirInUseError) while serve or another command holds it: a copy of a database
   // another process is writing is not a backup. Stop serve for the backup (it takes seconds).

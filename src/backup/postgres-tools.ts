@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { type Kysely, sql } from "kysely";
+import { readEnvironment } from "../config/load.js";
 import { readFunctionFiles, readMigrations } from "../db/migrate.js";
 import type { DB } from "../db/schema.js";
 import { BackupFailure, BackupRefusal } from "./errors.js";
@@ -65,7 +66,8 @@ function run(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(tool, args, {
-      env: { ...process.env, ...env },
+      // The tools find themselves and their settings (PATH, PG*) in the process's environment.
+      env: { ...readEnvironment(), ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, openAsBlob } from "node:fs";
-import { access, mkdtemp, readdir, readFile, rename, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Transform } from "node:stream";
@@ -48,6 +48,7 @@ import {
   embeddedDatabaseDir,
 } from "./create.js";
 import { BackupFailure, BackupRefusal } from "./errors.js";
+import { pathExists } from "./files.js";
 import { type BackupManifest, countRows, migrationLabel, parseManifest, schemaRefusal } from "./manifest.js";
 import {
   checkDumpContents,
@@ -127,13 +128,6 @@ const RESERVE_TIMEOUT_MS = 30_000;
  */
 export const MAX_EMBEDDED_DUMP_BYTES = 4 * 1024 * 1024 * 1024 - 1;
 
-async function exists(p: string): Promise<boolean> {
-  return access(p).then(
-    () => true,
-    () => false,
-  );
-}
-
 /**
  * `stablegate restore`: checks everything before writing anything — the archive (complete and
  * unaltered), the schema (not newer than this build's), the driver, the sealed secrets (the
@@ -198,7 +192,7 @@ export async function restoreBackup(
 
     const { mine, ...keys } = await checkAccountKeys(config, manifest, secrets);
     const secretFiles = await plannedSecretFiles(config, secrets);
-    if (options.envFile && (await exists(options.envFile)))
+    if (options.envFile && (await pathExists(options.envFile)))
       throw new BackupRefusal(
         `${options.envFile} exists: the environment file is written only as a new file`,
       );
